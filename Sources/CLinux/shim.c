@@ -1,0 +1,80 @@
+#define _GNU_SOURCE
+#include "CLinux.h"
+#include <string.h>
+#include <pthread.h>
+
+int vigil_epoll_wait(int epfd, uint32_t *masks, uint64_t *datas, int maxevents, int timeout_ms) {
+    // A bounded stack batch: the loop never asks for more than 1024 at once.
+    struct epoll_event evs[1024];
+    if (maxevents > 1024) maxevents = 1024;
+    int n = epoll_wait(epfd, evs, maxevents, timeout_ms);
+    for (int i = 0; i < n; i++) {
+        masks[i] = evs[i].events;
+        datas[i] = evs[i].data.u64;
+    }
+    return n;
+}
+
+int vigil_signalfd_for(const int *signals, int count) {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int i = 0; i < count; i++) sigaddset(&set, signals[i]);
+    // Block them so they are delivered only through the fd, never as async handlers.
+    if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0) return -1;
+    return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+int vigil_signalfd_read(int fd) {
+    struct signalfd_siginfo info;
+    ssize_t n = read(fd, &info, sizeof info);
+    if (n == (ssize_t)sizeof info) return (int)info.ssi_signo;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    return -1;
+}
+
+int vigil_timerfd_periodic(int interval_ms) {
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (fd < 0) return -1;
+    struct itimerspec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.it_interval.tv_sec = interval_ms / 1000;
+    spec.it_interval.tv_nsec = (long)(interval_ms % 1000) * 1000000L;
+    spec.it_value = spec.it_interval;
+    if (timerfd_settime(fd, 0, &spec, NULL) != 0) { int e = errno; close(fd); errno = e; return -1; }
+    return fd;
+}
+
+int64_t vigil_timerfd_read(int fd) {
+    uint64_t count = 0;
+    ssize_t n = read(fd, &count, sizeof count);
+    if (n == (ssize_t)sizeof count) return (int64_t)count;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    return -1;
+}
+
+int vigil_eventfd_signal(int fd) {
+    uint64_t one = 1;
+    return write(fd, &one, sizeof one) == (ssize_t)sizeof one ? 0 : -1;
+}
+
+int64_t vigil_eventfd_drain(int fd) {
+    uint64_t count = 0;
+    ssize_t n = read(fd, &count, sizeof count);
+    if (n == (ssize_t)sizeof count) return (int64_t)count;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    return -1;
+}
+
+int vigil_accept(int listen_fd) {
+    return accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+int64_t vigil_raise_nofile_limit(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;
+    }
+    return (int64_t)rl.rlim_cur;
+}
