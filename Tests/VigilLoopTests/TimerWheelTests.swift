@@ -1,6 +1,15 @@
 import Testing
 @testable import VigilLoop
 
+extension TimerWheel {
+    /// Test convenience: collect, then call `fire` for each due id.
+    mutating func advance(toMs now: Int64, _ fire: (Int32) -> Void) {
+        var due: [Int32] = []
+        collectDue(atMs: now, into: &due)
+        due.forEach(fire)
+    }
+}
+
 @Suite struct TimerWheelTests {
     @Test func firesAtTheDeadlineNotBefore() {
         var wheel = TimerWheel(tickMs: 50, slots: 16, nowMs: 1_000)
@@ -45,7 +54,7 @@ import Testing
         #expect(fired == [7])
     }
 
-    @Test func aCallbackMayRescheduleItself() {
+    @Test func dueIdsMayBeScheduledAgain() {
         var wheel = TimerWheel(tickMs: 10, slots: 8, nowMs: 0)
         wheel.schedule(2, atMs: 10)
         var count = 0

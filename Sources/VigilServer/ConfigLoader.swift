@@ -1,0 +1,150 @@
+import VigilLoop
+import Yams
+
+/// One invalid value in a config file, named by its dotted key.
+public struct ConfigIssue: Equatable, CustomStringConvertible, Sendable {
+    public var key: String
+    public var message: String
+    public var line: Int?
+
+    public init(key: String, message: String, line: Int? = nil) {
+        self.key = key
+        self.message = message
+        self.line = line
+    }
+
+    public var description: String {
+        let at = line.map { " (line \($0))" } ?? ""
+        return "\(key)\(at): \(message)"
+    }
+}
+
+/// The config file could not be used; `issues` lists every problem found, not just the first.
+public struct ConfigError: Error, CustomStringConvertible {
+    public var issues: [ConfigIssue]
+    public init(issues: [ConfigIssue]) { self.issues = issues }
+    public var description: String { issues.map(\.description).joined(separator: "\n") }
+}
+
+/// Reads vigild's YAML config (parsed by Yams) into a `ServerConfig`, checking every value.
+///
+/// Every key is optional (the built-in default applies); unknown keys are errors, because a typo
+/// that silently keeps a default is how a production limit goes missing.
+public enum ConfigLoader {
+    enum Kind {
+        case integer(ClosedRange<Int>, WritableKeyPath<ServerConfig, Int>)
+        case boolean(WritableKeyPath<ServerConfig, Bool>)
+        case address(WritableKeyPath<ServerConfig, ListenAddress>)
+        case choice([String], WritableKeyPath<ServerConfig, String>)
+    }
+
+    /// The schema: section → key → kind. `config/vigild.yaml` documents the same keys.
+    static let schema: [(section: String, keys: [(String, Kind)])] = [
+        ("server", [
+            ("listen", .address(\.listen)),
+            ("backlog", .integer(1...65_535, \.backlog)),
+            ("max_connections", .integer(1...10_000_000, \.maxConnections)),
+            ("shutdown_grace_ms", .integer(0...600_000, \.shutdownGraceMs)),
+        ]),
+        ("http", [
+            ("handshake_timeout_ms", .integer(100...600_000, \.handshakeTimeoutMs)),
+            ("max_request_head_bytes", .integer(1_024...1_048_576, \.maxRequestHeadBytes)),
+        ]),
+        ("websocket", [
+            ("max_message_bytes", .integer(125...(64 * 1024 * 1024), \.maxMessageBytes)),
+            ("ping_interval_ms", .integer(100...3_600_000, \.pingIntervalMs)),
+            ("pong_timeout_ms", .integer(100...3_600_000, \.pongTimeoutMs)),
+            ("close_timeout_ms", .integer(100...600_000, \.closeTimeoutMs)),
+            ("max_output_buffer_bytes", .integer(16_384...(1024 * 1024 * 1024), \.maxOutputBufferBytes)),
+            ("echo", .boolean(\.echoEnabled)),
+        ]),
+        ("log", [
+            ("level", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"], \.logLevel)),
+        ]),
+    ]
+
+    /// Parses YAML text; throws `ConfigError` listing every invalid value.
+    public static func load(yaml text: String, base: ServerConfig = ServerConfig()) throws -> ServerConfig {
+        var config = base
+        var issues: [ConfigIssue] = []
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: text)
+        } catch {
+            throw ConfigError(issues: [ConfigIssue(key: "(file)", message: "not valid YAML: \(error)")])
+        }
+        guard let root else { return config }  // an empty file: all defaults
+        guard let top = root.mapping else {
+            throw ConfigError(issues: [ConfigIssue(key: "(file)", message: "the top level must be a mapping of sections", line: line(root))])
+        }
+        for (sectionNode, body) in top {
+            let sectionName = sectionNode.scalar?.string ?? "?"
+            guard let section = schema.first(where: { $0.section == sectionName }) else {
+                let known = schema.map(\.section).joined(separator: ", ")
+                issues.append(ConfigIssue(key: sectionName, message: "unknown section (known: \(known))", line: line(sectionNode)))
+                continue
+            }
+            if case .scalar(let s) = body, s.string.isEmpty || s.string == "~" || s.string == "null" { continue }
+            guard let entries = body.mapping else {
+                issues.append(ConfigIssue(key: sectionName, message: "must be a mapping of keys", line: line(body)))
+                continue
+            }
+            for (keyNode, valueNode) in entries {
+                let key = keyNode.scalar?.string ?? "?"
+                let name = "\(sectionName).\(key)"
+                guard let (_, kind) = section.keys.first(where: { $0.0 == key }) else {
+                    let known = section.keys.map(\.0).joined(separator: ", ")
+                    issues.append(ConfigIssue(key: name, message: "unknown key (known in \(sectionName): \(known))", line: line(keyNode)))
+                    continue
+                }
+                if let message = apply(kind, valueNode, to: &config) {
+                    issues.append(ConfigIssue(key: name, message: message, line: line(valueNode)))
+                }
+            }
+        }
+        issues.append(contentsOf: crossCheck(config))
+        if !issues.isEmpty { throw ConfigError(issues: issues) }
+        return config
+    }
+
+    /// Applies one value; returns a message when it is invalid.
+    static func apply(_ kind: Kind, _ node: Node, to config: inout ServerConfig) -> String? {
+        guard let scalar = node.scalar else { return "must be a single value, not a list or mapping" }
+        let text = scalar.string
+        switch kind {
+        case .integer(let range, let path):
+            let digits = String(text.filter { $0 != "_" })
+            guard let value = Int(digits) else { return "must be an integer, got \"\(text)\"" }
+            guard range.contains(value) else { return "must be between \(range.lowerBound) and \(range.upperBound), got \(value)" }
+            config[keyPath: path] = value
+        case .boolean(let path):
+            switch text.lowercased() {
+            case "true", "yes", "on": config[keyPath: path] = true
+            case "false", "no", "off": config[keyPath: path] = false
+            default: return "must be true or false, got \"\(text)\""
+            }
+        case .address(let path):
+            guard let address = ListenAddress(parsing: text) else {
+                return "must be HOST:PORT with a numeric IPv4 address or a bracketed IPv6 one (e.g. 127.0.0.1:8080, [::]:8080), got \"\(text)\""
+            }
+            config[keyPath: path] = address
+        case .choice(let options, let path):
+            guard options.contains(text) else { return "must be one of \(options.joined(separator: ", ")), got \"\(text)\"" }
+            config[keyPath: path] = text
+        }
+        return nil
+    }
+
+    /// Rules between keys.
+    static func crossCheck(_ c: ServerConfig) -> [ConfigIssue] {
+        var issues: [ConfigIssue] = []
+        if c.maxOutputBufferBytes < c.maxMessageBytes {
+            issues.append(ConfigIssue(key: "websocket.max_output_buffer_bytes", message: "must be at least websocket.max_message_bytes (\(c.maxMessageBytes))"))
+        }
+        return issues
+    }
+
+    private static func line(_ node: Node) -> Int? {
+        node.mark.map { $0.line }
+    }
+}

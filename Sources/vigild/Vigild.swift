@@ -1,0 +1,99 @@
+import ArgumentParser
+import Foundation
+import Logging
+import VigilLoop
+import VigilServer
+
+/// `vigild`: the daemon's command line.
+@main
+struct Vigild: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "vigild",
+        abstract: "Vigil: a realtime WebSocket pub/sub daemon for live map pins and panic-location streams.",
+        discussion: """
+        With no --config, vigild runs on its built-in defaults (listen 127.0.0.1:8080, production limits).
+        Environment: VIGIL_CONFIG (config file), VIGIL_LISTEN (listen address); flags win over both.
+        """
+    )
+
+    @Option(name: .long, help: ArgumentHelp("YAML config file (see config/vigild.yaml).", valueName: "file"))
+    var config: String?
+
+    @Option(name: .long, help: ArgumentHelp("Listen address, HOST:PORT or [IPV6]:PORT; overrides the file and VIGIL_LISTEN.", valueName: "address"))
+    var listen: String?
+
+    @Option(name: .customLong("check-config"), help: ArgumentHelp("Check a config file, report every invalid value by name, and exit (0 valid, 1 invalid).", valueName: "file"))
+    var checkConfig: String?
+
+    @Option(name: .customLong("log-level"), help: "Overrides log.level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String?
+
+    func run() throws {
+        if let path = checkConfig {
+            do {
+                _ = try Self.loadConfig(path: path)
+                print("\(path): ok")
+                return
+            } catch {
+                FileHandle.standardError.write(Data("\(path): invalid\n\(Self.indent(error))\n".utf8))
+                throw ExitCode(1)
+            }
+        }
+
+        let env = ProcessInfo.processInfo.environment
+        var settings: ServerConfig
+        do {
+            if let path = config ?? env["VIGIL_CONFIG"] {
+                settings = try Self.loadConfig(path: path)
+            } else {
+                settings = ServerConfig()
+            }
+            if let text = listen ?? env["VIGIL_LISTEN"] {
+                guard let address = ListenAddress(parsing: text) else {
+                    throw ValidationError("listen address \"\(text)\" is not HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080)")
+                }
+                settings.listen = address
+            }
+            if let level = logLevel {
+                guard Logger.Level(rawValue: level) != nil else {
+                    throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+                }
+                settings.logLevel = level
+            }
+        } catch let error as ValidationError {
+            throw error
+        } catch {
+            FileHandle.standardError.write(Data("vigild: cannot use the config: \n\(Self.indent(error))\n".utf8))
+            throw ExitCode(1)
+        }
+
+        let level = Logger.Level(rawValue: settings.logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "vigild")
+        do {
+            let server = try Server(config: settings, logger: logger)
+            try server.run()
+        } catch {
+            logger.critical("cannot run", metadata: ["error": "\(error)"])
+            throw ExitCode(1)
+        }
+    }
+
+    static func loadConfig(path: String) throws -> ServerConfig {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigError(issues: [ConfigIssue(key: "(file)", message: "cannot read \(path)")])
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigError(issues: [ConfigIssue(key: "(file)", message: "\(path) is not UTF-8 text")])
+        }
+        return try ConfigLoader.load(yaml: text)
+    }
+
+    static func indent(_ error: Error) -> String {
+        "\(error)".split(separator: "\n").map { "  " + $0 }.joined(separator: "\n")
+    }
+}
