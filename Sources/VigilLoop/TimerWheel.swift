@@ -17,7 +17,6 @@ public struct TimerWheel {
     private var deadlineTick: [Int64] = []
     private var slotOf: [Int32] = []
     private var currentTick: Int64
-    private var due: [Int32] = []
     public private(set) var count = 0
 
     /// - Parameters:
@@ -63,14 +62,14 @@ public struct TimerWheel {
         unlink(id)
     }
 
-    /// Fires, in no particular order, every id whose deadline is at or before `nowMs`.
-    /// Each is unscheduled before `fire` is called, so `fire` may schedule it (or any other id) again.
-    public mutating func advance(toMs nowMs: Int64, _ fire: (Int32) -> Void) {
+    /// Appends to `due`, in no particular order, every id whose deadline is at or before `nowMs`,
+    /// unscheduling each. The caller then acts on them and may schedule any of them again
+    /// (collecting first keeps the wheel out of its own callbacks: no re-entrant mutation).
+    public mutating func collectDue(atMs nowMs: Int64, into due: inout [Int32]) {
         let nowTick = nowMs / tickMs
         guard nowTick > currentTick else { return }
         let span = min(nowTick - currentTick, Int64(mask + 1))
         var tick = currentTick + 1
-        due.removeAll(keepingCapacity: true)
         for _ in 0..<span {
             var id = heads[Int(tick) & mask]
             while id != Self.none {
@@ -84,9 +83,6 @@ public struct TimerWheel {
             tick += 1
         }
         currentTick = nowTick
-        // Fire after the walk: callbacks may reschedule into the slots just visited.
-        for id in due { fire(id) }
-        due.removeAll(keepingCapacity: true)
     }
 
     private mutating func unlink(_ id: Int32) {
