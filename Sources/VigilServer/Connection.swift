@@ -164,8 +164,8 @@ public final class Connection: EventHandler {
                     }
                 }
                 pendingChunk = nil
-                // A large assembled message's storage is not kept by an idle connection.
-                if message.capacity > 4096 { message = [] } else { message.removeAll(keepingCapacity: true) }
+                // Only messages that spanned reads were copied; an idle connection keeps no storage.
+                if message.capacity > 0 { message = [] }
             case .ping(let payload):
                 if phase == .open {
                     payload.withUnsafeBytes { sendFrame(.pong, payload: $0) }
