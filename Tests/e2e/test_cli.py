@@ -1,0 +1,100 @@
+"""Command line and configuration: --check-config, listen address precedence, bad configs."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from vigilproc import Vigild, write_config
+
+VALID = {
+    "server": {"listen": "127.0.0.1:8080", "backlog": 512, "max_connections": 1000, "shutdown_grace_ms": 2000},
+    "http": {"handshake_timeout_ms": 5000, "max_request_head_bytes": 4096},
+    "websocket": {"max_message_bytes": 1 << 20, "ping_interval_ms": 10000, "pong_timeout_ms": 5000,
+                  "close_timeout_ms": 1000, "max_output_buffer_bytes": 1 << 22, "echo": True},
+    "log": {"level": "debug"},
+}
+
+
+def check(binary, path, timeout=10):
+    return subprocess.run([str(binary), "--check-config", str(path)], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.parametrize("cfg", [VALID, {}], ids=["every-key", "empty"])
+def test_check_config_valid(vigild_binary, tmp_path, cfg):
+    p = check(vigild_binary, write_config(tmp_path / "ok.yaml", cfg))
+    assert p.returncode == 0, f"--check-config rejected a valid config (exit {p.returncode}):\n{p.stderr}"
+
+
+@pytest.mark.parametrize("cfg, key", [
+    ({"bogus": 1}, "bogus"),
+    ({"server": {"listen_addr": "127.0.0.1:1"}}, "listen_addr"),
+    ({"websocket": {"echo": True, "ekko": True}}, "ekko"),
+])
+def test_check_config_unknown_key(vigild_binary, tmp_path, cfg, key):
+    p = check(vigild_binary, write_config(tmp_path / "bad.yaml", cfg))
+    assert p.returncode == 1, f"unknown key {key!r}: exit {p.returncode}, want 1\n{p.stderr}"
+    assert key in p.stderr, f"error does not name the unknown key {key!r}:\n{p.stderr}"
+
+
+def test_check_config_reports_every_invalid_value(vigild_binary, tmp_path):
+    cfg = {
+        "server": {"listen": "not-an-address", "backlog": -5},
+        "http": {"handshake_timeout_ms": "soon"},
+        "websocket": {"echo": "maybe"},
+        "log": {"level": "loud"},
+    }
+    p = check(vigild_binary, write_config(tmp_path / "bad.yaml", cfg))
+    assert p.returncode == 1, f"exit {p.returncode}, want 1\n{p.stderr}"
+    missing = [k for k in ("listen", "backlog", "handshake_timeout_ms", "echo", "level") if k not in p.stderr]
+    assert not missing, f"--check-config did not report {missing}:\n{p.stderr}"
+
+
+def test_check_config_missing_file(vigild_binary, tmp_path):
+    p = check(vigild_binary, tmp_path / "nope.yaml")
+    assert p.returncode == 1, f"exit {p.returncode}\n{p.stderr}"
+    assert p.stderr.strip(), "no error message for a missing config file"
+
+
+def test_check_config_not_yaml(vigild_binary, tmp_path):
+    f = tmp_path / "broken.yaml"
+    f.write_text("server: [unclosed\n  listen: :\n")
+    p = check(vigild_binary, f)
+    assert p.returncode == 1, f"exit {p.returncode}\n{p.stderr}"
+
+
+def test_daemon_refuses_invalid_config(vigild_binary, tmp_path):
+    path = write_config(tmp_path / "bad.yaml", {"websocket": {"max_message_bytes": "huge"}})
+    p = subprocess.run([str(vigild_binary), "--config", str(path), "--listen", "127.0.0.1:0"],
+                       capture_output=True, text=True, timeout=10)
+    assert p.returncode != 0, "vigild started with an invalid config"
+    assert p.returncode > 0, f"vigild died by signal {-p.returncode} on a bad config"
+    assert "max_message_bytes" in p.stderr, p.stderr
+    assert "Fatal error" not in p.stderr, p.stderr
+
+
+def test_listen_from_config(vigild):
+    d = vigild({"server": {"listen": "127.0.0.3:0"}}, listen=None)
+    assert d.host == "127.0.0.3", f"config listen ignored: {d.host}:{d.port}"
+
+
+def test_listen_from_env(vigild):
+    d = vigild({}, listen=None, env={"VIGIL_LISTEN": "127.0.0.4:0"})
+    assert d.host == "127.0.0.4", f"VIGIL_LISTEN ignored: {d.host}:{d.port}"
+
+
+def test_listen_flag_beats_env(vigild):
+    d = vigild({}, listen="127.0.0.5:0", env={"VIGIL_LISTEN": "127.0.0.6:0"})
+    assert d.host == "127.0.0.5", f"--listen should win over VIGIL_LISTEN: {d.host}:{d.port}"
+
+
+def test_listen_port_in_use_fails_cleanly(vigild, vigild_binary, tmp_path):
+    first = vigild({})
+    second = Vigild(vigild_binary, write_config(tmp_path / "b.yaml", {}), listen=f"127.0.0.1:{first.port}")
+    with pytest.raises(AssertionError, match="exited with"):
+        second.start(ready_timeout=10)
+    rc = second.wait(5)
+    assert rc is not None and rc > 0, f"bind conflict: exit {rc}, want a non-zero exit code (not a crash)"
+    assert "Fatal error" not in second.stderr_text(), second.stderr_text()
