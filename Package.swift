@@ -7,11 +7,13 @@ let package = Package(
     name: "vigil",
     products: [
         .executable(name: "vigild", targets: ["vigild"]),
+        .executable(name: "vigil-bench", targets: ["vigil-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
         // Linux syscalls Swift's Glibc module does not export (epoll, eventfd, timerfd, signalfd).
@@ -26,11 +28,21 @@ let package = Package(
         .target(name: "VigilLoop", dependencies: ["CLinux"]),
         // Pure protocol over bytes: HTTP/1.1 request parsing, the RFC 6455 handshake, frames, UTF-8, close codes.
         .target(name: "VigilWire", dependencies: ["COpenSSL"]),
+        // Pure geometry: geohash encode/decode/neighbours, areas (bbox, circle), covers, distances.
+        .target(name: "VigilGeo"),
+        // The domain: pins, channels and fan-out, the JSON wire messages. No sockets.
+        .target(
+            name: "VigilCore",
+            dependencies: [
+                "VigilGeo",
+                .product(name: "HeapModule", package: "swift-collections"),
+            ]
+        ),
         // Glue: connection state machine, routing, configuration.
         .target(
             name: "VigilServer",
             dependencies: [
-                "VigilLoop", "VigilWire", "CLinux",
+                "VigilLoop", "VigilWire", "VigilCore", "VigilGeo", "CLinux",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
             ]
@@ -43,9 +55,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Micro-benchmarks of the core without sockets (the load client measures the whole daemon).
+        .executableTarget(
+            name: "vigil-bench",
+            dependencies: [
+                "VigilCore", "VigilGeo", "VigilWire", "VigilLoop",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .testTarget(name: "VigilWireTests", dependencies: ["VigilWire"]),
         .testTarget(name: "VigilLoopTests", dependencies: ["VigilLoop"]),
         .testTarget(name: "VigilServerTests", dependencies: ["VigilServer"]),
+        .testTarget(name: "VigilGeoTests", dependencies: ["VigilGeo"]),
+        .testTarget(name: "VigilCoreTests", dependencies: ["VigilCore"]),
     ],
     swiftLanguageModes: [.v5]
 )

@@ -1,6 +1,6 @@
 import COpenSSL
 
-/// SHA-1 and base64 over libcrypto, for the RFC 6455 handshake (§4.2.2) and tokens.
+/// SHA-1, SHA-256 and base64 over libcrypto, for the RFC 6455 handshake (§4.2.2) and token digests.
 ///
 /// The primitives are OpenSSL's; this type only sizes buffers and adds the strict
 /// base64 checks the handshake needs (libcrypto's decoder tolerates whitespace and
@@ -14,6 +14,16 @@ public enum Crypto {
                 _ = SHA1(input.baseAddress, input.count, out.baseAddress)
             }
             initialized = 20
+        }
+    }
+
+    /// SHA-256 digest (32 bytes): what Vigil stores in place of capability tokens.
+    public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: 32) { out, initialized in
+            bytes.withUnsafeBufferPointer { input in
+                _ = SHA256(input.baseAddress, input.count, out.baseAddress)
+            }
+            initialized = 32
         }
     }
 

@@ -7,6 +7,12 @@ import Testing
         bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 
+    @Test func sha256Vectors() {
+        // FIPS 180-2 appendix B examples.
+        #expect(hex(Crypto.sha256(Array("abc".utf8))) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(hex(Crypto.sha256([])) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+    }
+
     @Test func sha1Vectors() {
         #expect(hex(Crypto.sha1(Array("abc".utf8))) == "a9993e364706816aba3e25717850c26c9cd0d89d")
         #expect(hex(Crypto.sha1([])) == "da39a3ee5e6b4b0d3255bfef95601890afd80709")

@@ -1,0 +1,240 @@
+/// Appends JSON text to a byte buffer, inserting commas itself.
+///
+/// Used on the hot path to serialize each event once before its bytes go to many subscribers, so
+/// it allocates nothing beyond the growth of `bytes`: strings are copied in escaped runs, integers
+/// written digit by digit from a stack buffer, doubles through `JSONASCIISink`.
+///
+/// Comma state is one Bool. A comma is due before a key or value exactly when something was
+/// written at the same level before it; closing a container always leaves its parent with "a value
+/// was written", so no per-level stack is needed. The writer does not check the call sequence
+/// (a key outside an object, an unbalanced end): callers are our own code, covered by tests.
+///
+/// Output choices: doubles use Swift's shortest round-trip form, so `1.0` is written "1.0",
+/// `1e-7` "1e-07" and `1e16` "1e+16" (all valid JSON); NaN and ±infinity, which JSON cannot
+/// express, are written as `null` rather than trapping the daemon. Control characters are escaped
+/// as \n \r \t \b \f or \u00xx (lowercase hex); everything else, U+2028/U+2029 included, is raw UTF-8.
+public struct JSONWriter: Sendable {
+    /// The text so far. Callers take it when done, or `reset()` to reuse the capacity.
+    public var bytes: [UInt8]
+    /// True when the next key or value at the current level must be preceded by a comma.
+    private var needsComma = false
+
+    public init(capacity: Int = 256) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// Empties the buffer, keeping its capacity, to write the next document.
+    public mutating func reset() {
+        bytes.removeAll(keepingCapacity: true)
+        needsComma = false
+    }
+
+    @inline(__always)
+    private mutating func separate() {
+        if needsComma { bytes.append(0x2C) }
+    }
+
+    public mutating func beginObject() {
+        separate()
+        bytes.append(0x7B)
+        needsComma = false
+    }
+
+    public mutating func endObject() {
+        bytes.append(0x7D)
+        needsComma = true
+    }
+
+    public mutating func beginArray() {
+        separate()
+        bytes.append(0x5B)
+        needsComma = false
+    }
+
+    public mutating func endArray() {
+        bytes.append(0x5D)
+        needsComma = true
+    }
+
+    /// A member name; the next call writes its value. Literal keys are escaped like any string
+    /// (a scan of a few ASCII bytes), so a key with a quote in it still yields valid JSON.
+    public mutating func key(_ name: StaticString) {
+        separate()
+        bytes.append(0x22)
+        name.withUTF8Buffer { appendEscaped($0) }
+        bytes.append(0x22)
+        bytes.append(0x3A)
+        needsComma = false
+    }
+
+    public mutating func key(_ name: String) {
+        separate()
+        appendQuoted(name)
+        bytes.append(0x3A)
+        needsComma = false
+    }
+
+    public mutating func string(_ s: String) {
+        separate()
+        appendQuoted(s)
+        needsComma = true
+    }
+
+    public mutating func int(_ v: Int64) {
+        separate()
+        appendInteger(v)
+        needsComma = true
+    }
+
+    /// Shortest round-trip digits; `null` for NaN and ±infinity (see the type's notes).
+    public mutating func double(_ v: Double) {
+        separate()
+        appendDouble(v)
+        needsComma = true
+    }
+
+    public mutating func bool(_ v: Bool) {
+        separate()
+        appendLiteral(v ? "true" : "false")
+        needsComma = true
+    }
+
+    public mutating func null() {
+        separate()
+        appendLiteral("null")
+        needsComma = true
+    }
+
+    /// Writes a parsed value back out. Integral numbers within ±2^53 (except -0) are written as
+    /// integers, so a client's `"ref": 7` comes back as `7`, not `7.0`. Objects keep member order.
+    /// Recurses once per nesting level; parsed values are depth-limited by the parser.
+    public mutating func value(_ v: JSONValue) {
+        switch v {
+        case .null: null()
+        case .bool(let b): bool(b)
+        case .string(let s): string(s)
+        case .number(let d):
+            if let i = v.int64, d != 0 || d.sign == .plus {
+                int(i)
+            } else {
+                double(d)
+            }
+        case .array(let elements):
+            beginArray()
+            for element in elements { value(element) }
+            endArray()
+        case .object(let object):
+            beginObject()
+            for member in object.members {
+                key(member.key)
+                value(member.value)
+            }
+            endObject()
+        }
+    }
+
+    /// Splices pre-serialized JSON as one value. The bytes are trusted to be one valid JSON value.
+    public mutating func raw(_ jsonBytes: [UInt8]) {
+        separate()
+        bytes.append(contentsOf: jsonBytes)
+        needsComma = true
+    }
+
+    public mutating func field(_ name: StaticString, _ v: String) {
+        key(name)
+        string(v)
+    }
+
+    public mutating func field(_ name: StaticString, _ v: Int64) {
+        key(name)
+        int(v)
+    }
+
+    public mutating func field(_ name: StaticString, _ v: Double) {
+        key(name)
+        double(v)
+    }
+
+    public mutating func field(_ name: StaticString, _ v: Bool) {
+        key(name)
+        bool(v)
+    }
+
+    // MARK: - Text
+
+    private mutating func appendLiteral(_ literal: StaticString) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    private mutating func appendQuoted(_ s: String) {
+        bytes.append(0x22)
+        var s = s
+        // withUTF8 copies only a non-contiguous (bridged) string, which Linux never has.
+        s.withUTF8 { appendEscaped($0) }
+        bytes.append(0x22)
+    }
+
+    private static let hexDigits: StaticString = "0123456789abcdef"
+
+    /// Copies UTF-8 in runs, breaking a run only at `"`, `\` and control characters.
+    private mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
+        var runStart = 0
+        for i in 0..<utf8.count {
+            let b = utf8[i]
+            guard b < 0x20 || b == 0x22 || b == 0x5C else { continue }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
+            runStart = i &+ 1
+            bytes.append(0x5C)
+            switch b {
+            case 0x22, 0x5C: bytes.append(b)
+            case 0x0A: bytes.append(0x6E) // n
+            case 0x0D: bytes.append(0x72) // r
+            case 0x09: bytes.append(0x74) // t
+            case 0x08: bytes.append(0x62) // b
+            case 0x0C: bytes.append(0x66) // f
+            default:
+                let hex = JSONWriter.hexDigits.utf8Start
+                bytes.append(0x75) // u
+                bytes.append(0x30)
+                bytes.append(0x30)
+                bytes.append(hex[Int(b >> 4)])
+                bytes.append(hex[Int(b & 0xF)])
+            }
+        }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count]))
+    }
+
+    // MARK: - Numbers
+
+    /// Decimal digits written backwards into a 20-byte stack buffer (Int64.min has 19 digits and a
+    /// sign), then appended in one go. `magnitude` is a UInt64, so Int64.min needs no special case.
+    private mutating func appendInteger(_ v: Int64) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+            var magnitude = v.magnitude
+            var start = 20
+            repeat {
+                start &-= 1
+                buffer[start] = 0x30 &+ UInt8(truncatingIfNeeded: magnitude % 10)
+                magnitude /= 10
+            } while magnitude != 0
+            if v < 0 {
+                start &-= 1
+                buffer[start] = 0x2D
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start..<20]))
+        }
+    }
+
+    private mutating func appendDouble(_ v: Double) {
+        guard v.isFinite else {
+            appendLiteral("null")
+            return
+        }
+        // Move the array into the sink and back (no copy: the array stays uniquely referenced).
+        var sink = JSONASCIISink(bytes: [])
+        swap(&sink.bytes, &bytes)
+        v.write(to: &sink)
+        swap(&sink.bytes, &bytes)
+    }
+}

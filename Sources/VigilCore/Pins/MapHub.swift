@@ -1,0 +1,130 @@
+import VigilGeo
+
+/// The live map: pins and the subscriptions that watch them, as pure state transitions.
+///
+/// Each operation changes the state and appends the resulting deliveries (event + recipients) to
+/// `out`, in the order the changes were applied. The hub never touches a socket: the server
+/// encodes each delivery once and queues its bytes on every recipient's connection.
+public struct MapHub: Sendable {
+    public typealias SubscriberID = SubscriptionIndex.SubscriberID
+
+    public let settings: PinSettings
+    public private(set) var store = PinStore()
+    public private(set) var subscriptions = SubscriptionIndex()
+
+    public init(settings: PinSettings) {
+        self.settings = settings
+    }
+
+    // MARK: subscriptions
+
+    /// Subscribes (replacing any previous subscription) and returns the pins now inside.
+    public mutating func subscribe(_ subscriber: SubscriberID, area: GeoArea, categories: UInt64?) -> (pins: [Pin], truncated: Bool) {
+        let (precision, cells) = GeohashCover.choose(covering: area, budget: settings.coverCellBudget,
+                                                     minPrecision: settings.cellPrecisionMin, maxPrecision: settings.cellPrecisionMax)
+        let mask = categories ?? settings.allCategories
+        subscriptions.set(subscriber, .init(area: area, categories: mask, precision: precision, cells: cells))
+        return store.pins(in: area, cells: cells, precision: precision, categories: mask, settings: settings, limit: settings.maxSubscribePins)
+    }
+
+    public mutating func unsubscribe(_ subscriber: SubscriberID) {
+        subscriptions.remove(subscriber)
+    }
+
+    // MARK: writes
+
+    /// Creates a pin owned by whoever holds the token whose digest is `editDigest`.
+    public mutating func create(_ draft: PinDraft, id: PinID, editDigest: TokenDigest, now: Int64, out: inout [PinDelivery]) -> Result<Pin, PinFailure> {
+        guard store.count < settings.maxPins else { return .failure(.capacityExceeded) }
+        let pin = Pin(id: id, point: draft.point, title: draft.title, description: draft.description,
+                      category: draft.category, createdAt: now, expiresAt: now + Int64(draft.ttlSeconds) * 1000,
+                      editDigest: editDigest)
+        store.insert(pin)
+        deliver(.added, pin, out: &out)
+        return .success(pin)
+    }
+
+    /// Applies an owner's edit. Subscribers that saw the pin and still do get `updated`; those it
+    /// left get `removed(moved)`; those it entered get `added`.
+    public mutating func update(_ id: PinID, digest: TokenDigest, changes: PinChanges, now: Int64, out: inout [PinDelivery]) -> Result<Pin, PinFailure> {
+        guard let old = store[id], old.editDigest.matches(digest) else { return .failure(.forbidden) }
+        var pin = old
+        if changes.lat != nil || changes.lon != nil {
+            pin.point = GeoPoint(lat: changes.lat ?? old.point.lat, lon: changes.lon ?? old.point.lon)
+            pin.cell = Geohash.cell(pin.point, precision: Geohash.maxPrecision)
+        }
+        if let title = changes.title { pin.title = title }
+        if let description = changes.description { pin.description = description }
+        if let category = changes.category { pin.category = category }
+        if let ttl = changes.ttlSeconds { pin.expiresAt = now + Int64(ttl) * 1000 }
+        pin.updatedAt = now
+        store.replace(pin)
+        deliverTransition(from: old, to: pin, out: &out)
+        return .success(pin)
+    }
+
+    public mutating func delete(_ id: PinID, digest: TokenDigest, out: inout [PinDelivery]) -> Result<Pin, PinFailure> {
+        guard let pin = store[id], pin.editDigest.matches(digest) else { return .failure(.forbidden) }
+        store.remove(id)
+        deliver(.removed(.deleted), pin, out: &out)
+        return .success(pin)
+    }
+
+    /// Records `session`'s vote (+1 or -1), replacing its earlier one. When `down - up` reaches
+    /// the threshold the pin is removed for everyone (`flagged`).
+    public mutating func vote(_ id: PinID, session: UInt64, value: Int8, now: Int64, out: inout [PinDelivery]) -> Result<Pin, PinFailure> {
+        precondition(value == 1 || value == -1)
+        guard var pin = store[id] else { return .failure(.notFound) }
+        let previous = pin.votes[session]
+        if previous == value { return .success(pin) }
+        if previous == 1 { pin.up -= 1 } else if previous == -1 { pin.down -= 1 }
+        if value == 1 { pin.up += 1 } else { pin.down += 1 }
+        pin.votes[session] = value
+        if pin.down - pin.up >= settings.voteFlagThreshold {
+            store.remove(id)
+            deliver(.removed(.flagged), pin, out: &out)
+            return .success(pin)
+        }
+        store.replace(pin)
+        deliver(.updated, pin, out: &out)
+        return .success(pin)
+    }
+
+    /// Removes every pin due at `now` and tells its subscribers.
+    public mutating func expire(now: Int64, out: inout [PinDelivery]) {
+        for pin in store.removeExpired(now: now) {
+            deliver(.expired, pin, out: &out)
+        }
+    }
+
+    // MARK: fan-out
+
+    private func deliver(_ kind: PinEventKind, _ pin: Pin, out: inout [PinDelivery]) {
+        guard let bit = settings.categoryIndex(pin.category) else { return }
+        var recipients: [SubscriberID] = []
+        subscriptions.forEachSubscriber(at: pin.point, cell: pin.cell, categoryBit: bit) { recipients.append($0) }
+        if !recipients.isEmpty {
+            out.append(PinDelivery(kind: kind, pin: pin, recipients: recipients))
+        }
+    }
+
+    private func deliverTransition(from old: Pin, to new: Pin, out: inout [PinDelivery]) {
+        guard let oldBit = settings.categoryIndex(old.category), let newBit = settings.categoryIndex(new.category) else { return }
+        var updated: [SubscriberID] = []
+        var removed: [SubscriberID] = []
+        var added: [SubscriberID] = []
+        subscriptions.forEachSubscriber(at: old.point, cell: old.cell, categoryBit: oldBit) { subscriber in
+            if subscriptions.wants(subscriber, new.point, categoryBit: newBit) {
+                updated.append(subscriber)
+            } else {
+                removed.append(subscriber)
+            }
+        }
+        subscriptions.forEachSubscriber(at: new.point, cell: new.cell, categoryBit: newBit) { subscriber in
+            if !subscriptions.wants(subscriber, old.point, categoryBit: oldBit) { added.append(subscriber) }
+        }
+        if !removed.isEmpty { out.append(PinDelivery(kind: .removed(.moved), pin: new, recipients: removed)) }
+        if !added.isEmpty { out.append(PinDelivery(kind: .added, pin: new, recipients: added)) }
+        if !updated.isEmpty { out.append(PinDelivery(kind: .updated, pin: new, recipients: updated)) }
+    }
+}

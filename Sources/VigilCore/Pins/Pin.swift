@@ -1,0 +1,82 @@
+import VigilGeo
+
+/// A live map pin. Everything a client sees, plus what only the server keeps: the digest of the
+/// edit token and the votes by session. Nothing identifies the person who created it.
+public struct Pin: Equatable, Sendable {
+    public let id: PinID
+    public var point: GeoPoint
+    public var title: String
+    public var description: String
+    public var category: String
+    public var createdAt: Int64
+    public var updatedAt: Int64
+    public var expiresAt: Int64
+    public var up: Int
+    public var down: Int
+    /// SHA-256 of the edit token; the token itself is never stored.
+    public let editDigest: TokenDigest
+    /// Vote per session (+1 or -1). Sessions are anonymous per-connection serial numbers.
+    public var votes: [UInt64: Int8]
+    /// The pin's geohash cell at full precision; covers and channels use its ancestors.
+    public var cell: GeohashCell
+
+    public init(id: PinID, point: GeoPoint, title: String, description: String, category: String,
+                createdAt: Int64, expiresAt: Int64, editDigest: TokenDigest) {
+        self.id = id
+        self.point = point
+        self.title = title
+        self.description = description
+        self.category = category
+        self.createdAt = createdAt
+        self.updatedAt = createdAt
+        self.expiresAt = expiresAt
+        self.up = 0
+        self.down = 0
+        self.editDigest = editDigest
+        self.votes = [:]
+        self.cell = Geohash.cell(point, precision: Geohash.maxPrecision)
+    }
+
+    public static func == (a: Pin, b: Pin) -> Bool {
+        a.id == b.id && a.point == b.point && a.title == b.title && a.description == b.description
+            && a.category == b.category && a.createdAt == b.createdAt && a.updatedAt == b.updatedAt
+            && a.expiresAt == b.expiresAt && a.up == b.up && a.down == b.down
+            && a.editDigest == b.editDigest && a.votes == b.votes
+    }
+}
+
+/// The fields of a new pin, validated (title trimmed, category known, ttl in range).
+public struct PinDraft: Equatable, Sendable {
+    public var point: GeoPoint
+    public var title: String
+    public var description: String
+    public var category: String
+    public var ttlSeconds: Int
+
+    public init(point: GeoPoint, title: String, description: String, category: String, ttlSeconds: Int) {
+        self.point = point
+        self.title = title
+        self.description = description
+        self.category = category
+        self.ttlSeconds = ttlSeconds
+    }
+}
+
+/// A validated edit: each field nil when unchanged. `lat`/`lon` may come alone (the other keeps its value).
+public struct PinChanges: Equatable, Sendable {
+    public var lat: Double?
+    public var lon: Double?
+    public var title: String?
+    public var description: String?
+    public var category: String?
+    public var ttlSeconds: Int?
+
+    public init(lat: Double? = nil, lon: Double? = nil, title: String? = nil, description: String? = nil, category: String? = nil, ttlSeconds: Int? = nil) {
+        self.lat = lat
+        self.lon = lon
+        self.title = title
+        self.description = description
+        self.category = category
+        self.ttlSeconds = ttlSeconds
+    }
+}

@@ -1,0 +1,31 @@
+/// The pin rules an operator configures (`pins:` and `session:` in the config file).
+public struct PinSettings: Equatable, Sendable {
+    public var defaultTTLSeconds = 14_400
+    public var minTTLSeconds = 60
+    public var maxTTLSeconds = 86_400
+    public var categories = ["general", "sighting", "hazard", "help", "social"]
+    public var voteFlagThreshold = 5
+    public var writesPerMinute = 30
+    public var writeBurst = 30
+    public var maxPins = 1_000_000
+    public var maxSubscribePins = 10_000
+    /// Subscriptions are covered by cells of one precision in this range (1 = 5,000 km, 7 = 150 m).
+    public var cellPrecisionMin = 1
+    public var cellPrecisionMax = 7
+    /// The most cells one subscription may cover; a larger area is covered by coarser cells.
+    public var coverCellBudget = 32
+    public var titleMaxCharacters = 80
+    public var descriptionMaxCharacters = 1_000
+
+    public init() {}
+
+    /// Index of a category in `categories`, used as its bit in category masks (at most 64 categories).
+    public func categoryIndex(_ name: String) -> Int? {
+        categories.firstIndex(of: name)
+    }
+
+    /// The mask of every configured category.
+    public var allCategories: UInt64 {
+        categories.count >= 64 ? ~0 : (1 << UInt64(categories.count)) - 1
+    }
+}

@@ -1,0 +1,76 @@
+import VigilGeo
+
+/// Who listens where: map subscriptions and the geohash channels they are registered in.
+///
+/// A subscription is covered by cells of one precision, chosen per subscription under a cell
+/// budget (a street gets 150 m cells, a country 150 km ones), and registered in the channel of
+/// each cell. A pin event looks up, for each precision some subscription uses, the one channel
+/// whose cell contains the pin (a shift and a dictionary lookup per precision), then filters the
+/// candidates exactly against their area and categories. The cost of an event is therefore
+/// O(subscribers of those channels), never O(all connections); each subscriber sits in exactly one
+/// precision and a point lies in exactly one cell of it, so nobody is offered an event twice.
+public struct SubscriptionIndex: Sendable {
+    /// A subscriber: the application's id for a connection.
+    public typealias SubscriberID = Int32
+
+    public struct Subscription: Equatable, Sendable {
+        public var area: GeoArea
+        /// Bit i set: category i of `PinSettings.categories` is wanted.
+        public var categories: UInt64
+        public var precision: Int
+        public var cells: [GeohashCell]
+
+        public func wants(_ point: GeoPoint, categoryBit: Int) -> Bool {
+            categories & (1 << UInt64(categoryBit)) != 0 && area.contains(point)
+        }
+    }
+
+    public private(set) var subscriptions: [SubscriberID: Subscription] = [:]
+    private var channels: [UInt64: [SubscriberID]] = [:]
+    /// How many subscriptions use each precision (index = precision); events skip unused ones.
+    private var precisionUse = [Int](repeating: 0, count: Geohash.maxPrecision + 1)
+
+    public init() {}
+
+    public var count: Int { subscriptions.count }
+
+    /// Registers (or replaces) `subscriber`'s subscription.
+    public mutating func set(_ subscriber: SubscriberID, _ subscription: Subscription) {
+        remove(subscriber)
+        subscriptions[subscriber] = subscription
+        precisionUse[subscription.precision] += 1
+        for cell in subscription.cells {
+            channels[cell.key, default: []].append(subscriber)
+        }
+    }
+
+    public mutating func remove(_ subscriber: SubscriberID) {
+        guard let old = subscriptions.removeValue(forKey: subscriber) else { return }
+        precisionUse[old.precision] -= 1
+        for cell in old.cells {
+            let key = cell.key
+            guard var members = channels[key], let at = members.firstIndex(of: subscriber) else { continue }
+            members.swapAt(at, members.count - 1)
+            members.removeLast()
+            channels[key] = members.isEmpty ? nil : members
+        }
+    }
+
+    /// Calls `body` for every subscriber whose subscription holds a pin at `point` (in `cell`, a
+    /// full-precision cell) with category bit `categoryBit`. Each subscriber at most once.
+    public func forEachSubscriber(at point: GeoPoint, cell: GeohashCell, categoryBit: Int, _ body: (SubscriberID) -> Void) {
+        for precision in 1...Geohash.maxPrecision where precisionUse[precision] > 0 {
+            guard let members = channels[cell.ancestor(precision: precision).key] else { continue }
+            for subscriber in members {
+                if let subscription = subscriptions[subscriber], subscription.wants(point, categoryBit: categoryBit) {
+                    body(subscriber)
+                }
+            }
+        }
+    }
+
+    /// Whether `subscriber` would see a pin at `point` with category bit `categoryBit`.
+    public func wants(_ subscriber: SubscriberID, _ point: GeoPoint, categoryBit: Int) -> Bool {
+        subscriptions[subscriber]?.wants(point, categoryBit: categoryBit) ?? false
+    }
+}

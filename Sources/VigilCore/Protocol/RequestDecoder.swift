@@ -1,0 +1,226 @@
+import VigilGeo
+
+/// Turns a client's text message into a validated `ClientRequest`, or the error to answer with.
+///
+/// Pure code over bytes: the message is parsed by `JSONParser` (strict RFC 8259, bounded depth),
+/// then each operation's fields are checked in one place, each failure naming its field.
+public struct RequestDecoder: Sendable {
+    public let settings: PinSettings
+
+    public init(settings: PinSettings) {
+        self.settings = settings
+    }
+
+    public func decode(_ bytes: UnsafeRawBufferPointer) -> Result<ClientRequest, RejectedRequest> {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(bytes, maxDepth: 16)
+        } catch {
+            return .failure(RejectedRequest(ref: nil, error: RequestError("bad_json", "the message is not valid JSON: \(error.message) at byte \(error.offset)")))
+        }
+        guard let object = value.object else {
+            return .failure(RejectedRequest(ref: nil, error: RequestError("bad_message", "a message must be a JSON object with an \"op\"")))
+        }
+        var ref: JSONValue?
+        if let r = object["ref"] {
+            switch r {
+            case .string, .number: ref = r
+            default:
+                return .failure(RejectedRequest(ref: nil, error: RequestError("invalid_ref", field: "ref", "ref must be a string or a number")))
+            }
+        }
+        guard let opValue = object["op"] else {
+            return .failure(RejectedRequest(ref: ref, error: RequestError("bad_message", field: "op", "op is required")))
+        }
+        guard let op = opValue.string else {
+            return .failure(RejectedRequest(ref: ref, error: RequestError("bad_message", field: "op", "op must be a string")))
+        }
+        do {
+            let operation = try decodeOperation(op, object)
+            return .success(ClientRequest(ref: ref, operation: operation))
+        } catch let error as RequestError {
+            return .failure(RejectedRequest(ref: ref, error: error))
+        } catch {
+            return .failure(RejectedRequest(ref: ref, error: RequestError("bad_message", "\(error)")))
+        }
+    }
+
+    func decodeOperation(_ op: String, _ o: JSONObject) throws -> ClientOperation {
+        switch op {
+        case "subscribe":
+            guard let area = o["area"] else { throw RequestError.missing("area") }
+            var categories: UInt64?
+            if let c = o["categories"] { categories = try categoryMask(c) }
+            return .subscribe(area: try decodeArea(area), categories: categories)
+        case "unsubscribe":
+            return .unsubscribe
+        case "pin.create":
+            guard let pin = o["pin"] else { throw RequestError.missing("pin") }
+            return .pinCreate(try decodeDraft(pin))
+        case "pin.update":
+            let id = try pinID(o)
+            let token = try editToken(o)
+            guard let changes = o["changes"] else { throw RequestError.missing("changes") }
+            return .pinUpdate(id: id, token: token, changes: try decodeChanges(changes))
+        case "pin.delete":
+            let id = try pinID(o)
+            return .pinDelete(id: id, token: try editToken(o))
+        case "pin.vote":
+            let id = try pinID(o)
+            guard let v = o["value"] else { throw RequestError.missing("value") }
+            guard let n = v.int64, n == 1 || n == -1 else { throw RequestError("invalid_value", field: "value", "value must be 1 or -1") }
+            return .pinVote(id: id, value: Int8(n))
+        default:
+            throw RequestError("unknown_op", field: "op", "unknown op \"\(op.prefix(64))\"")
+        }
+    }
+
+    // MARK: fields
+
+    func pinID(_ o: JSONObject) throws -> PinID? {
+        guard let v = o["id"] else { throw RequestError.missing("id") }
+        guard let text = v.string else { throw RequestError("invalid_id", field: "id", "id must be a string") }
+        return PinID(text)
+    }
+
+    func editToken(_ o: JSONObject) throws -> String {
+        guard let v = o["edit_token"] else { throw RequestError.missing("edit_token") }
+        guard let token = v.string else { throw RequestError("invalid_token", field: "edit_token", "edit_token must be a string") }
+        return token
+    }
+
+    func latitude(_ v: JSONValue, field: String) throws -> Double {
+        guard let d = v.double, d.isFinite, d >= -90, d <= 90 else {
+            throw RequestError("invalid_lat", field: field, "\(field) must be a finite number between -90 and 90")
+        }
+        return d
+    }
+
+    func longitude(_ v: JSONValue, field: String) throws -> Double {
+        guard let d = v.double, d.isFinite, d >= -180, d <= 180 else {
+            throw RequestError("invalid_lon", field: field, "\(field) must be a finite number between -180 and 180")
+        }
+        return d
+    }
+
+    func title(_ v: JSONValue, field: String) throws -> String {
+        let limit = settings.titleMaxCharacters
+        guard let s = v.string else { throw RequestError("invalid_title", field: field, "\(field) must be a string") }
+        let trimmed = Self.trim(s)
+        guard !trimmed.isEmpty, trimmed.count <= limit else {
+            throw RequestError("invalid_title", field: field, "\(field) must have 1 to \(limit) characters after trimming white space")
+        }
+        return trimmed
+    }
+
+    func description(_ v: JSONValue, field: String) throws -> String {
+        let limit = settings.descriptionMaxCharacters
+        guard let s = v.string else { throw RequestError("invalid_description", field: field, "\(field) must be a string") }
+        let trimmed = Self.trim(s)
+        guard trimmed.count <= limit else {
+            throw RequestError("invalid_description", field: field, "\(field) must have at most \(limit) characters")
+        }
+        return trimmed
+    }
+
+    func category(_ v: JSONValue, field: String) throws -> String {
+        guard let s = v.string, settings.categoryIndex(s) != nil else {
+            throw RequestError("invalid_category", field: field, "\(field) must be one of \(settings.categories.joined(separator: ", "))")
+        }
+        return s
+    }
+
+    func ttl(_ v: JSONValue, field: String) throws -> Int {
+        guard let n = v.int64, n >= settings.minTTLSeconds, n <= settings.maxTTLSeconds else {
+            throw RequestError("invalid_ttl", field: field, "\(field) must be an integer number of seconds from \(settings.minTTLSeconds) to \(settings.maxTTLSeconds)")
+        }
+        return Int(n)
+    }
+
+    func decodeDraft(_ v: JSONValue) throws -> PinDraft {
+        guard let o = v.object else { throw RequestError("bad_message", field: "pin", "pin must be an object") }
+        for key in o.keys where !["lat", "lon", "title", "description", "category", "ttl_s"].contains(key) {
+            throw RequestError.unknownField("pin.\(key)")
+        }
+        guard let lat = o["lat"] else { throw RequestError.missing("pin.lat") }
+        guard let lon = o["lon"] else { throw RequestError.missing("pin.lon") }
+        guard let title = o["title"] else { throw RequestError.missing("pin.title") }
+        return PinDraft(
+            point: GeoPoint(lat: try latitude(lat, field: "pin.lat"), lon: try longitude(lon, field: "pin.lon")),
+            title: try self.title(title, field: "pin.title"),
+            description: try o["description"].map { try description($0, field: "pin.description") } ?? "",
+            category: try o["category"].map { try category($0, field: "pin.category") } ?? "general",
+            ttlSeconds: try o["ttl_s"].map { try ttl($0, field: "pin.ttl_s") } ?? settings.defaultTTLSeconds
+        )
+    }
+
+    func decodeChanges(_ v: JSONValue) throws -> PinChanges {
+        guard let o = v.object, !o.members.isEmpty else {
+            throw RequestError("invalid_changes", field: "changes", "changes must be an object with at least one field")
+        }
+        var c = PinChanges()
+        for (key, value) in o.members {
+            switch key {
+            case "lat": c.lat = try latitude(value, field: "changes.lat")
+            case "lon": c.lon = try longitude(value, field: "changes.lon")
+            case "title": c.title = try title(value, field: "changes.title")
+            case "description": c.description = try description(value, field: "changes.description")
+            case "category": c.category = try category(value, field: "changes.category")
+            case "ttl_s": c.ttlSeconds = try ttl(value, field: "changes.ttl_s")
+            default: throw RequestError.unknownField("changes.\(key)")
+            }
+        }
+        return c
+    }
+
+    func decodeArea(_ v: JSONValue) throws -> GeoArea {
+        let invalid = { (why: String) in RequestError("invalid_area", field: "area", "area \(why)") }
+        guard let o = v.object else { throw invalid("must be an object with a bbox or a center and radius_m") }
+        for key in o.keys where !["bbox", "center", "radius_m"].contains(key) {
+            throw RequestError.unknownField("area.\(key)")
+        }
+        switch (o["bbox"], o["center"]) {
+        case (let bbox?, nil):
+            guard o["radius_m"] == nil else { throw invalid("takes radius_m only with a center") }
+            guard let items = bbox.array, items.count == 4 else { throw invalid("bbox must be [south, west, north, east]") }
+            let numbers = items.compactMap { $0.double }
+            guard numbers.count == 4, numbers.allSatisfy({ $0.isFinite }) else { throw invalid("bbox must hold four numbers") }
+            let box = GeoBox(south: numbers[0], west: numbers[1], north: numbers[2], east: numbers[3])
+            guard box.isValid else {
+                throw invalid("bbox needs -90 <= south <= north <= 90 and west, east in [-180, 180]")
+            }
+            return .box(box)
+        case (nil, let center?):
+            guard let c = center.object, let lat = c["lat"], let lon = c["lon"], c.members.count == 2 else {
+                throw invalid("center must be {\"lat\": .., \"lon\": ..}")
+            }
+            let point = GeoPoint(lat: try latitude(lat, field: "area.center.lat"), lon: try longitude(lon, field: "area.center.lon"))
+            guard let r = o["radius_m"] else { throw RequestError.missing("area.radius_m") }
+            guard let radius = r.double, radius > 0, radius <= 20_000_000 else {
+                throw RequestError("invalid_area", field: "area.radius_m", "area.radius_m must be a number of metres in (0, 20000000]")
+            }
+            return .circle(center: point, radiusMeters: radius)
+        default:
+            throw invalid("must have either a bbox or a center (not both)")
+        }
+    }
+
+    func categoryMask(_ v: JSONValue) throws -> UInt64 {
+        let invalid = RequestError("invalid_categories", field: "categories",
+                                   "categories must be a non-empty list of: \(settings.categories.joined(separator: ", "))")
+        guard let items = v.array, !items.isEmpty else { throw invalid }
+        var mask: UInt64 = 0
+        for item in items {
+            guard let name = item.string, let bit = settings.categoryIndex(name) else { throw invalid }
+            mask |= 1 << UInt64(bit)
+        }
+        return mask
+    }
+
+    /// Trims surrounding white space (Unicode White_Space, line breaks included).
+    static func trim(_ s: String) -> String {
+        guard let first = s.firstIndex(where: { !$0.isWhitespace }) else { return "" }
+        let last = s.lastIndex(where: { !$0.isWhitespace })!
+        return String(s[first...last])
+    }
+}

@@ -1,0 +1,32 @@
+/// A request the server answers with `{"type":"error",...}`: a stable code, the offending field's
+/// path when there is one, and a sentence for people. The connection stays open.
+public struct RequestError: Error, Equatable, Sendable {
+    public var code: String
+    public var field: String?
+    public var message: String
+    /// For `rate_limited`: when a retry can succeed.
+    public var retryAfterMs: Int64?
+
+    public init(_ code: String, field: String? = nil, _ message: String, retryAfterMs: Int64? = nil) {
+        self.code = code
+        self.field = field
+        self.message = message
+        self.retryAfterMs = retryAfterMs
+    }
+
+    static func missing(_ field: String) -> RequestError {
+        RequestError("missing_field", field: field, "\(field) is required")
+    }
+
+    static func unknownField(_ field: String) -> RequestError {
+        RequestError("unknown_field", field: field, "\(field) is not a field of this operation")
+    }
+
+    public static func from(_ failure: PinFailure) -> RequestError {
+        switch failure {
+        case .forbidden: return RequestError("forbidden", "no pin with that id and edit token")
+        case .notFound: return RequestError("not_found", field: "id", "no live pin with that id")
+        case .capacityExceeded: return RequestError("capacity_exceeded", "the server holds its maximum number of pins; try again later")
+        }
+    }
+}

@@ -1,0 +1,102 @@
+/// The server's JSON messages (docs/PROTOCOL.md), written straight into a byte buffer.
+///
+/// Events are encoded once per change, whatever the number of recipients; the buffer they are
+/// written into is the caller's (the server reuses one), so steady-state encoding allocates only
+/// where Swift strings do.
+public enum ServerMessages {
+    /// Limits announced in the welcome message.
+    public struct Limits: Sendable {
+        public var maxMessageBytes: Int
+        public var messagesPerSecond: Int
+        public var messageBurst: Int
+        public init(maxMessageBytes: Int, messagesPerSecond: Int, messageBurst: Int) {
+            self.maxMessageBytes = maxMessageBytes
+            self.messagesPerSecond = messagesPerSecond
+            self.messageBurst = messageBurst
+        }
+    }
+
+    public static func welcome(session: String, settings: PinSettings, limits: Limits, into w: inout JSONWriter) {
+        w.beginObject()
+        w.key("type"); w.string("welcome")
+        w.key("session"); w.string(session)
+        w.key("protocol"); w.int(1)
+        w.key("limits")
+        w.beginObject()
+        w.key("max_message_bytes"); w.int(Int64(limits.maxMessageBytes))
+        w.key("title_max_chars"); w.int(Int64(settings.titleMaxCharacters))
+        w.key("description_max_chars"); w.int(Int64(settings.descriptionMaxCharacters))
+        w.key("categories")
+        w.beginArray()
+        for c in settings.categories { w.string(c) }
+        w.endArray()
+        w.key("ttl_s")
+        w.beginObject()
+        w.key("default"); w.int(Int64(settings.defaultTTLSeconds))
+        w.key("min"); w.int(Int64(settings.minTTLSeconds))
+        w.key("max"); w.int(Int64(settings.maxTTLSeconds))
+        w.endObject()
+        w.key("vote_flag_threshold"); w.int(Int64(settings.voteFlagThreshold))
+        w.key("writes_per_minute"); w.int(Int64(settings.writesPerMinute))
+        w.key("write_burst"); w.int(Int64(settings.writeBurst))
+        w.key("messages_per_second"); w.int(Int64(limits.messagesPerSecond))
+        w.key("message_burst"); w.int(Int64(limits.messageBurst))
+        w.key("max_subscribe_pins"); w.int(Int64(settings.maxSubscribePins))
+        w.endObject()
+        w.endObject()
+    }
+
+    /// `{"type":"ok","ref":R,...}`: `body` writes the op-specific members (keys and values).
+    public static func ok(ref: JSONValue?, into w: inout JSONWriter, _ body: (inout JSONWriter) -> Void = { _ in }) {
+        w.beginObject()
+        w.key("type"); w.string("ok")
+        if let ref { w.key("ref"); w.value(ref) }
+        body(&w)
+        w.endObject()
+    }
+
+    public static func error(ref: JSONValue?, _ e: RequestError, into w: inout JSONWriter) {
+        w.beginObject()
+        w.key("type"); w.string("error")
+        if let ref { w.key("ref"); w.value(ref) }
+        w.key("code"); w.string(e.code)
+        if let field = e.field { w.key("field"); w.string(field) }
+        if let retry = e.retryAfterMs { w.key("retry_after_ms"); w.int(retry) }
+        w.key("message"); w.string(e.message)
+        w.endObject()
+    }
+
+    /// The public pin object: nothing about its creator, no token digest, no voters.
+    public static func pin(_ p: Pin, into w: inout JSONWriter) {
+        w.beginObject()
+        w.key("id"); w.string(p.id.description)
+        w.key("lat"); w.double(p.point.lat)
+        w.key("lon"); w.double(p.point.lon)
+        w.key("title"); w.string(p.title)
+        w.key("description"); w.string(p.description)
+        w.key("category"); w.string(p.category)
+        w.key("created_at"); w.int(p.createdAt)
+        w.key("updated_at"); w.int(p.updatedAt)
+        w.key("expires_at"); w.int(p.expiresAt)
+        w.key("up"); w.int(Int64(p.up))
+        w.key("down"); w.int(Int64(p.down))
+        w.endObject()
+    }
+
+    public static func pinEvent(_ kind: PinEventKind, _ p: Pin, into w: inout JSONWriter) {
+        w.beginObject()
+        w.key("type")
+        switch kind {
+        case .added: w.string("pin.added")
+        case .updated: w.string("pin.updated")
+        case .removed: w.string("pin.removed")
+        case .expired: w.string("pin.expired")
+        }
+        w.key("pin")
+        pin(p, into: &w)
+        if case .removed(let reason) = kind {
+            w.key("reason"); w.string(reason.rawValue)
+        }
+        w.endObject()
+    }
+}

@@ -1,0 +1,279 @@
+import Testing
+import VigilGeo
+@testable import VigilCore
+
+@Suite struct MapHubTests {
+    let secrets = TestSecrets()
+
+    func draft(_ lat: Double, _ lon: Double, _ title: String = "t", category: String = "general", ttl: Int = 3600) -> PinDraft {
+        PinDraft(point: GeoPoint(lat: lat, lon: lon), title: title, description: "", category: category, ttlSeconds: ttl)
+    }
+
+    func box(_ s: Double, _ w: Double, _ n: Double, _ e: Double) -> GeoArea {
+        .box(GeoBox(south: s, west: w, north: n, east: e))
+    }
+
+    @discardableResult
+    func create(_ hub: inout MapHub, _ d: PinDraft, token: String = "tok", now: Int64 = 1_000, out: inout [PinDelivery]) -> Pin {
+        try! hub.create(d, id: PinID(random: secrets.randomBytes(16)), editDigest: secrets.digest(ofToken: token), now: now, out: &out).get()
+    }
+
+    @Test func createReachesExactlyTheSubscribersWhoseAreaHoldsThePin() {
+        var hub = MapHub(settings: PinSettings())
+        _ = hub.subscribe(1, area: box(52.0, 13.0, 53.0, 14.0), categories: nil)
+        _ = hub.subscribe(2, area: box(52.5, 13.5, 54.0, 15.0), categories: nil)
+        _ = hub.subscribe(3, area: box(-10, -10, 10, 10), categories: nil)
+        var out: [PinDelivery] = []
+        create(&hub, draft(52.2, 13.2), out: &out)   // 1 only
+        create(&hub, draft(52.7, 13.7), out: &out)   // 1 and 2
+        create(&hub, draft(53.5, 14.5), out: &out)   // 2 only
+        create(&hub, draft(40.0, 40.0), out: &out)   // nobody: no delivery at all
+        #expect(out.map { Set($0.recipients) } == [[1], [1, 2], [2]])
+        #expect(out.allSatisfy { $0.kind == .added })
+    }
+
+    @Test func subscribeReturnsPinsExactlyInsideNotMerelyInACoveringCell() {
+        var hub = MapHub(settings: PinSettings())
+        var out: [PinDelivery] = []
+        let inside = create(&hub, draft(52.5000, 13.4000), out: &out)
+        create(&hub, draft(52.5000, 13.4101), out: &out)  // 700 m east, same coarse cell
+        let (pins, truncated) = hub.subscribe(1, area: box(52.49, 13.39, 52.51, 13.41), categories: nil)
+        #expect(pins.map(\.id) == [inside.id])
+        #expect(!truncated)
+        // Events are filtered the same way: just outside the east edge, then just inside.
+        out.removeAll()
+        create(&hub, draft(52.505, 13.4102), out: &out)
+        #expect(out.isEmpty)
+        create(&hub, draft(52.505, 13.4098), out: &out)
+        #expect(out.map(\.recipients) == [[1]])
+    }
+
+    @Test func circlesAreExact() {
+        var hub = MapHub(settings: PinSettings())
+        _ = hub.subscribe(7, area: .circle(center: GeoPoint(lat: 48.8566, lon: 2.3522), radiusMeters: 1_000), categories: nil)
+        var out: [PinDelivery] = []
+        create(&hub, draft(48.8566 + 0.0089, 2.3522), out: &out)  // ~990 m north
+        create(&hub, draft(48.8566 + 0.0092, 2.3522), out: &out)  // ~1,023 m north
+        #expect(out.count == 1)
+        #expect(GeoDistance.meters(GeoPoint(lat: 48.8566, lon: 2.3522), out[0].pin.point) <= 1_000)
+    }
+
+    @Test func antimeridianAndWholeWorld() {
+        var hub = MapHub(settings: PinSettings())
+        _ = hub.subscribe(1, area: box(60, 170, 70, -170), categories: nil)
+        _ = hub.subscribe(2, area: box(-90, -180, 90, 180), categories: nil)
+        var out: [PinDelivery] = []
+        create(&hub, draft(65, 179.5), out: &out)
+        create(&hub, draft(65, -179.5), out: &out)
+        create(&hub, draft(65, 0), out: &out)
+        create(&hub, draft(-89.9, -179.99), out: &out)
+        #expect(out.map { Set($0.recipients) } == [[1, 2], [1, 2], [2], [2]])
+        #expect(hub.subscribe(3, area: box(60, 170, 70, -170), categories: nil).pins.count == 2)
+        #expect(hub.subscribe(4, area: box(-90, -180, 90, 180), categories: nil).pins.count == 4)
+    }
+
+    @Test func movesBecomeAddedUpdatedAndRemovedPerSubscriber() {
+        var hub = MapHub(settings: PinSettings())
+        _ = hub.subscribe(1, area: box(0, 0, 1, 1), categories: nil)      // west square
+        _ = hub.subscribe(2, area: box(0, 1, 1, 2), categories: nil)      // east square
+        _ = hub.subscribe(3, area: box(0, 0, 1, 2), categories: nil)      // both
+        var out: [PinDelivery] = []
+        let pin = create(&hub, draft(0.5, 0.5), out: &out)
+        out.removeAll()
+        _ = hub.update(pin.id, digest: secrets.digest(ofToken: "tok"), changes: PinChanges(lon: 1.5), now: 2_000, out: &out)
+        let byKind = Dictionary(uniqueKeysWithValues: out.map { ("\($0.kind)", Set($0.recipients)) })
+        #expect(byKind["removed(VigilCore.RemovalReason.moved)"] == [1])
+        #expect(byKind["added"] == [2])
+        #expect(byKind["updated"] == [3])
+        #expect(out.allSatisfy { $0.pin.point.lon == 1.5 && $0.pin.updatedAt == 2_000 })
+    }
+
+    @Test func categoriesFilterAndACategoryChangeActsLikeAMove() {
+        var hub = MapHub(settings: PinSettings())
+        let hazard: UInt64 = 1 << UInt64(PinSettings().categoryIndex("hazard")!)
+        _ = hub.subscribe(1, area: box(0, 0, 1, 1), categories: hazard)
+        _ = hub.subscribe(2, area: box(0, 0, 1, 1), categories: nil)
+        var out: [PinDelivery] = []
+        let pin = create(&hub, draft(0.5, 0.5, category: "sighting"), out: &out)
+        #expect(out.map { Set($0.recipients) } == [[2]])
+        out.removeAll()
+        _ = hub.update(pin.id, digest: secrets.digest(ofToken: "tok"), changes: PinChanges(category: "hazard"), now: 2_000, out: &out)
+        #expect(out.count == 2)
+        #expect(out.contains { $0.kind == .added && $0.recipients == [1] })
+        #expect(out.contains { $0.kind == .updated && $0.recipients == [2] })
+    }
+
+    @Test func wrongTokenAndUnknownIdAreTheSameForbidden() {
+        var hub = MapHub(settings: PinSettings())
+        var out: [PinDelivery] = []
+        let pin = create(&hub, draft(1, 1), token: "right", out: &out)
+        let wrong = secrets.digest(ofToken: "wrong")
+        #expect(hub.update(pin.id, digest: wrong, changes: PinChanges(title: "x"), now: 2, out: &out) == .failure(.forbidden))
+        #expect(hub.delete(pin.id, digest: wrong, out: &out) == .failure(.forbidden))
+        let unknown = PinID(random: secrets.randomBytes(16))
+        #expect(hub.delete(unknown, digest: secrets.digest(ofToken: "right"), out: &out) == .failure(.forbidden))
+        #expect(hub.store.count == 1)
+        _ = hub.subscribe(9, area: box(0, 0, 2, 2), categories: nil)
+        out.removeAll()
+        #expect((try? hub.delete(pin.id, digest: secrets.digest(ofToken: "right"), out: &out).get())?.id == pin.id)
+        #expect(out.first?.kind == .removed(.deleted) && out.first?.recipients == [9])
+        #expect(hub.store.count == 0)
+    }
+
+    @Test func oneVotePerSessionAndFlaggingRemovesThePin() {
+        var settings = PinSettings()
+        settings.voteFlagThreshold = 3
+        var hub = MapHub(settings: settings)
+        _ = hub.subscribe(1, area: box(0, 0, 2, 2), categories: nil)
+        var out: [PinDelivery] = []
+        let pin = create(&hub, draft(1, 1), out: &out)
+        out.removeAll()
+        var p = try! hub.vote(pin.id, session: 10, value: 1, now: 2, out: &out).get()
+        #expect(p.up == 1 && p.down == 0)
+        p = try! hub.vote(pin.id, session: 10, value: 1, now: 2, out: &out).get()   // same vote: no change, no event
+        #expect(p.up == 1 && out.count == 1)
+        p = try! hub.vote(pin.id, session: 10, value: -1, now: 2, out: &out).get()  // replaces
+        #expect(p.up == 0 && p.down == 1)
+        _ = hub.vote(pin.id, session: 11, value: -1, now: 2, out: &out)
+        #expect(hub.store[pin.id] != nil)
+        p = try! hub.vote(pin.id, session: 12, value: -1, now: 2, out: &out).get()  // down - up = 3
+        #expect(p.down == 3)
+        #expect(hub.store[pin.id] == nil)
+        #expect(out.last?.kind == .removed(.flagged))
+        #expect(out.dropLast().allSatisfy { $0.kind == .updated })
+        #expect(hub.vote(pin.id, session: 13, value: 1, now: 2, out: &out) == .failure(.notFound))
+    }
+
+    @Test func expiryIsExactAndFollowsTTLChanges() {
+        var hub = MapHub(settings: PinSettings())
+        _ = hub.subscribe(1, area: box(0, 0, 2, 2), categories: nil)
+        var out: [PinDelivery] = []
+        let a = create(&hub, draft(1, 1, ttl: 60), now: 0, out: &out)
+        let b = create(&hub, draft(1, 1, ttl: 120), now: 0, out: &out)
+        out.removeAll()
+        hub.expire(now: 59_999, out: &out)
+        #expect(out.isEmpty && hub.store.count == 2)
+        hub.expire(now: 60_000, out: &out)
+        #expect(out.map(\.pin.id) == [a.id] && out[0].kind == .expired)
+        // Extending b's ttl at 100 s moves its expiry to 100 s + 300 s.
+        _ = hub.update(b.id, digest: secrets.digest(ofToken: "tok"), changes: PinChanges(ttlSeconds: 300), now: 100_000, out: &out)
+        out.removeAll()
+        hub.expire(now: 200_000, out: &out)
+        #expect(out.isEmpty && hub.store[b.id] != nil)
+        hub.expire(now: 400_000, out: &out)
+        #expect(out.map(\.pin.id) == [b.id])
+        #expect(hub.store.count == 0)
+    }
+
+    @Test func resubscribingReplacesTheArea() {
+        var hub = MapHub(settings: PinSettings())
+        var out: [PinDelivery] = []
+        create(&hub, draft(10, 10), out: &out)
+        let b = create(&hub, draft(20, 20), out: &out)
+        _ = hub.subscribe(1, area: box(9, 9, 11, 11), categories: nil)
+        #expect(hub.subscribe(1, area: box(19, 19, 21, 21), categories: nil).pins.map(\.id) == [b.id])
+        out.removeAll()
+        create(&hub, draft(10.5, 10.5), out: &out)
+        #expect(out.isEmpty)
+        hub.unsubscribe(1)
+        create(&hub, draft(20.5, 20.5), out: &out)
+        #expect(out.isEmpty)
+        #expect(hub.subscriptions.count == 0)
+    }
+
+    @Test func capacityAndTruncation() {
+        var settings = PinSettings()
+        settings.maxPins = 3
+        settings.maxSubscribePins = 2
+        var hub = MapHub(settings: settings)
+        var out: [PinDelivery] = []
+        for i in 0..<3 { create(&hub, draft(1, 1), now: Int64(i), out: &out) }
+        #expect(hub.create(draft(1, 1), id: PinID(random: secrets.randomBytes(16)), editDigest: secrets.digest(ofToken: "t"), now: 9, out: &out) == .failure(.capacityExceeded))
+        let (pins, truncated) = hub.subscribe(1, area: box(0, 0, 2, 2), categories: nil)
+        #expect(truncated && pins.count == 2)
+        #expect(pins.map(\.createdAt) == [2, 1], "newest first")
+    }
+
+    /// Random operations checked against brute force: every delivery goes to exactly the
+    /// subscribers whose area and categories hold the pin, and subscribe replies are exact.
+    @Test func randomOperationsMatchBruteForce() {
+        var rng = SplitMix(seed: 42)
+        var settings = PinSettings()
+        settings.maxSubscribePins = 100_000
+        var hub = MapHub(settings: settings)
+        var areas: [Int32: (GeoArea, UInt64)] = [:]
+        var out: [PinDelivery] = []
+        var live: [PinID] = []
+        func randomArea() -> GeoArea {
+            if rng.next() % 3 == 0 {
+                return .circle(center: GeoPoint(lat: rng.double(-80, 80), lon: rng.double(-180, 180)), radiusMeters: rng.double(100, 3_000_000))
+            }
+            let s = rng.double(-90, 89), n = min(90, s + rng.double(0.01, 60))
+            let w = rng.double(-180, 180), e = rng.double(-180, 180)  // may cross the antimeridian
+            return .box(GeoBox(south: s, west: w, north: n, east: e))
+        }
+        func sees(_ sub: Int32, _ pin: Pin) -> Bool {
+            let (area, mask) = areas[sub]!
+            return area.contains(pin.point) && mask & (1 << UInt64(settings.categoryIndex(pin.category)!)) != 0
+        }
+        for step in 0..<3_000 {
+            out.removeAll()
+            switch rng.next() % 6 {
+            case 0:
+                let sub = Int32(rng.next() % 40)
+                let area = randomArea()
+                let mask = rng.next() % 4 == 0 ? UInt64(1 + rng.next() % 31) : settings.allCategories
+                areas[sub] = (area, mask)
+                let reply = hub.subscribe(sub, area: area, categories: mask).pins
+                let expected = hub.store.pins.values.filter { sees(sub, $0) }
+                #expect(Set(reply.map(\.id)) == Set(expected.map(\.id)), "step \(step)")
+            case 1, 2:
+                let cat = settings.categories[Int(rng.next() % 5)]
+                let pin = create(&hub, draft(rng.double(-90, 90), rng.double(-180, 180), category: cat), now: Int64(step), out: &out)
+                live.append(pin.id)
+                let expected = Set(areas.keys.filter { sees($0, pin) })
+                #expect(Set(out.flatMap(\.recipients)) == expected, "create at step \(step)")
+            case 3 where !live.isEmpty:
+                let id = live[Int(rng.next() % UInt64(live.count))]
+                let old = hub.store[id]!
+                let changes = PinChanges(lat: rng.double(-90, 90), lon: rng.double(-180, 180), category: settings.categories[Int(rng.next() % 5)])
+                let new = try! hub.update(id, digest: secrets.digest(ofToken: "tok"), changes: changes, now: Int64(step), out: &out).get()
+                for sub in areas.keys {
+                    let was = sees(sub, old), now = sees(sub, new)
+                    let got = out.filter { $0.recipients.contains(sub) }.map(\.kind)
+                    switch (was, now) {
+                    case (true, true): #expect(got == [.updated])
+                    case (true, false): #expect(got == [.removed(.moved)])
+                    case (false, true): #expect(got == [.added])
+                    case (false, false): #expect(got.isEmpty)
+                    }
+                }
+            case 4 where !live.isEmpty:
+                let index = Int(rng.next() % UInt64(live.count))
+                let id = live.remove(at: index)
+                let pin = try! hub.delete(id, digest: secrets.digest(ofToken: "tok"), out: &out).get()
+                #expect(Set(out.flatMap(\.recipients)) == Set(areas.keys.filter { sees($0, pin) }))
+            default:
+                let sub = Int32(rng.next() % 40)
+                hub.unsubscribe(sub)
+                areas[sub] = nil
+            }
+        }
+    }
+}
+
+/// A tiny deterministic generator for property tests.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func double(_ lo: Double, _ hi: Double) -> Double {
+        lo + (hi - lo) * Double(next() >> 11) / Double(1 << 53)
+    }
+}

@@ -1,0 +1,85 @@
+import Testing
+@testable import VigilCore
+
+@Suite struct PinIDTests {
+    @Test func isAVersion4UUIDAndRoundTrips() {
+        let secrets = TestSecrets()
+        for _ in 0..<200 {
+            let id = PinID(random: secrets.randomBytes(16))
+            let text = id.description
+            #expect(text.count == 36)
+            let chars = Array(text)
+            #expect(chars[14] == "4", "version nibble")
+            #expect("89ab".contains(chars[19]), "variant nibble")
+            #expect(PinID(text) == id)
+            #expect(PinID(text.uppercased()) == id)
+        }
+    }
+
+    @Test func rejectsAnythingElse() {
+        for bad in ["", "9b2f0c1e4a7d4f439a510d6f7c3e8b12", "9b2f0c1e-4a7d-4f43-9a51-0d6f7c3e8b1", "9b2f0c1e-4a7d-4f43-9a51-0d6f7c3e8b123",
+                    "9b2f0c1e-4a7d-4f43-9a51_0d6f7c3e8b12", "zb2f0c1e-4a7d-4f43-9a51-0d6f7c3e8b12"] {
+            #expect(PinID(bad) == nil, "\(bad)")
+        }
+    }
+}
+
+@Suite struct TokenDigestTests {
+    @Test func matchesOnlyTheSameDigest() {
+        let s = TestSecrets()
+        let a = s.digest(ofToken: "alpha"), b = s.digest(ofToken: "alphb")
+        #expect(a.matches(s.digest(ofToken: "alpha")))
+        #expect(!a.matches(b))
+        #expect(TokenDigest(bytes: a.bytes) == a)
+    }
+
+    @Test func tokensAre256RandomBitsInBase64URL() {
+        let s = TestSecrets()
+        let token = s.newToken()
+        #expect(token.count == 43)
+        #expect(token.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
+        #expect(s.newToken() != token)
+    }
+
+    @Test func base64URLVectors() {
+        // RFC 4648 §10 vectors, in the URL alphabet without padding.
+        #expect(Base64URL.encode(Array("".utf8)) == "")
+        #expect(Base64URL.encode(Array("f".utf8)) == "Zg")
+        #expect(Base64URL.encode(Array("fo".utf8)) == "Zm8")
+        #expect(Base64URL.encode(Array("foo".utf8)) == "Zm9v")
+        #expect(Base64URL.encode(Array("foobar".utf8)) == "Zm9vYmFy")
+        #expect(Base64URL.encode([0xFB, 0xFF]) == "-_8")
+    }
+}
+
+@Suite struct TokenBucketTests {
+    @Test func allowsTheBurstThenRefillsAtTheRate() {
+        var bucket = TokenBucket(capacity: 3, perMinute: 60, nowMs: 0)  // one a second
+        #expect(bucket.take(nowMs: 0) == nil)
+        #expect(bucket.take(nowMs: 0) == nil)
+        #expect(bucket.take(nowMs: 0) == nil)
+        let wait = bucket.take(nowMs: 0)
+        #expect(wait == 1000)
+        #expect(bucket.take(nowMs: 400) == 600)
+        #expect(bucket.take(nowMs: 1000) == nil)
+        #expect(bucket.take(nowMs: 1000) != nil)
+    }
+
+    @Test func neverHoldsMoreThanItsCapacity() {
+        var bucket = TokenBucket(capacity: 2, perMinute: 600, nowMs: 0)
+        var allowed = 0
+        for _ in 0..<10 where bucket.take(nowMs: 3_600_000) == nil { allowed += 1 }
+        #expect(allowed == 2)
+    }
+
+    @Test func sustainedRateMatchesPerMinute() {
+        var bucket = TokenBucket(capacity: 1, perMinute: 30, nowMs: 0)
+        var allowed = 0
+        var now: Int64 = 0
+        while now < 60_000 {
+            if bucket.take(nowMs: now) == nil { allowed += 1 }
+            now += 7
+        }
+        #expect(allowed >= 30 && allowed <= 31, "got \(allowed)")
+    }
+}
