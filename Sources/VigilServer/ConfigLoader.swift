@@ -36,6 +36,7 @@ public enum ConfigLoader {
         case boolean(WritableKeyPath<ServerConfig, Bool>)
         case address(WritableKeyPath<ServerConfig, ListenAddress>)
         case choice([String], WritableKeyPath<ServerConfig, String>)
+        case names(ClosedRange<Int>, WritableKeyPath<ServerConfig, [String]>)
     }
 
     /// The schema: section → key → kind. `config/vigild.yaml` documents the same keys.
@@ -57,6 +58,24 @@ public enum ConfigLoader {
             ("close_timeout_ms", .integer(100...600_000, \.closeTimeoutMs)),
             ("max_output_buffer_bytes", .integer(16_384...(1024 * 1024 * 1024), \.maxOutputBufferBytes)),
             ("echo", .boolean(\.echoEnabled)),
+        ]),
+        ("session", [
+            ("messages_per_second", .integer(1...100_000, \.messagesPerSecond)),
+            ("message_burst", .integer(1...1_000_000, \.messageBurst)),
+        ]),
+        ("pins", [
+            ("default_ttl_s", .integer(1...31_536_000, \.pins.defaultTTLSeconds)),
+            ("min_ttl_s", .integer(1...31_536_000, \.pins.minTTLSeconds)),
+            ("max_ttl_s", .integer(1...31_536_000, \.pins.maxTTLSeconds)),
+            ("categories", .names(1...64, \.pins.categories)),
+            ("vote_flag_threshold", .integer(1...1_000_000, \.pins.voteFlagThreshold)),
+            ("writes_per_minute", .integer(1...1_000_000, \.pins.writesPerMinute)),
+            ("write_burst", .integer(1...1_000_000, \.pins.writeBurst)),
+            ("max_pins", .integer(1...100_000_000, \.pins.maxPins)),
+            ("max_subscribe_pins", .integer(1...1_000_000, \.pins.maxSubscribePins)),
+            ("cell_precision_min", .integer(1...2, \.pins.cellPrecisionMin)),
+            ("cell_precision_max", .integer(1...12, \.pins.cellPrecisionMax)),
+            ("cover_cell_budget", .integer(32...100_000, \.pins.coverCellBudget)),
         ]),
         ("log", [
             ("level", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"], \.logLevel)),
@@ -109,6 +128,20 @@ public enum ConfigLoader {
 
     /// Applies one value; returns a message when it is invalid.
     static func apply(_ kind: Kind, _ node: Node, to config: inout ServerConfig) -> String? {
+        if case .names(let count, let path) = kind {
+            guard let items = node.sequence else { return "must be a list of names" }
+            var names: [String] = []
+            for item in items {
+                guard let name = item.scalar?.string, isName(name) else {
+                    return "each entry must be a name of 1 to 32 characters a-z, 0-9, '_' or '-'"
+                }
+                guard !names.contains(name) else { return "lists \"\(name)\" twice" }
+                names.append(name)
+            }
+            guard count.contains(names.count) else { return "must list \(count.lowerBound) to \(count.upperBound) names, got \(names.count)" }
+            config[keyPath: path] = names
+            return nil
+        }
         guard let scalar = node.scalar else { return "must be a single value, not a list or mapping" }
         let text = scalar.string
         switch kind {
@@ -131,13 +164,29 @@ public enum ConfigLoader {
         case .choice(let options, let path):
             guard options.contains(text) else { return "must be one of \(options.joined(separator: ", ")), got \"\(text)\"" }
             config[keyPath: path] = text
+        case .names:
+            break  // handled above
         }
         return nil
+    }
+
+    static func isName(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.count <= 32 && s.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 || $0 == 45 }
     }
 
     /// Rules between keys.
     static func crossCheck(_ c: ServerConfig) -> [ConfigIssue] {
         var issues: [ConfigIssue] = []
+        let p = c.pins
+        if !(p.minTTLSeconds <= p.defaultTTLSeconds && p.defaultTTLSeconds <= p.maxTTLSeconds) {
+            issues.append(ConfigIssue(key: "pins.default_ttl_s", message: "must lie between pins.min_ttl_s (\(p.minTTLSeconds)) and pins.max_ttl_s (\(p.maxTTLSeconds))"))
+        }
+        if !p.categories.contains("general") {
+            issues.append(ConfigIssue(key: "pins.categories", message: "must include \"general\", the category of pins created without one"))
+        }
+        if p.cellPrecisionMin > p.cellPrecisionMax {
+            issues.append(ConfigIssue(key: "pins.cell_precision_min", message: "must not exceed pins.cell_precision_max (\(p.cellPrecisionMax))"))
+        }
         if c.maxOutputBufferBytes < c.maxMessageBytes {
             issues.append(ConfigIssue(key: "websocket.max_output_buffer_bytes", message: "must be at least websocket.max_message_bytes (\(c.maxMessageBytes))"))
         }

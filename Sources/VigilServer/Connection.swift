@@ -206,6 +206,17 @@ public final class Connection: EventHandler {
         sendFrame(opcode, payload: payload)
     }
 
+    /// Queues a frame encoded once for many connections (see `SharedFrame`). Ignored unless open.
+    public func send(shared frame: ByteChunk) {
+        guard phase == .open else { return }
+        if output.byteCount > 0 && output.byteCount + frame.count > server.config.maxOutputBufferBytes {
+            server.slowConsumer(self)
+            return
+        }
+        output.append(shared: frame)
+        server.scheduleFlush(self)
+    }
+
     /// Queues one frame; the bytes go out at the end of this loop turn.
     func sendFrame(_ opcode: Opcode, payload: UnsafeRawBufferPointer) {
         let headerSize = FrameEncoder.headerSize(payloadCount: payload.count, masked: false)

@@ -20,6 +20,7 @@ public final class Server {
     private var wheel: TimerWheel
     private var flushList: [Connection] = []
     private var due: [Int32] = []
+    private var tickHooks: [() -> Void] = []
     private let iovecs: UnsafeMutablePointer<iovec>
     private let maxIovecs = 64
     private var applications: [String: WebSocketApplication] = [:]
@@ -45,9 +46,19 @@ public final class Server {
         self.wheel = TimerWheel(tickMs: Self.tickMs, slots: 1024, nowMs: monotonicMilliseconds())
         self.iovecs = .allocate(capacity: maxIovecs)
         self.readPauseBytes = min(config.maxOutputBufferBytes / 2, 1 << 20)
-        applications["/v1"] = UnknownOperationApplication()
         if config.echoEnabled { applications["/echo"] = EchoApplication() }
         loop.addEndOfTurnHook { [unowned self] in self.flushAll() }
+        applications["/v1"] = MapApplication(server: self, settings: config.pins, secrets: OpenSSLSecrets())
+    }
+
+    /// Runs `hook` on every timer tick (every `tickMs`), after the connection timers.
+    public func addTickHook(_ hook: @escaping () -> Void) {
+        tickHooks.append(hook)
+    }
+
+    /// The open connection on `fd`, if any.
+    public func connection(fd: Int32) -> Connection? {
+        Int(fd) < connections.count ? connections[Int(fd)] : nil
     }
 
     deinit { iovecs.deallocate() }
@@ -208,6 +219,7 @@ public final class Server {
         wheel.collectDue(atMs: now, into: &due)
         for fd in due { timerFired(fd: fd, now: now) }
         due.removeAll(keepingCapacity: true)
+        for hook in tickHooks { hook() }
         if let deadline = shutdownDeadlineMs, now >= deadline {
             logger.warning("shutdown grace period over; closing the remaining connections", metadata: ["connections": "\(connectionCount)"])
             for case let connection? in connections { abort(connection) }

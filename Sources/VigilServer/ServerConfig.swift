@@ -1,3 +1,4 @@
+import VigilCore
 import VigilLoop
 
 /// Everything vigild can be told, with the built-in defaults it runs on when given no file.
@@ -20,6 +21,11 @@ public struct ServerConfig: Equatable, Sendable {
     public var closeTimeoutMs = 2_000
     public var maxOutputBufferBytes = 4 * 1024 * 1024
     public var echoEnabled = false
+    // session
+    public var messagesPerSecond = 50
+    public var messageBurst = 100
+    // pins
+    public var pins = PinSettings()
     // log
     public var logLevel = "info"
 

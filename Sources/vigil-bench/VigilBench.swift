@@ -1,0 +1,182 @@
+import ArgumentParser
+import Glibc
+import VigilCore
+import VigilGeo
+import VigilLoop
+import VigilWire
+
+/// `vigil-bench`: micro-benchmarks of Vigil's core, in one process and without sockets.
+///
+/// They time the work the daemon's loop thread does per event: the hub's state change, finding the
+/// recipients through the geohash channels with exact filtering, encoding the event once into a
+/// frame, and queueing that frame on every recipient's output queue. Socket writes are not
+/// included (the queues are emptied without a syscall); `vigil-load` measures the whole daemon.
+@main
+struct VigilBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "vigil-bench",
+        abstract: "Micro-benchmarks of Vigil's core (no sockets).",
+        subcommands: [OneCell.self, Country.self]
+    )
+}
+
+/// Repeatable randomness for the scenarios.
+struct SplitMix {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func double(_ lo: Double, _ hi: Double) -> Double {
+        lo + (hi - lo) * Double(next() >> 11) / Double(1 << 53)
+    }
+}
+
+struct BenchSecrets: Secrets {
+    func randomBytes(_ count: Int) -> [UInt8] { SecureRandom.bytes(count: count) }
+    func digest(ofToken token: String) -> TokenDigest { TokenDigest(bytes: Crypto.sha256(Array(token.utf8))) }
+}
+
+/// The daemon's fan-out step: encode once, frame once, queue the same chunk on every recipient.
+struct FanOut {
+    var queues: [OutputQueue]
+    var writer = JSONWriter(capacity: 4096)
+    let pool = ChunkPool()
+    var deliveries = 0
+    var bytes = 0
+
+    init(subscribers: Int) { queues = Array(repeating: OutputQueue(), count: subscribers) }
+
+    mutating func deliver(_ out: inout [PinDelivery]) {
+        for d in out {
+            writer.reset()
+            ServerMessages.pinEvent(d.kind, d.pin, into: &writer)
+            let header = FrameEncoder.headerSize(payloadCount: writer.bytes.count, masked: false)
+            let chunk = ByteChunk(capacity: header + writer.bytes.count)
+            chunk.commit(FrameEncoder.writeHeader(into: chunk.base, opcode: .text, fin: true, rsv1: false, payloadCount: writer.bytes.count, maskKey: nil))
+            writer.bytes.withUnsafeBytes { chunk.append($0) }
+            for r in d.recipients { queues[Int(r)].append(shared: chunk) }
+            deliveries += d.recipients.count
+            bytes += d.recipients.count * chunk.count
+        }
+        out.removeAll(keepingCapacity: true)
+    }
+
+    /// What a flush would leave behind: empty queues (no syscall here).
+    mutating func drain() {
+        for i in queues.indices where !queues[i].isEmpty { queues[i].removeAll(pool: pool) }
+    }
+}
+
+func seconds(_ body: () -> Void) -> Double {
+    let start = monotonicMilliseconds()
+    body()
+    return Double(monotonicMilliseconds() - start) / 1000
+}
+
+func median(_ xs: [Double]) -> Double {
+    let s = xs.sorted()
+    return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+}
+
+extension VigilBench {
+    /// One publisher, N subscribers whose viewports share one cell: every update reaches all of them.
+    struct OneCell: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "one-cell", abstract: "One publisher, N subscribers in one cell.")
+        @Option(help: "Subscribers in the cell.") var subscribers = 10_000
+        @Option(help: "Pin updates per run.") var events = 500
+        @Option(help: "Runs; the median is reported.") var runs = 5
+
+        func run() {
+            let secrets = BenchSecrets()
+            var hub = MapHub(settings: PinSettings())
+            for s in 0..<subscribers {
+                _ = hub.subscribe(Int32(s), area: .box(GeoBox(south: 52.50, west: 13.40, north: 52.51, east: 13.41)), categories: nil)
+            }
+            var fan = FanOut(subscribers: subscribers)
+            var out: [PinDelivery] = []
+            let token = secrets.newToken()
+            let digest = secrets.digest(ofToken: token)
+            let pin = try! hub.create(PinDraft(point: GeoPoint(lat: 52.505, lon: 13.405), title: "Fox", description: "seen near the gate", category: "sighting", ttlSeconds: 3600),
+                                      id: PinID(random: secrets.randomBytes(16)), editDigest: digest, now: 0, out: &out).get()
+            fan.deliver(&out)
+            fan.drain()
+            var rates: [Double] = []
+            for run in 0..<runs {
+                fan.deliveries = 0
+                let t = seconds {
+                    for i in 0..<events {
+                        let lat = 52.5005 + Double((i + run) % 90) * 0.0001
+                        _ = hub.update(pin.id, digest: digest, changes: PinChanges(lat: lat), now: Int64(i), out: &out)
+                        fan.deliver(&out)
+                        fan.drain()
+                    }
+                }
+                rates.append(Double(fan.deliveries) / t)
+            }
+            print("one-cell: \(subscribers) subscribers, \(events) updates per run, \(runs) runs")
+            print("  deliveries/s (median): \(Int(median(rates)))   runs: \(rates.map { Int($0) })")
+        }
+    }
+
+    /// Many pins over a country, many city-sized viewports, a publisher moving pins about.
+    struct Country: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "country", abstract: "Pins over a country, city-sized viewports.")
+        @Option(help: "Pins spread over the country.") var pins = 100_000
+        @Option(help: "City-sized viewports (about 20 km across).") var viewports = 1_000
+        @Option(help: "Pin moves per run.") var events = 20_000
+        @Option(help: "Runs; the median is reported.") var runs = 5
+        @Option(help: "Random seed.") var seed: UInt64 = 1
+
+        func run() {
+            // Germany's bounding box, roughly.
+            let (south, west, north, east) = (47.3, 5.9, 55.0, 15.0)
+            let secrets = BenchSecrets()
+            var rng = SplitMix(state: seed)
+            var hub = MapHub(settings: PinSettings())
+            var out: [PinDelivery] = []
+            var ids: [PinID] = []
+            let digest = secrets.digest(ofToken: "bench")
+            let tFill = seconds {
+                for i in 0..<pins {
+                    let p = GeoPoint(lat: rng.double(south, north), lon: rng.double(west, east))
+                    let id = PinID(high: rng.next(), low: UInt64(i))
+                    _ = hub.create(PinDraft(point: p, title: "pin \(i)", description: "", category: "general", ttlSeconds: 3600),
+                                   id: id, editDigest: digest, now: 0, out: &out)
+                    ids.append(id)
+                }
+            }
+            out.removeAll()
+            var replyPins = 0
+            let tSubscribe = seconds {
+                for v in 0..<viewports {
+                    let lat = rng.double(south, north - 0.2), lon = rng.double(west, east - 0.3)
+                    replyPins += hub.subscribe(Int32(v), area: .box(GeoBox(south: lat, west: lon, north: lat + 0.18, east: lon + 0.28)), categories: nil).pins.count
+                }
+            }
+            var fan = FanOut(subscribers: viewports)
+            var rates: [Double] = []
+            var eventRates: [Double] = []
+            for _ in 0..<runs {
+                fan.deliveries = 0
+                let t = seconds {
+                    for _ in 0..<events {
+                        let id = ids[Int(rng.next() % UInt64(ids.count))]
+                        let p = GeoPoint(lat: rng.double(south, north), lon: rng.double(west, east))
+                        _ = hub.update(id, digest: digest, changes: PinChanges(lat: p.lat, lon: p.lon), now: 1, out: &out)
+                        fan.deliver(&out)
+                    }
+                    fan.drain()
+                }
+                rates.append(Double(fan.deliveries) / t)
+                eventRates.append(Double(events) / t)
+            }
+            print("country: \(pins) pins, \(viewports) viewports of ~20 km, \(events) moves per run, \(runs) runs")
+            print("  fill: \(Int(tFill * 1000)) ms; \(viewports) subscribes: \(Int(tSubscribe * 1000)) ms (\(replyPins / viewports) pins per reply on average)")
+            print("  moves/s (median): \(Int(median(eventRates)))   deliveries/s (median): \(Int(median(rates)))   (\(fan.deliveries) deliveries in the last run)")
+        }
+    }
+}
