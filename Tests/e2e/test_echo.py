@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import time
 
@@ -136,6 +137,8 @@ def test_graceful_shutdown_sends_1001(vigild, sig):
     with contextlib.ExitStack() as stack:
         clients = [stack.enter_context(ws(d.port, "/echo" if i % 2 else "/v1")) for i in range(3)]
         for i, c in enumerate(clients):  # all three are really connected and served
+            if i % 2 == 0:  # /v1 greets every session first
+                assert json.loads(c.recv(timeout=5))["type"] == "welcome"
             assert c.ping(str(i).encode()).wait(5)
         t0 = time.monotonic()
         d.signal(sig)

@@ -40,8 +40,9 @@ public struct MapHub: Sendable {
                       category: draft.category, createdAt: now, expiresAt: now + Int64(draft.ttlSeconds) * 1000,
                       editDigest: editDigest)
         store.insert(pin)
-        deliver(.added, pin, out: &out)
-        return .success(pin)
+        let stored = store[id]!
+        deliver(.added, stored, out: &out)
+        return .success(stored)
     }
 
     /// Applies an owner's edit. Subscribers that saw the pin and still do get `updated`; those it

@@ -19,6 +19,8 @@ public struct Pin: Equatable, Sendable {
     public var votes: [UInt64: Int8]
     /// The pin's geohash cell at full precision; covers and channels use its ancestors.
     public var cell: GeohashCell
+    /// Creation order in this store (ties of `createdAt` within a millisecond sort by it).
+    public var sequence: UInt64 = 0
 
     public init(id: PinID, point: GeoPoint, title: String, description: String, category: String,
                 createdAt: Int64, expiresAt: Int64, editDigest: TokenDigest) {

@@ -25,6 +25,7 @@ public struct PinStore: Sendable {
     public private(set) var pins: [PinID: Pin] = [:]
     private var spatial: [UInt64: Set<PinID>] = [:]
     private var expiry = Heap<ExpiryEntry>()
+    private var nextSequence: UInt64 = 0
 
     public init() {}
 
@@ -34,6 +35,9 @@ public struct PinStore: Sendable {
 
     public mutating func insert(_ pin: Pin) {
         precondition(pins[pin.id] == nil, "duplicate pin id")
+        var pin = pin
+        nextSequence += 1
+        pin.sequence = nextSequence
         pins[pin.id] = pin
         index(pin)
         expiry.insert(ExpiryEntry(expiresAt: pin.expiresAt, id: pin.id))
@@ -100,7 +104,7 @@ public struct PinStore: Sendable {
                 found.append(pin)
             }
         }
-        found.sort { ($0.createdAt, $0.id) > ($1.createdAt, $1.id) }
+        found.sort { ($0.createdAt, $0.sequence) > ($1.createdAt, $1.sequence) }
         if found.count > limit {
             return (Array(found.prefix(limit)), true)
         }

@@ -194,7 +194,14 @@ public struct RequestDecoder: Sendable {
             guard let c = center.object, let lat = c["lat"], let lon = c["lon"], c.members.count == 2 else {
                 throw invalid("center must be {\"lat\": .., \"lon\": ..}")
             }
-            let point = GeoPoint(lat: try latitude(lat, field: "area.center.lat"), lon: try longitude(lon, field: "area.center.lon"))
+            // Coordinates inside an area are area errors (`invalid_area`), naming the field.
+            guard let la = lat.double, la.isFinite, la >= -90, la <= 90 else {
+                throw RequestError("invalid_area", field: "area.center.lat", "area.center.lat must be a finite number between -90 and 90")
+            }
+            guard let lo = lon.double, lo.isFinite, lo >= -180, lo <= 180 else {
+                throw RequestError("invalid_area", field: "area.center.lon", "area.center.lon must be a finite number between -180 and 180")
+            }
+            let point = GeoPoint(lat: la, lon: lo)
             guard let r = o["radius_m"] else { throw RequestError.missing("area.radius_m") }
             guard let radius = r.double, radius > 0, radius <= 20_000_000 else {
                 throw RequestError("invalid_area", field: "area.radius_m", "area.radius_m must be a number of metres in (0, 20000000]")
