@@ -1,0 +1,43 @@
+/// A connection, as the server numbers it. The panic hub uses it for owners and watchers alike.
+public typealias WatcherID = Int32
+
+/// Something the server must send: one message, encoded once, to every recipient.
+public struct PanicDelivery: Sendable {
+    public enum Kind: Equatable, Sendable {
+        /// A stream event, to every watcher of the stream.
+        case event(PanicEvent)
+        /// No location for `staleAfterMs`, to every watcher; `since` is the last location's time.
+        case stale(since: Int64)
+        /// The recipients' watch token was revoked: they no longer watch the stream.
+        case revoked
+        /// How many connections now watch the stream, to its owner connection.
+        case watchers(count: Int)
+    }
+
+    public var stream: StreamID
+    public var kind: Kind
+    /// Never empty; sorted, so the hub's output is repeatable.
+    public var recipients: [WatcherID]
+
+    public init(stream: StreamID, kind: Kind, recipients: [WatcherID]) {
+        self.stream = stream
+        self.kind = kind
+        self.recipients = recipients
+    }
+}
+
+/// Why a panic operation was refused.
+public enum PanicFailure: Error, Equatable, Sendable {
+    /// Wrong token, no right to steer, or no such stream: deliberately one answer, so a caller
+    /// cannot learn whether a stream exists without a token for it.
+    case forbidden
+    /// The stream has ended: no more updates, status changes, invitations or ends.
+    case ended
+    /// `maxStreams` streams are held already.
+    case capacityExceeded
+    /// The stream would hold more than `maxWatchTokens` watch tokens (or `start` asked for more
+    /// than `maxWatchersOnStart`).
+    case tooManyWatchTokens
+    /// `since` is past the stream's current seq: the client is confused about which stream it watched.
+    case sinceAhead
+}

@@ -1,0 +1,60 @@
+/// The last `capacity` events of one stream, oldest first, in a ring: appending never moves
+/// the events already held, and the storage grows only as far as the stream actually goes.
+///
+/// Invariant: the held events have contiguous seqs `firstSeq...lastSeq`, because a stream's seqs
+/// are contiguous and only the oldest event is ever dropped.
+public struct PanicHistory: Sendable {
+    public let capacity: Int
+    private var storage: [PanicEvent] = []
+    /// Index in `storage` of the oldest event once the ring is full (0 until then).
+    private var head = 0
+
+    public init(capacity: Int) {
+        precondition(capacity >= 1)
+        self.capacity = capacity
+    }
+
+    public var count: Int { storage.count }
+    public var isEmpty: Bool { storage.isEmpty }
+
+    /// Seq of the oldest event held (nil when empty).
+    public var firstSeq: UInt64? { storage.isEmpty ? nil : storage[head].seq }
+
+    /// Appends the stream's next event, dropping the oldest when full.
+    mutating func append(_ event: PanicEvent) {
+        if let first = firstSeq {
+            precondition(event.seq == first + UInt64(storage.count), "history seqs must be contiguous")
+        }
+        if storage.count < capacity {
+            storage.append(event)
+        } else {
+            storage[head] = event
+            head = head + 1 == capacity ? 0 : head + 1
+        }
+    }
+
+    /// The events with seq > `seq`, oldest first; nil unless every one of them is held
+    /// (`seq + 1` dropped already). `seq` at or past the newest event gives [].
+    public func events(after seq: UInt64) -> [PanicEvent]? {
+        guard let first = firstSeq else { return seq == 0 ? [] : nil }
+        let last = first + UInt64(storage.count) - 1
+        if seq >= last { return [] }
+        guard seq + 1 >= first else { return nil }
+        let skip = Int(seq + 1 - first)
+        var out: [PanicEvent] = []
+        out.reserveCapacity(storage.count - skip)
+        for offset in skip..<storage.count { out.append(self[offset]) }
+        return out
+    }
+
+    /// Every held event, oldest first.
+    public var all: [PanicEvent] {
+        (0..<storage.count).map { self[$0] }
+    }
+
+    /// The `offset`-th oldest event held.
+    private subscript(offset: Int) -> PanicEvent {
+        let index = head + offset
+        return storage[index < capacity ? index : index - capacity]
+    }
+}

@@ -1,0 +1,292 @@
+import HeapModule
+
+/// Panic streams and their watchers, as pure state transitions.
+///
+/// Each operation changes the state and appends the resulting deliveries to `out`, in the order
+/// the changes were applied; the hub never touches a socket, and reads the clock only through the
+/// `now` it is given.
+///
+/// Who may do what:
+/// - The owner connection (the one that started or last resumed a stream) steers it without a
+///   token; any other connection must present the owner token. `resume` moves ownership.
+/// - Watching needs a live watch token of that stream (the owner token does not open it).
+/// - A wrong token and an unknown stream get the same `.forbidden`, and the token is hashed before
+///   the stream is looked up, so neither answer nor timing tells whether a stream exists.
+///
+/// Time: an active stream never expires (the phone may be away for long; it resumes). `tick`
+/// is the clock for everything else: stale notices, and removal of ended streams after their grace.
+public struct PanicHub: Sendable {
+    /// A timer entry. Entries are never removed early: one whose stream is gone or changed is
+    /// skipped (or re-filed) when it reaches the top. Each stream has at most one stale and one
+    /// grace entry at a time, so the heaps hold at most two entries per stream.
+    struct Deadline: Comparable, Sendable {
+        let at: Int64
+        let order: UInt64      // insertion order: equal deadlines fire in the order they were set
+        let id: StreamID
+        static func < (a: Deadline, b: Deadline) -> Bool { (a.at, a.order) < (b.at, b.order) }
+    }
+
+    public let settings: PanicSettings
+    private var streams: [StreamID: PanicStream] = [:]
+    /// Streams each connection watches, and streams it owns: what `disconnected` must undo.
+    private var watching: [WatcherID: Set<StreamID>] = [:]
+    private var owning: [WatcherID: Set<StreamID>] = [:]
+    private var staleDeadlines = Heap<Deadline>()
+    private var graceDeadlines = Heap<Deadline>()
+    private var nextOrder: UInt64 = 0
+
+    public init(settings: PanicSettings) {
+        self.settings = settings
+    }
+
+    // MARK: reading
+
+    public func stream(_ id: StreamID) -> PanicStream? { streams[id] }
+
+    /// Streams held, active and in grace.
+    public var count: Int { streams.count }
+
+    /// Connections watching the stream (0 for an unknown stream).
+    public func watcherCount(_ id: StreamID) -> Int { streams[id]?.watchers.count ?? 0 }
+
+    /// The earliest pending timer (possibly of an entry that turns out stale): when to call `tick`.
+    public var nextDeadline: Int64? {
+        switch (staleDeadlines.min?.at, graceDeadlines.min?.at) {
+        case let (a?, b?): return min(a, b)
+        case let (a, b): return a ?? b
+        }
+    }
+
+    // MARK: the owner's operations
+
+    /// Starts a stream owned by connection `owner`, with `watchers` watch tokens (one per contact).
+    /// Its first event, seq 1, is the location. Nobody watches yet, so nothing is delivered, except
+    /// that ended streams whose grace has passed are removed first (silently, as in `tick`), so they
+    /// do not hold capacity.
+    public mutating func start(owner: WatcherID, status: PanicStatus, location: PanicLocation, note: String?, watchers: Int,
+                               secrets: Secrets, now: Int64, out: inout [PanicDelivery])
+        -> Result<(stream: PanicStream, ownerToken: String, watchTokens: [String]), PanicFailure> {
+        precondition(watchers >= 1, "a panic stream starts with at least one contact (checked at decode)")
+        guard watchers <= settings.maxWatchersOnStart, watchers <= settings.maxWatchTokens else { return .failure(.tooManyWatchTokens) }
+        removeEndedStreams(dueBy: now)
+        guard streams.count < settings.maxStreams else { return .failure(.capacityExceeded) }
+        var id = StreamID(random: secrets.randomBytes(16))
+        while streams[id] != nil { id = StreamID(random: secrets.randomBytes(16)) }
+        let ownerToken = secrets.newToken()
+        let watchTokens = (0..<watchers).map { _ in secrets.newToken() }
+        var stream = PanicStream(id: id, status: status, location: location, note: note,
+                                 ownerDigest: secrets.digest(ofToken: ownerToken),
+                                 watchTokens: watchTokens.map { secrets.digest(ofToken: $0) },
+                                 owner: owner, now: now, historyEvents: settings.historyEvents)
+        stream.staleArmed = true
+        streams[id] = stream
+        owning[owner, default: []].insert(id)
+        fileStale(at: now + settings.staleAfterMs, id)
+        return .success((stream, ownerToken, watchTokens))
+    }
+
+    /// A new location: the next seq, to every watcher. It ends any silence (re-arms the stale notice).
+    public mutating func update(_ id: StreamID, by connection: WatcherID, ownerToken: String?, location: PanicLocation,
+                                secrets: Secrets, now: Int64, out: inout [PanicDelivery]) -> Result<UInt64, PanicFailure> {
+        guard authorised(id, connection, ownerToken, secrets) else { return .failure(.forbidden) }
+        guard streams[id]!.isActive else { return .failure(.ended) }
+        let event = streams[id]!.record(.location(location), now: now)
+        if !streams[id]!.staleArmed {
+            streams[id]!.staleArmed = true
+            fileStale(at: now + settings.staleAfterMs, id)
+        }
+        deliver(event, of: id, out: &out)
+        return .success(event.seq)
+    }
+
+    /// A status change: the next seq, to every watcher. Setting the status it already has is not an
+    /// event (nothing changed, nothing to tell): it succeeds with the current seq.
+    public mutating func setStatus(_ id: StreamID, by connection: WatcherID, ownerToken: String?, status: PanicStatus,
+                                   secrets: Secrets, now: Int64, out: inout [PanicDelivery]) -> Result<UInt64, PanicFailure> {
+        guard authorised(id, connection, ownerToken, secrets) else { return .failure(.forbidden) }
+        guard streams[id]!.isActive else { return .failure(.ended) }
+        guard streams[id]!.status != status else { return .success(streams[id]!.seq) }
+        let event = streams[id]!.record(.status(status), now: now)
+        deliver(event, of: id, out: &out)
+        return .success(event.seq)
+    }
+
+    /// Ends the stream: the `ended` event (next seq) to every watcher. The stream stays readable for
+    /// `endedGraceMs` (watch, replay), then `tick` removes it with its trail and tokens.
+    public mutating func end(_ id: StreamID, by connection: WatcherID, ownerToken: String?, reason: PanicEndReason,
+                             secrets: Secrets, now: Int64, out: inout [PanicDelivery]) -> Result<UInt64, PanicFailure> {
+        guard authorised(id, connection, ownerToken, secrets) else { return .failure(.forbidden) }
+        guard streams[id]!.isActive else { return .failure(.ended) }
+        let event = streams[id]!.record(.ended(reason), now: now)
+        fileGrace(at: now + settings.endedGraceMs, id)
+        deliver(event, of: id, out: &out)
+        return .success(event.seq)
+    }
+
+    /// The phone is back (or on another connection): with the owner token, `connection` becomes the
+    /// owner, and the previous owner connection keeps no token-less rights. Works on an ended stream
+    /// in grace too, so the phone learns that it ended.
+    public mutating func resume(_ id: StreamID, by connection: WatcherID, ownerToken: String, secrets: Secrets) -> Result<PanicStream, PanicFailure> {
+        let digest = secrets.digest(ofToken: ownerToken)
+        guard let stream = streams[id], stream.ownerDigest.matches(digest) else { return .failure(.forbidden) }
+        if stream.owner != connection {
+            if let previous = stream.owner { Self.unindex(&owning, previous, id) }
+            streams[id]!.owner = connection
+            owning[connection, default: []].insert(id)
+        }
+        return .success(streams[id]!)
+    }
+
+    /// A new watch token for one more contact. Refused on an ended stream: contacts are chosen
+    /// while the person is in danger, and an ended stream gains no new readers.
+    public mutating func invite(_ id: StreamID, by connection: WatcherID, ownerToken: String?, secrets: Secrets) -> Result<String, PanicFailure> {
+        guard authorised(id, connection, ownerToken, secrets) else { return .failure(.forbidden) }
+        guard streams[id]!.isActive else { return .failure(.ended) }
+        guard streams[id]!.watchTokens.count < settings.maxWatchTokens else { return .failure(.tooManyWatchTokens) }
+        let token = secrets.newToken()
+        streams[id]!.watchTokens.append(secrets.digest(ofToken: token))
+        return .success(token)
+    }
+
+    /// Kills a watch token: every connection watching with it gets `.revoked` and stops watching, the
+    /// token opens nothing again, and the owner hears the new watcher count if it changed. Allowed on
+    /// an ended stream (cutting a reader off the trail). A token that is not live (never issued, or
+    /// revoked already) is a no-op success: revoking is idempotent.
+    public mutating func revoke(_ id: StreamID, by connection: WatcherID, ownerToken: String?, watchToken: String,
+                                secrets: Secrets, out: inout [PanicDelivery]) -> Result<Void, PanicFailure> {
+        guard authorised(id, connection, ownerToken, secrets) else { return .failure(.forbidden) }
+        let digest = secrets.digest(ofToken: watchToken)
+        guard let index = streams[id]!.watchTokenIndex(digest) else { return .success(()) }
+        streams[id]!.watchTokens.remove(at: index)
+        let cut = streams[id]!.watchers.filter { $0.value.matches(digest) }.map(\.key).sorted()
+        guard !cut.isEmpty else { return .success(()) }
+        for watcher in cut {
+            streams[id]!.watchers.removeValue(forKey: watcher)
+            Self.unindex(&watching, watcher, id)
+        }
+        out.append(PanicDelivery(stream: id, kind: .revoked, recipients: cut))
+        deliverWatcherCount(of: id, out: &out)
+        return .success(())
+    }
+
+    // MARK: watchers
+
+    /// Subscribes `watcher` with a live watch token (wrong token or unknown stream: `.forbidden`).
+    ///
+    /// Returns the stream's state and, when `since` is given, the events after it if all are still
+    /// held (`gap: false`), or no replay and `gap: true` when some are gone. `since` equal to the
+    /// current seq gives an empty replay; past it, `.sinceAhead`. From the moment this returns the
+    /// watcher gets every later event live, so replay followed by live events is the whole sequence.
+    /// Watching again (same or another token) moves the watcher to that token without changing the
+    /// count; a new watching connection makes the owner hear the count.
+    public mutating func watch(_ id: StreamID, watcher: WatcherID, watchToken: String, since: UInt64?, secrets: Secrets,
+                               out: inout [PanicDelivery]) -> Result<(stream: PanicStream, replay: [PanicEvent], gap: Bool), PanicFailure> {
+        let digest = secrets.digest(ofToken: watchToken)
+        guard let stream = streams[id], stream.watchTokenIndex(digest) != nil else { return .failure(.forbidden) }
+        var replay: [PanicEvent] = []
+        var gap = false
+        if let since {
+            guard since <= stream.seq else { return .failure(.sinceAhead) }
+            if let events = stream.events(after: since) { replay = events } else { gap = true }
+        }
+        if streams[id]!.watchers.updateValue(digest, forKey: watcher) == nil {
+            watching[watcher, default: []].insert(id)
+            deliverWatcherCount(of: id, out: &out)
+        }
+        return .success((streams[id]!, replay, gap))
+    }
+
+    /// Stops `watcher` watching the stream (a no-op when it does not).
+    public mutating func unwatch(_ id: StreamID, watcher: WatcherID, out: inout [PanicDelivery]) {
+        guard streams[id]?.watchers.removeValue(forKey: watcher) != nil else { return }
+        Self.unindex(&watching, watcher, id)
+        deliverWatcherCount(of: id, out: &out)
+    }
+
+    /// The connection is gone: it owns nothing and watches nothing any more. Its streams stay
+    /// active, ownerless, until the phone resumes with the owner token. Ownership is dropped first, so
+    /// a connection that both owned and watched a stream is not sent its own count.
+    public mutating func disconnected(_ connection: WatcherID, out: inout [PanicDelivery]) {
+        if let owned = owning.removeValue(forKey: connection) {
+            for id in owned where streams[id]?.owner == connection { streams[id]!.owner = nil }
+        }
+        if let watched = watching.removeValue(forKey: connection) {
+            for id in watched.sorted() where streams[id]?.watchers.removeValue(forKey: connection) != nil {
+                deliverWatcherCount(of: id, out: &out)
+            }
+        }
+    }
+
+    // MARK: timers
+
+    /// Tells the watchers of each active stream whose last location is `staleAfterMs` old or older
+    /// (once per silence; a new location re-arms it), then removes the ended streams whose grace has
+    /// passed: their watchers stop watching (silently: they were sent `ended` already) and their
+    /// tokens die. Costs O(log n) per due entry and nothing else.
+    public mutating func tick(now: Int64, out: inout [PanicDelivery]) {
+        while let top = staleDeadlines.min, top.at <= now {
+            _ = staleDeadlines.popMin()
+            guard let stream = streams[top.id], stream.isActive else { continue }   // gone or ended: no notice
+            let due = stream.lastLocationAt + settings.staleAfterMs
+            if due > now {                          // a location came since this entry was filed
+                fileStale(at: due, top.id)
+                continue
+            }
+            streams[top.id]!.staleArmed = false     // the next location files a new entry
+            guard !stream.staleNotified else { continue }
+            streams[top.id]!.staleNotified = true
+            let recipients = stream.watchers.keys.sorted()
+            if !recipients.isEmpty {
+                out.append(PanicDelivery(stream: top.id, kind: .stale(since: stream.lastLocationAt), recipients: recipients))
+            }
+        }
+        removeEndedStreams(dueBy: now)
+    }
+
+    // MARK: private
+
+    /// Whether `connection` may steer the stream: it owns it, or it presents the owner token. The
+    /// owner connection is authorised whatever token it adds (a stale one must not lose an update).
+    /// The token is hashed before the lookup, so an unknown stream costs the same as a wrong token.
+    private func authorised(_ id: StreamID, _ connection: WatcherID, _ ownerToken: String?, _ secrets: Secrets) -> Bool {
+        let digest = ownerToken.map { secrets.digest(ofToken: $0) }
+        guard let stream = streams[id] else { return false }
+        if stream.owner == connection { return true }
+        guard let digest else { return false }
+        return stream.ownerDigest.matches(digest)
+    }
+
+    private mutating func removeEndedStreams(dueBy now: Int64) {
+        while let top = graceDeadlines.min, top.at <= now {
+            _ = graceDeadlines.popMin()
+            guard let stream = streams.removeValue(forKey: top.id) else { continue }
+            for watcher in stream.watchers.keys { Self.unindex(&watching, watcher, top.id) }
+            if let owner = stream.owner { Self.unindex(&owning, owner, top.id) }
+        }
+    }
+
+    private mutating func fileStale(at: Int64, _ id: StreamID) {
+        nextOrder += 1
+        staleDeadlines.insert(Deadline(at: at, order: nextOrder, id: id))
+    }
+
+    private mutating func fileGrace(at: Int64, _ id: StreamID) {
+        nextOrder += 1
+        graceDeadlines.insert(Deadline(at: at, order: nextOrder, id: id))
+    }
+
+    private static func unindex(_ index: inout [WatcherID: Set<StreamID>], _ connection: WatcherID, _ id: StreamID) {
+        guard index[connection]?.remove(id) != nil else { return }
+        if index[connection]!.isEmpty { index.removeValue(forKey: connection) }
+    }
+
+    private func deliver(_ event: PanicEvent, of id: StreamID, out: inout [PanicDelivery]) {
+        let recipients = streams[id]!.watchers.keys.sorted()
+        if !recipients.isEmpty { out.append(PanicDelivery(stream: id, kind: .event(event), recipients: recipients)) }
+    }
+
+    private func deliverWatcherCount(of id: StreamID, out: inout [PanicDelivery]) {
+        guard let stream = streams[id], let owner = stream.owner else { return }
+        out.append(PanicDelivery(stream: id, kind: .watchers(count: stream.watchers.count), recipients: [owner]))
+    }
+}

@@ -1,0 +1,110 @@
+/// Where a stream's person last was, and when the phone said so.
+public struct LastLocation: Equatable, Sendable {
+    public var location: PanicLocation
+    public var at: Int64
+}
+
+/// How and when a stream ended.
+public struct PanicEnd: Equatable, Sendable {
+    public var reason: PanicEndReason
+    public var at: Int64
+}
+
+/// One person's panic stream: its state, its bounded history, and who may see and steer it.
+///
+/// A value: the hub hands out copies as snapshots. All changes go through `record`, which keeps
+/// `seq`, the history, `status`, `last` and `ended` consistent with each other.
+public struct PanicStream: Sendable {
+    public let id: StreamID
+    public private(set) var status: PanicStatus
+    public let startedAt: Int64
+    /// Time of the last event (location, status or end).
+    public private(set) var updatedAt: Int64
+    /// The last event's seq (contiguous from 1).
+    public private(set) var seq: UInt64
+    public private(set) var last: LastLocation
+    public let note: String?
+    public private(set) var ended: PanicEnd?
+    public private(set) var history: PanicHistory
+
+    /// Digest of the owner token (resume, and steering from a connection that does not own the stream).
+    let ownerDigest: TokenDigest
+    /// Digests of the live watch tokens; a revoked token is removed, so it opens nothing again.
+    var watchTokens: [TokenDigest]
+    /// The connection that started or last resumed the stream; it steers without a token. Nil while
+    /// the phone is away (the stream stays active all the same).
+    public internal(set) var owner: WatcherID?
+    /// Connections watching, each with the digest of the token it watches with (for revoke).
+    var watchers: [WatcherID: TokenDigest] = [:]
+    /// Whether watchers were told of the current silence; a new location clears it.
+    var staleNotified = false
+    /// Whether a stale-deadline entry for this stream is in the hub's heap (one at most).
+    var staleArmed = false
+
+    /// The time of the last location, which stale detection counts from.
+    public var lastLocationAt: Int64 { last.at }
+    public var isActive: Bool { ended == nil }
+    public var watcherCount: Int { watchers.count }
+
+    init(id: StreamID, status: PanicStatus, location: PanicLocation, note: String?, ownerDigest: TokenDigest,
+         watchTokens: [TokenDigest], owner: WatcherID, now: Int64, historyEvents: Int) {
+        self.id = id
+        self.status = status
+        self.startedAt = now
+        self.updatedAt = now
+        self.seq = 1
+        self.last = LastLocation(location: location, at: now)
+        self.note = note
+        self.ended = nil
+        self.ownerDigest = ownerDigest
+        self.watchTokens = watchTokens
+        self.owner = owner
+        self.history = PanicHistory(capacity: historyEvents)
+        history.append(PanicEvent(seq: 1, at: now, kind: .location(location)))
+    }
+
+    /// Applies the next event and returns it. The caller has checked that the stream is active.
+    mutating func record(_ kind: PanicEventKind, now: Int64) -> PanicEvent {
+        precondition(ended == nil, "an ended stream takes no events")
+        seq += 1
+        updatedAt = now
+        let event = PanicEvent(seq: seq, at: now, kind: kind)
+        switch kind {
+        case .location(let location):
+            last = LastLocation(location: location, at: now)
+            staleNotified = false
+        case .status(let status):
+            self.status = status
+        case .ended(let reason):
+            ended = PanicEnd(reason: reason, at: now)
+        }
+        history.append(event)
+        return event
+    }
+
+    /// The events after `seq`, oldest first, for a watcher catching up.
+    ///
+    /// - `[]` when `seq` is the current seq (up to date).
+    /// - nil when some event after `seq` is no longer held (a gap: the caller sends state, no replay),
+    ///   and also when `seq` is ahead of the stream: there is no such seq to continue from. The hub
+    ///   reports that case as `PanicFailure.sinceAhead` before asking.
+    public func events(after seq: UInt64) -> [PanicEvent]? {
+        guard seq <= self.seq else { return nil }
+        return history.events(after: seq)
+    }
+
+    /// The location events still held, oldest first.
+    public var trail: [PanicEvent] {
+        history.all.filter { if case .location = $0.kind { return true } else { return false } }
+    }
+
+    /// Index of the live watch token whose digest matches, checking every token whatever matches
+    /// first, so the time taken says nothing about which token (or how many) there are before it.
+    func watchTokenIndex(_ digest: TokenDigest) -> Int? {
+        var found: Int?
+        for (i, token) in watchTokens.enumerated() where token.matches(digest) && found == nil {
+            found = i
+        }
+        return found
+    }
+}
