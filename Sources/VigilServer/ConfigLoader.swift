@@ -37,6 +37,7 @@ public enum ConfigLoader {
         case address(WritableKeyPath<ServerConfig, ListenAddress>)
         case choice([String], WritableKeyPath<ServerConfig, String>)
         case names(ClosedRange<Int>, WritableKeyPath<ServerConfig, [String]>)
+        case integer64(ClosedRange<Int64>, WritableKeyPath<ServerConfig, Int64>)
     }
 
     /// The schema: section → key → kind. `config/vigild.yaml` documents the same keys.
@@ -76,6 +77,14 @@ public enum ConfigLoader {
             ("cell_precision_min", .integer(1...2, \.pins.cellPrecisionMin)),
             ("cell_precision_max", .integer(1...12, \.pins.cellPrecisionMax)),
             ("cover_cell_budget", .integer(32...100_000, \.pins.coverCellBudget)),
+        ]),
+        ("panic", [
+            ("history_events", .integer(1...100_000, \.panic.historyEvents)),
+            ("stale_after_ms", .integer64(1_000...86_400_000, \.panic.staleAfterMs)),
+            ("ended_grace_ms", .integer64(1_000...604_800_000, \.panic.endedGraceMs)),
+            ("max_streams", .integer(1...10_000_000, \.panic.maxStreams)),
+            ("max_watch_tokens", .integer(1...1_000, \.panic.maxWatchTokens)),
+            ("max_watchers_on_start", .integer(1...1_000, \.panic.maxWatchersOnStart)),
         ]),
         ("log", [
             ("level", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"], \.logLevel)),
@@ -164,6 +173,11 @@ public enum ConfigLoader {
         case .choice(let options, let path):
             guard options.contains(text) else { return "must be one of \(options.joined(separator: ", ")), got \"\(text)\"" }
             config[keyPath: path] = text
+        case .integer64(let range, let path):
+            let digits = String(text.filter { $0 != "_" })
+            guard let value = Int64(digits) else { return "must be an integer, got \"\(text)\"" }
+            guard range.contains(value) else { return "must be between \(range.lowerBound) and \(range.upperBound), got \(value)" }
+            config[keyPath: path] = value
         case .names:
             break  // handled above
         }
@@ -180,6 +194,9 @@ public enum ConfigLoader {
         let p = c.pins
         if !(p.minTTLSeconds <= p.defaultTTLSeconds && p.defaultTTLSeconds <= p.maxTTLSeconds) {
             issues.append(ConfigIssue(key: "pins.default_ttl_s", message: "must lie between pins.min_ttl_s (\(p.minTTLSeconds)) and pins.max_ttl_s (\(p.maxTTLSeconds))"))
+        }
+        if c.panic.maxWatchersOnStart > c.panic.maxWatchTokens {
+            issues.append(ConfigIssue(key: "panic.max_watchers_on_start", message: "must not exceed panic.max_watch_tokens (\(c.panic.maxWatchTokens))"))
         }
         if !p.categories.contains("general") {
             issues.append(ConfigIssue(key: "pins.categories", message: "must include \"general\", the category of pins created without one"))

@@ -48,7 +48,7 @@ public final class Server {
         self.readPauseBytes = min(config.maxOutputBufferBytes / 2, 1 << 20)
         if config.echoEnabled { applications["/echo"] = EchoApplication() }
         loop.addEndOfTurnHook { [unowned self] in self.flushAll() }
-        applications["/v1"] = MapApplication(server: self, settings: config.pins, secrets: OpenSSLSecrets())
+        applications["/v1"] = V1Application(server: self, settings: config.pins, panic: config.panic, secrets: OpenSSLSecrets())
     }
 
     /// Runs `hook` on every timer tick (every `tickMs`), after the connection timers.

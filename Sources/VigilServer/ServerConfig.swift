@@ -26,6 +26,8 @@ public struct ServerConfig: Equatable, Sendable {
     public var messageBurst = 100
     // pins
     public var pins = PinSettings()
+    // panic
+    public var panic = PanicSettings()
     // log
     public var logLevel = "info"
 

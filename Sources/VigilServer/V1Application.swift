@@ -4,14 +4,14 @@ import VigilGeo
 import VigilLoop
 import VigilWire
 
-/// `/v1`: the live map (pins and subscriptions) on top of the pure `MapHub`.
+/// `/v1`: the live map (`MapHub`) and panic-location streams (`PanicHub`) behind one endpoint.
 ///
-/// It owns the hub and the per-connection sessions, decodes each message, applies it, answers,
+/// It owns the hubs and the per-connection sessions, decodes each message, applies it, answers,
 /// and fans the resulting events out: each event is encoded once into one frame, and that same
-/// chunk is queued on every recipient's connection. Subscribers are identified by their
-/// connection's fd, which is unique among open connections; the hub forgets a subscriber when its
-/// connection closes, before the fd can be reused.
-public final class MapApplication: WebSocketApplication {
+/// chunk is queued on every recipient's connection. Subscribers and watchers are identified by
+/// their connection's fd, which is unique among open connections; the hubs forget a connection
+/// when it closes, before the fd can be reused.
+public final class V1Application: WebSocketApplication {
     /// What one connection's anonymous session holds.
     final class Session {
         let serial: UInt64
@@ -26,24 +26,27 @@ public final class MapApplication: WebSocketApplication {
         }
     }
 
-    public private(set) var hub: MapHub
+    public internal(set) var hub: MapHub
+    public internal(set) var panic: PanicHub
     private let decoder: RequestDecoder
-    private let secrets: Secrets
+    let secrets: Secrets
     private let limits: ServerMessages.Limits
-    private unowned let server: Server
+    unowned let server: Server
     private var nextSerial: UInt64 = 1
-    private var writer = JSONWriter(capacity: 4096)
-    private var deliveries: [PinDelivery] = []
+    var writer = JSONWriter(capacity: 4096)
+    var deliveries: [PinDelivery] = []
+    var panicDeliveries: [PanicDelivery] = []
 
-    public init(server: Server, settings: PinSettings, secrets: Secrets) {
+    public init(server: Server, settings: PinSettings, panic: PanicSettings, secrets: Secrets) {
         self.server = server
         self.hub = MapHub(settings: settings)
-        self.decoder = RequestDecoder(settings: settings)
+        self.panic = PanicHub(settings: panic)
+        self.decoder = RequestDecoder(settings: settings, panic: panic)
         self.secrets = secrets
         self.limits = ServerMessages.Limits(maxMessageBytes: server.config.maxMessageBytes,
                                             messagesPerSecond: server.config.messagesPerSecond,
                                             messageBurst: server.config.messageBurst)
-        server.addTickHook { [unowned self] in self.expirePins() }
+        server.addTickHook { [unowned self] in self.tick() }
     }
 
     /// Wall-clock Unix milliseconds: pin times are client-visible dates.
@@ -68,7 +71,9 @@ public final class MapApplication: WebSocketApplication {
 
     public func closed(_ connection: Connection) {
         hub.unsubscribe(connection.fd)
+        panic.disconnected(connection.fd, out: &panicDeliveries)
         connection.userData = nil
+        fanOutPanic()
     }
 
     public func received(_ connection: Connection, kind: MessageKind, payload: UnsafeRawBufferPointer) {
@@ -96,11 +101,13 @@ public final class MapApplication: WebSocketApplication {
         }
         apply(request, session: session, connection: connection)
         fanOut()
+        fanOutPanic()
     }
 
     private func apply(_ request: ClientRequest, session: Session, connection: Connection) {
         let ref = request.ref
         let wallNow = Self.wallClockMs()
+        if applyPanic(request.operation, ref: ref, connection: connection, now: wallNow) { return }
         switch request.operation {
         case .subscribe(let area, let categories):
             let result = hub.subscribe(connection.fd, area: area, categories: categories)
@@ -131,10 +138,10 @@ public final class MapApplication: WebSocketApplication {
                 reply(connection, error: .from(failure), ref: ref)
             }
         case .pinUpdate(let id, let token, let changes):
-            guard let id else { return reply(connection, error: .from(.forbidden), ref: ref) }
+            guard let id else { return reply(connection, error: .from(PinFailure.forbidden), ref: ref) }
             replyWithPin(connection, ref: ref, hub.update(id, digest: secrets.digest(ofToken: token), changes: changes, now: wallNow, out: &deliveries))
         case .pinDelete(let id, let token):
-            guard let id else { return reply(connection, error: .from(.forbidden), ref: ref) }
+            guard let id else { return reply(connection, error: .from(PinFailure.forbidden), ref: ref) }
             switch hub.delete(id, digest: secrets.digest(ofToken: token), out: &deliveries) {
             case .success(let pin):
                 send(connection) { w in ServerMessages.ok(ref: ref, into: &w) { w in w.key("id"); w.string(pin.id.description) } }
@@ -142,8 +149,10 @@ public final class MapApplication: WebSocketApplication {
                 reply(connection, error: .from(failure), ref: ref)
             }
         case .pinVote(let id, let value):
-            guard let id else { return reply(connection, error: .from(.notFound), ref: ref) }
+            guard let id else { return reply(connection, error: .from(PinFailure.notFound), ref: ref) }
             replyWithPin(connection, ref: ref, hub.vote(id, session: session.serial, value: value, now: wallNow, out: &deliveries))
+        default:
+            preconditionFailure("panic operations are applied by applyPanic")
         }
     }
 
@@ -156,12 +165,12 @@ public final class MapApplication: WebSocketApplication {
         }
     }
 
-    private func reply(_ connection: Connection, error: RequestError, ref: JSONValue?) {
+    func reply(_ connection: Connection, error: RequestError, ref: JSONValue?) {
         send(connection) { w in ServerMessages.error(ref: ref, error, into: &w) }
     }
 
     /// Encodes one message into the reused writer and sends it as one text frame.
-    private func send(_ connection: Connection, _ encode: (inout JSONWriter) -> Void) {
+    func send(_ connection: Connection, _ encode: (inout JSONWriter) -> Void) {
         writer.reset()
         encode(&writer)
         writer.bytes.withUnsafeBytes { connection.send(.text, payload: $0) }
@@ -181,9 +190,12 @@ public final class MapApplication: WebSocketApplication {
         deliveries.removeAll(keepingCapacity: true)
     }
 
-    private func expirePins() {
-        hub.expire(now: Self.wallClockMs(), out: &deliveries)
+    private func tick() {
+        let now = Self.wallClockMs()
+        hub.expire(now: now, out: &deliveries)
         fanOut()
+        panic.tick(now: now, out: &panicDeliveries)
+        fanOutPanic()
     }
 }
 

@@ -16,12 +16,24 @@ public enum ClientOperation: Equatable, Sendable {
     case pinUpdate(id: PinID?, token: String, changes: PinChanges)
     case pinDelete(id: PinID?, token: String)
     case pinVote(id: PinID?, value: Int8)
+    /// Panic streams. `stream` is nil when the text is not a stream id (answered like an unknown one).
+    case panicStart(status: PanicStatus, location: PanicLocation, note: String?, watchers: Int)
+    case panicUpdate(stream: StreamID?, ownerToken: String?, location: PanicLocation)
+    case panicStatus(stream: StreamID?, ownerToken: String?, status: PanicStatus)
+    case panicEnd(stream: StreamID?, ownerToken: String?, reason: PanicEndReason)
+    case panicResume(stream: StreamID?, ownerToken: String)
+    case panicWatch(stream: StreamID?, watchToken: String, since: UInt64?)
+    case panicUnwatch(stream: StreamID?)
+    case panicInvite(stream: StreamID?, ownerToken: String?)
+    case panicRevoke(stream: StreamID?, ownerToken: String?, watchToken: String)
 
-    /// Writes count against the per-session write limit.
+    /// Writes count against the per-session write limit: pin changes, and creating streams or
+    /// tokens. A panic stream's own updates do not: a person in danger is never rate limited
+    /// below the message limit.
     public var isWrite: Bool {
         switch self {
-        case .pinCreate, .pinUpdate, .pinDelete, .pinVote: return true
-        case .subscribe, .unsubscribe: return false
+        case .pinCreate, .pinUpdate, .pinDelete, .pinVote, .panicStart, .panicInvite: return true
+        default: return false
         }
     }
 }

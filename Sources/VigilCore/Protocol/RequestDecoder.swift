@@ -6,9 +6,11 @@ import VigilGeo
 /// then each operation's fields are checked in one place, each failure naming its field.
 public struct RequestDecoder: Sendable {
     public let settings: PinSettings
+    public let panic: PanicSettings
 
-    public init(settings: PinSettings) {
+    public init(settings: PinSettings, panic: PanicSettings = PanicSettings()) {
         self.settings = settings
+        self.panic = panic
     }
 
     public func decode(_ bytes: UnsafeRawBufferPointer) -> Result<ClientRequest, RejectedRequest> {
@@ -71,6 +73,7 @@ public struct RequestDecoder: Sendable {
             guard let n = v.int64, n == 1 || n == -1 else { throw RequestError("invalid_value", field: "value", "value must be 1 or -1") }
             return .pinVote(id: id, value: Int8(n))
         default:
+            if op.hasPrefix("panic."), let operation = try decodePanic(op, o) { return operation }
             throw RequestError("unknown_op", field: "op", "unknown op \"\(op.prefix(64))\"")
         }
     }

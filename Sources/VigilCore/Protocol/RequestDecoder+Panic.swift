@@ -1,0 +1,99 @@
+/// Decoding of the `panic.*` operations (docs/PROTOCOL.md, "Panic-location streams").
+extension RequestDecoder {
+    static let noteMaxCharacters = 280
+
+    /// The operation, or nil when `op` is not a panic operation.
+    func decodePanic(_ op: String, _ o: JSONObject) throws -> ClientOperation? {
+        switch op {
+        case "panic.start":
+            let status = try panicStatus(o)
+            let location = try panicLocation(o)
+            var note: String?
+            if let n = o["note"] {
+                guard let text = n.string else { throw RequestError("invalid_note", field: "note", "note must be a string") }
+                let trimmed = Self.trim(text)
+                guard trimmed.count <= Self.noteMaxCharacters else {
+                    throw RequestError("invalid_note", field: "note", "note must have at most \(Self.noteMaxCharacters) characters")
+                }
+                note = trimmed.isEmpty ? nil : trimmed
+            }
+            var watchers = 1
+            if let w = o["watchers"] {
+                guard let n = w.int64, n >= 1, n <= Int64(panic.maxWatchersOnStart) else {
+                    throw RequestError("invalid_watchers", field: "watchers", "watchers must be an integer from 1 to \(panic.maxWatchersOnStart)")
+                }
+                watchers = Int(n)
+            }
+            return .panicStart(status: status, location: location, note: note, watchers: watchers)
+        case "panic.update":
+            return .panicUpdate(stream: try streamID(o), ownerToken: try optionalToken(o, "owner_token"), location: try panicLocation(o))
+        case "panic.status":
+            return .panicStatus(stream: try streamID(o), ownerToken: try optionalToken(o, "owner_token"), status: try panicStatus(o))
+        case "panic.end":
+            guard let r = o["reason"] else { throw RequestError.missing("reason") }
+            guard let text = r.string, let reason = PanicEndReason(rawValue: text) else {
+                throw RequestError("invalid_reason", field: "reason", "reason must be \"safe\" or \"cancelled\"")
+            }
+            return .panicEnd(stream: try streamID(o), ownerToken: try optionalToken(o, "owner_token"), reason: reason)
+        case "panic.resume":
+            let stream = try streamID(o)
+            guard let token = try optionalToken(o, "owner_token") else { throw RequestError.missing("owner_token") }
+            return .panicResume(stream: stream, ownerToken: token)
+        case "panic.watch":
+            let stream = try streamID(o)
+            guard let token = try optionalToken(o, "watch_token") else { throw RequestError.missing("watch_token") }
+            var since: UInt64?
+            if let s = o["since"] {
+                guard let n = s.int64, n >= 0 else { throw RequestError("invalid_since", field: "since", "since must be a non-negative integer seq") }
+                since = UInt64(n)
+            }
+            return .panicWatch(stream: stream, watchToken: token, since: since)
+        case "panic.unwatch":
+            return .panicUnwatch(stream: try streamID(o))
+        case "panic.invite":
+            return .panicInvite(stream: try streamID(o), ownerToken: try optionalToken(o, "owner_token"))
+        case "panic.revoke":
+            let stream = try streamID(o)
+            guard let token = try optionalToken(o, "watch_token") else { throw RequestError.missing("watch_token") }
+            return .panicRevoke(stream: stream, ownerToken: try optionalToken(o, "owner_token"), watchToken: token)
+        default:
+            return nil
+        }
+    }
+
+    func streamID(_ o: JSONObject) throws -> StreamID? {
+        guard let v = o["stream"] else { throw RequestError.missing("stream") }
+        guard let text = v.string else { throw RequestError("invalid_stream", field: "stream", "stream must be a string") }
+        return StreamID(text)
+    }
+
+    func optionalToken(_ o: JSONObject, _ name: String) throws -> String? {
+        guard let v = o[name] else { return nil }
+        guard let text = v.string else { throw RequestError("invalid_token", field: name, "\(name) must be a string") }
+        return text
+    }
+
+    func panicStatus(_ o: JSONObject) throws -> PanicStatus {
+        guard let v = o["status"] else { throw RequestError.missing("status") }
+        guard let text = v.string, let status = PanicStatus(rawValue: text) else {
+            throw RequestError("invalid_status", field: "status", "status must be \"red\" or \"amber\"")
+        }
+        return status
+    }
+
+    func panicLocation(_ o: JSONObject) throws -> PanicLocation {
+        guard let lat = o["lat"] else { throw RequestError.missing("lat") }
+        guard let lon = o["lon"] else { throw RequestError.missing("lon") }
+        func optional(_ name: String, _ code: String, _ range: ClosedRange<Double>, _ what: String) throws -> Double? {
+            guard let v = o[name], !v.isNull else { return nil }
+            guard let d = v.double, d.isFinite, range.contains(d) else { throw RequestError(code, field: name, "\(name) must be \(what)") }
+            return d
+        }
+        return PanicLocation(
+            lat: try latitude(lat, field: "lat"),
+            lon: try longitude(lon, field: "lon"),
+            accuracyM: try optional("accuracy_m", "invalid_accuracy", 0...100_000, "a number of metres from 0 to 100000"),
+            heading: try optional("heading", "invalid_heading", 0...360, "a number of degrees from 0 to 360"),
+            speedMps: try optional("speed_mps", "invalid_speed", 0...1_000, "a number of metres per second from 0 to 1000"))
+    }
+}

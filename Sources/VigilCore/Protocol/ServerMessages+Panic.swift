@@ -1,0 +1,105 @@
+/// The panic-stream messages of docs/PROTOCOL.md.
+extension ServerMessages {
+    static func location(_ l: PanicLocation, into w: inout JSONWriter) {
+        w.key("lat"); w.double(l.lat)
+        w.key("lon"); w.double(l.lon)
+        if let a = l.accuracyM { w.key("accuracy_m"); w.double(a) }
+        if let h = l.heading { w.key("heading"); w.double(h) }
+        if let s = l.speedMps { w.key("speed_mps"); w.double(s) }
+    }
+
+    /// `panic.location`, `panic.status` or `panic.ended`.
+    public static func panicEvent(_ stream: StreamID, _ e: PanicEvent, into w: inout JSONWriter) {
+        w.beginObject()
+        w.key("type")
+        switch e.kind {
+        case .location: w.string("panic.location")
+        case .status: w.string("panic.status")
+        case .ended: w.string("panic.ended")
+        }
+        w.key("stream"); w.string(stream.description)
+        w.key("seq"); w.int(Int64(e.seq))
+        switch e.kind {
+        case .location(let l): location(l, into: &w)
+        case .status(let s): w.key("status"); w.string(s.rawValue)
+        case .ended(let r): w.key("reason"); w.string(r.rawValue)
+        }
+        w.key("at"); w.int(e.at)
+        w.endObject()
+    }
+
+    /// Any panic delivery: an event, or `panic.stale`, `panic.revoked`, `panic.watchers`.
+    public static func panicDelivery(_ d: PanicDelivery, now: Int64, into w: inout JSONWriter) {
+        if case .event(let e) = d.kind {
+            panicEvent(d.stream, e, into: &w)
+            return
+        }
+        w.beginObject()
+        w.key("type")
+        switch d.kind {
+        case .event: break  // handled above
+        case .stale: w.string("panic.stale")
+        case .revoked: w.string("panic.revoked")
+        case .watchers: w.string("panic.watchers")
+        }
+        w.key("stream"); w.string(d.stream.description)
+        switch d.kind {
+        case .stale(let since):
+            w.key("last_location_at"); w.int(since)
+            w.key("at"); w.int(now)
+        case .watchers(let count):
+            w.key("count"); w.int(Int64(count))
+        default:
+            break
+        }
+        w.endObject()
+    }
+
+    /// The `state` object of `panic.watch` and `panic.resume` replies.
+    public static func panicState(_ s: PanicStream, into w: inout JSONWriter) {
+        w.beginObject()
+        w.key("stream"); w.string(s.id.description)
+        w.key("status"); w.string(s.status.rawValue)
+        w.key("started_at"); w.int(s.startedAt)
+        w.key("updated_at"); w.int(s.updatedAt)
+        w.key("seq"); w.int(Int64(s.seq))
+        if let note = s.note { w.key("note"); w.string(note) }
+        w.key("last")
+        w.beginObject()
+        location(s.last.location, into: &w)
+        w.key("at"); w.int(s.last.at)
+        w.endObject()
+        w.key("trail")
+        w.beginArray()
+        for e in s.trail {
+            if case .location(let l) = e.kind {
+                w.beginObject()
+                w.key("seq"); w.int(Int64(e.seq))
+                location(l, into: &w)
+                w.key("at"); w.int(e.at)
+                w.endObject()
+            }
+        }
+        w.endArray()
+        if let ended = s.ended {
+            w.key("ended")
+            w.beginObject()
+            w.key("reason"); w.string(ended.reason.rawValue)
+            w.key("at"); w.int(ended.at)
+            w.endObject()
+        }
+        w.endObject()
+    }
+}
+
+extension RequestError {
+    public static func from(_ failure: PanicFailure) -> RequestError {
+        switch failure {
+        case .forbidden: return RequestError("forbidden", "no stream with that id and token")
+        case .ended: return RequestError("stream_ended", "the stream has ended")
+        case .capacityExceeded: return RequestError("capacity_exceeded", "the server holds its maximum number of streams; try again later")
+        case .tooManyWatchTokens: return RequestError("too_many_watch_tokens", "the stream has its maximum number of watch tokens")
+        case .sinceAhead: return RequestError("invalid_since", field: "since", "since is after the stream's last seq")
+        }
+    }
+}
