@@ -61,11 +61,36 @@ import VigilGeo
         (#"{"op":"unsubscribe","ref":{"a":1}}"#, "invalid_ref", "ref"),
         (#"{"op":"unsubscribe""#, "bad_json", nil),
         (#"{"op":"pin.create","pin":{"lat":1e999,"lon":0,"title":"x"}}"#, "bad_json", nil),
+        (#"{"op":"panic.start","status":"green","lat":0,"lon":0}"#, "invalid_status", "status"),
+        (#"{"op":"panic.start","status":"red","lon":0}"#, "missing_field", "lat"),
+        (#"{"op":"panic.start","status":"red","lat":0,"lon":0,"watchers":0}"#, "invalid_watchers", "watchers"),
+        (#"{"op":"panic.start","status":"red","lat":0,"lon":0,"watchers":17}"#, "invalid_watchers", "watchers"),
+        (#"{"op":"panic.start","status":"red","lat":0,"lon":0,"accuracy_m":-1}"#, "invalid_accuracy", "accuracy_m"),
+        (#"{"op":"panic.update","stream":"s","lat":0,"lon":0,"heading":361}"#, "invalid_heading", "heading"),
+        (#"{"op":"panic.update","stream":5,"lat":0,"lon":0}"#, "invalid_stream", "stream"),
+        (#"{"op":"panic.end","stream":"s","reason":"bored"}"#, "invalid_reason", "reason"),
+        (#"{"op":"panic.watch","stream":"s","watch_token":"t","since":-1}"#, "invalid_since", "since"),
+        (#"{"op":"panic.watch","stream":"s"}"#, "missing_field", "watch_token"),
+        (#"{"op":"panic.resume","stream":"s"}"#, "missing_field", "owner_token"),
+        (#"{"op":"panic.revoke","stream":"s","watch_token":7}"#, "invalid_token", "watch_token"),
+        (#"{"op":"panic.fly","stream":"s"}"#, "unknown_op", "op"),
     ] as [(String, String, String?)])
     func rejectsWithTheFieldNamed(_ text: String, _ code: String, _ field: String?) {
         let e = error(text)
         #expect(e?.code == code, "\(text)")
         #expect(e?.field == field, "\(text)")
+    }
+
+    @Test func decodesPanicOperations() throws {
+        let start = try decode(#"{"op":"panic.start","status":"amber","lat":1,"lon":2,"accuracy_m":5,"note":" home ","watchers":3}"#).get()
+        #expect(start.operation == .panicStart(status: .amber, location: PanicLocation(lat: 1, lon: 2, accuracyM: 5), note: "home", watchers: 3))
+        #expect(start.operation.isWrite)
+        let id = StreamID(random: Array(repeating: 7, count: 16))
+        let update = try decode(#"{"op":"panic.update","stream":"\#(id)","lat":1,"lon":2,"heading":90,"speed_mps":1.5}"#).get()
+        #expect(update.operation == .panicUpdate(stream: id, ownerToken: nil, location: PanicLocation(lat: 1, lon: 2, heading: 90, speedMps: 1.5)))
+        #expect(!update.operation.isWrite, "a person in danger is not held to the pin write limit")
+        let watch = try decode(#"{"op":"panic.watch","stream":"nope","watch_token":"w","since":41}"#).get()
+        #expect(watch.operation == .panicWatch(stream: nil, watchToken: "w", since: 41))
     }
 
     @Test func titleLengthCountsCharactersNotBytes() {

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import VigilLoop
 @testable import VigilServer
@@ -66,6 +67,33 @@ import VigilLoop
     @Test func brokenYAMLIsAClearError() {
         #expect(throws: ConfigError.self) { try ConfigLoader.load(yaml: "server: [unclosed\n") }
         #expect(throws: ConfigError.self) { try ConfigLoader.load(yaml: "- a list\n- at the top\n") }
+    }
+
+    @Test func pinAndPanicSections() throws {
+        let c = try ConfigLoader.load(yaml: """
+        session: {messages_per_second: 5, message_burst: 10}
+        pins: {categories: [general, lost-pet], min_ttl_s: 1, vote_flag_threshold: 3, cover_cell_budget: 64}
+        panic: {history_events: 5, stale_after_ms: 1000, ended_grace_ms: 2000, max_watch_tokens: 4, max_watchers_on_start: 2}
+        """)
+        #expect(c.messagesPerSecond == 5 && c.messageBurst == 10)
+        #expect(c.pins.categories == ["general", "lost-pet"] && c.pins.minTTLSeconds == 1 && c.pins.voteFlagThreshold == 3)
+        #expect(c.panic.historyEvents == 5 && c.panic.staleAfterMs == 1000 && c.panic.endedGraceMs == 2000)
+        #expect(c.panic.maxWatchTokens == 4 && c.panic.maxWatchersOnStart == 2)
+        for bad in ["pins: {categories: [hazard]}", "pins: {categories: [General]}", "pins: {categories: [a, a, general]}",
+                    "panic: {stale_after_ms: 5}", "panic: {max_watch_tokens: 2, max_watchers_on_start: 3}",
+                    "pins: {min_ttl_s: 100, default_ttl_s: 50}", "pins: {cell_precision_min: 3}"] {
+            #expect(throws: ConfigError.self, "\(bad)") { try ConfigLoader.load(yaml: bad) }
+        }
+    }
+
+    @Test func theShippedConfigsAreValid() throws {
+        // Tests run from the package root.
+        for path in ["config/vigild.yaml", "config/test.yaml"] {
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            _ = try ConfigLoader.load(yaml: text)
+        }
+        #expect(try ConfigLoader.load(yaml: String(contentsOfFile: "config/vigild.yaml", encoding: .utf8)) == ServerConfig(),
+                "config/vigild.yaml restates the built-in defaults")
     }
 
     @Test func crossKeyRules() {
