@@ -65,3 +65,33 @@ enum HTTPHeaderSearch {
         c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z") ? c | 0x20 : c
     }
 }
+
+/// A parsed HTTP head's field list, with the lookups both request and response heads offer.
+public protocol HTTPHeaderFields {
+    /// Fields in arrival order, names as sent, values trimmed of OWS.
+    var headers: [(name: String, value: String)] { get }
+}
+
+extension HTTPHeaderFields {
+    /// The first value of the named field (case-insensitive name).
+    public func value(_ name: String) -> String? {
+        HTTPHeaderSearch.value(headers, name)
+    }
+
+    /// Every value of the named field, in order.
+    public func values(_ name: String) -> [String] {
+        HTTPHeaderSearch.values(headers, name)
+    }
+
+    /// Comma-separated list elements over all occurrences, trimmed and lowercased:
+    /// for case-insensitive tokens such as `Connection` and `Upgrade`.
+    public func tokens(_ name: String) -> [String] {
+        HTTPHeaderSearch.elements(headers, name).map { $0.lowercased() }
+    }
+
+    /// Comma-separated list elements over all occurrences, trimmed, case kept:
+    /// for case-sensitive lists such as `Sec-WebSocket-Protocol`.
+    public func elements(_ name: String) -> [String] {
+        HTTPHeaderSearch.elements(headers, name)
+    }
+}

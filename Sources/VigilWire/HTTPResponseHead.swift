@@ -1,6 +1,6 @@
 /// A parsed HTTP/1.1 response head (status line and fields, RFC 9112 §4), as the
 /// load-test client sees the server's answer to its upgrade request.
-public struct HTTPResponseHead {
+public struct HTTPResponseHead: HTTPHeaderFields {
     public var versionMajor: Int
     public var versionMinor: Int
     public var statusCode: Int
@@ -14,20 +14,5 @@ public struct HTTPResponseHead {
         self.statusCode = statusCode
         self.reason = reason
         self.headers = headers
-    }
-
-    /// The first value of the named field (case-insensitive name).
-    public func value(_ name: String) -> String? {
-        HTTPHeaderSearch.value(headers, name)
-    }
-
-    /// Every value of the named field, in order.
-    public func values(_ name: String) -> [String] {
-        HTTPHeaderSearch.values(headers, name)
-    }
-
-    /// Comma-separated list elements over all occurrences, trimmed and lowercased.
-    public func tokens(_ name: String) -> [String] {
-        HTTPHeaderSearch.elements(headers, name).map { $0.lowercased() }
     }
 }
