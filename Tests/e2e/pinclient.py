@@ -9,8 +9,8 @@ independent implementation of RFC 6455.  Every read has a deadline.
   checked by a bounded wait *and* a barrier (a request on the same connection whose reply
   must come with no event before it: the server processes a connection's messages in
   order and sends a reply before the events the request causes).
-* ``yaml_text`` -- the conftest writer cannot emit lists (``pins.categories``), so the
-  pin tests write their configs with this one and hand the path to the launcher.
+* ``write_config`` (from vigilproc) writes the pin tests' configs, lists included, and
+  the path goes to the launcher.
 * ``geohash``, ``haversine_m``, ``offset_north`` / ``offset_east`` -- geometry for the
   circle tests.
 """
@@ -27,6 +27,8 @@ from pathlib import Path
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
+from vigilproc import write_config  # noqa: F401  (re-exported for the pin tests)
+
 PIN_KEYS = {"id", "lat", "lon", "title", "description", "category", "created_at", "updated_at",
             "expires_at", "up", "down"}
 EVENT_TYPES = {"pin.added", "pin.updated", "pin.removed", "pin.expired"}
@@ -38,34 +40,6 @@ _AUTO = object()
 # ---------------------------------------------------------------------------------------
 # config
 # ---------------------------------------------------------------------------------------
-def _scalar(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    return json.dumps(str(value))
-
-
-def yaml_text(cfg: dict, indent: int = 0) -> str:
-    """Nested dicts, scalars and (flow) lists of scalars."""
-    out = []
-    pad = "  " * indent
-    for key, value in cfg.items():
-        if isinstance(value, dict):
-            out.append(f"{pad}{key}:")
-            out.append(yaml_text(value, indent + 1))
-        elif isinstance(value, (list, tuple)):
-            out.append(f"{pad}{key}: [{', '.join(_scalar(v) for v in value)}]")
-        else:
-            out.append(f"{pad}{key}: {_scalar(value)}")
-    return "\n".join(line for line in out if line)
-
-
-def write_config(path: Path, cfg: dict) -> Path:
-    path.write_text(yaml_text(cfg) + "\n")
-    return path
-
-
 def pins_config(**overrides) -> dict:
     """The full pins/session config of the contract, with ``overrides`` as
     ``{"pins": {...}, "session": {...}, ...}`` merged in per section."""
@@ -307,7 +281,8 @@ def geohash(lat: float, lon: float, precision: int) -> str:
     return "".join(out)
 
 
-def geohash_lat_range(lat: float, lon: float, precision: int) -> tuple[float, float]:
+def geohash_box(lat: float, lon: float, precision: int) -> tuple[float, float, float, float]:
+    """(lat_lo, lat_hi, lon_lo, lon_hi) of the geohash cell holding the point (bisection)."""
     lat_lo, lat_hi, lon_lo, lon_hi = -90.0, 90.0, -180.0, 180.0
     even = True
     for _ in range(precision * 5):
@@ -318,21 +293,7 @@ def geohash_lat_range(lat: float, lon: float, precision: int) -> tuple[float, fl
             mid = (lat_lo + lat_hi) / 2
             lat_lo, lat_hi = (mid, lat_hi) if lat >= mid else (lat_lo, mid)
         even = not even
-    return lat_lo, lat_hi
-
-
-def geohash_lon_range(lat: float, lon: float, precision: int) -> tuple[float, float]:
-    lat_lo, lat_hi, lon_lo, lon_hi = -90.0, 90.0, -180.0, 180.0
-    even = True
-    for _ in range(precision * 5):
-        if even:
-            mid = (lon_lo + lon_hi) / 2
-            lon_lo, lon_hi = (mid, lon_hi) if lon >= mid else (lon_lo, mid)
-        else:
-            mid = (lat_lo + lat_hi) / 2
-            lat_lo, lat_hi = (mid, lat_hi) if lat >= mid else (lat_lo, mid)
-        even = not even
-    return lon_lo, lon_hi
+    return lat_lo, lat_hi, lon_lo, lon_hi
 
 
 def haversine_m(lat1, lon1, lat2, lon2) -> float:
@@ -355,7 +316,7 @@ _config_ids = itertools.count()
 
 def start_daemon(launcher, config: dict):
     """Start a daemon through a conftest launcher (``vigild`` / ``vigild_module``) with a
-    config written by ``yaml_text`` (lists included)."""
+    config written by ``write_config`` (lists included)."""
     path = write_config(Path(launcher.tmpdir) / f"pins-{next(_config_ids)}.yaml", config)
     return launcher(config, config_path=path)
 

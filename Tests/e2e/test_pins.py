@@ -216,12 +216,12 @@ def _circle_points(la: float, lo: float, radius: float = 1000.0, margin: float =
     radius+margin metres that share one geohash cell of precision 7 (the finest the
     server uses), so only an exact distance test tells them apart."""
     # North pair: centred on the middle of a precision-7 cell's latitude band.
-    lat_lo, lat_hi = pc.geohash_lat_range(la + 1.0, lo + 1.0, 7)
+    lat_lo, lat_hi, _, _ = pc.geohash_box(la + 1.0, lo + 1.0, 7)
     mid_lat = (lat_lo + lat_hi) / 2
     clat = mid_lat - deg_lat(radius)
     # East pair: centred on the middle of a precision-7 cell's longitude band, at clat.
     k = 1.0 / math.cos(math.radians(clat))
-    lon_lo, lon_hi = pc.geohash_lon_range(clat, lo + 1.0, 7)
+    _, _, lon_lo, lon_hi = pc.geohash_box(clat, lo + 1.0, 7)
     mid_lon = (lon_lo + lon_hi) / 2
     clon = mid_lon - deg_lat(radius) * k
     north_in = (mid_lat - deg_lat(margin), clon)

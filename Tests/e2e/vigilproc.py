@@ -31,20 +31,26 @@ def default_binary() -> Path:
 
 
 def yaml_text(cfg: dict, indent: int = 0) -> str:
-    """A minimal YAML writer for the nested dict/scalar configs the tests use."""
+    """A minimal YAML writer for the tests' configs: nested dicts, scalars, flow lists of scalars."""
     out = []
     pad = "  " * indent
     for key, value in cfg.items():
         if isinstance(value, dict):
             out.append(f"{pad}{key}:")
             out.append(yaml_text(value, indent + 1))
-        elif isinstance(value, bool):
-            out.append(f"{pad}{key}: {'true' if value else 'false'}")
-        elif isinstance(value, (int, float)):
-            out.append(f"{pad}{key}: {value}")
+        elif isinstance(value, (list, tuple)):
+            out.append(f"{pad}{key}: [{', '.join(_scalar(v) for v in value)}]")
         else:
-            out.append(f"{pad}{key}: {json.dumps(str(value))}")
+            out.append(f"{pad}{key}: {_scalar(value)}")
     return "\n".join(line for line in out if line)
+
+
+def _scalar(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(str(value))
 
 
 def write_config(path: Path, cfg: dict) -> Path:
