@@ -8,12 +8,14 @@ let package = Package(
     products: [
         .executable(name: "vigild", targets: ["vigild"]),
         .executable(name: "vigil-bench", targets: ["vigil-bench"]),
+        .executable(name: "vigil-load", targets: ["vigil-load"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         // Linux syscalls Swift's Glibc module does not export (epoll, eventfd, timerfd, signalfd).
@@ -63,11 +65,28 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The load client's logic without sockets: latency bookkeeping, correctness checkers, reports.
+        .target(
+            name: "VigilLoad",
+            dependencies: [
+                "VigilCore", "VigilGeo",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ]
+        ),
+        // The load client: the project's own event loop and codec in client mode, driving a vigild.
+        .executableTarget(
+            name: "vigil-load",
+            dependencies: [
+                "VigilLoad", "VigilLoop", "VigilWire", "VigilCore", "VigilGeo", "CLinux",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .testTarget(name: "VigilWireTests", dependencies: ["VigilWire"]),
         .testTarget(name: "VigilLoopTests", dependencies: ["VigilLoop"]),
         .testTarget(name: "VigilServerTests", dependencies: ["VigilServer"]),
         .testTarget(name: "VigilGeoTests", dependencies: ["VigilGeo"]),
         .testTarget(name: "VigilCoreTests", dependencies: ["VigilCore"]),
+        .testTarget(name: "VigilLoadTests", dependencies: ["VigilLoad", "VigilCore", "VigilGeo"]),
     ],
     swiftLanguageModes: [.v5]
 )

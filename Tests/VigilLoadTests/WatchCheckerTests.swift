@@ -1,0 +1,161 @@
+import XCTest
+@testable import VigilLoad
+
+final class WatchCheckerTests: XCTestCase {
+    func testPlainWatchExpectsTheNextSeq() {
+        var w = WatchChecker(label: "watcher 1")
+        XCTAssertNil(w.lastSeq)
+        w.watchAccepted(stateSeq: 44, since: nil, gap: false)
+        XCTAssertEqual(w.lastSeq, 44)
+        w.event(seq: 45, ended: false)
+        w.event(seq: 46, ended: false)
+        XCTAssertEqual(w.events, 2)
+        XCTAssertEqual(w.lastSeq, 46)
+        XCTAssertTrue(w.errors.isEmpty)
+    }
+
+    func testSinceReplaysFromSincePlusOne() {
+        var w = WatchChecker(label: "w")
+        w.watchAccepted(stateSeq: 44, since: 41, gap: false)
+        XCTAssertEqual(w.nextExpected, 42)
+        XCTAssertEqual(w.lastSeq, 41)
+        for seq in 42...47 { w.event(seq: UInt64(seq), ended: false) }
+        XCTAssertTrue(w.errors.isEmpty, "\(w.errors.first)")
+        XCTAssertEqual(w.lastSeq, 47)
+    }
+
+    func testSinceEqualToTheCurrentSeqReplaysNothing() {
+        var w = WatchChecker(label: "w")
+        w.watchAccepted(stateSeq: 10, since: 10, gap: false)
+        w.event(seq: 11, ended: false)
+        XCTAssertTrue(w.errors.isEmpty)
+    }
+
+    func testAnAnnouncedGapIsCountedNotAnError() {
+        var w = WatchChecker(label: "w")
+        w.watchAccepted(stateSeq: 5000, since: 100, gap: true)
+        XCTAssertEqual(w.announcedGaps, 1)
+        XCTAssertEqual(w.skippedByGaps, 4900)
+        XCTAssertEqual(w.lastSeq, 5000)
+        w.event(seq: 5001, ended: false)
+        XCTAssertTrue(w.errors.isEmpty)
+        XCTAssertEqual(w.lost, 0)
+    }
+
+    func testAMissingReplayIsLoss() {
+        var w = WatchChecker(label: "watcher 3 stream S")
+        w.watchAccepted(stateSeq: 44, since: 41, gap: false)
+        // The server forgot to replay 42...44 and went straight to live events.
+        w.event(seq: 45, ended: false)
+        XCTAssertEqual(w.lost, 3)
+        XCTAssertEqual(w.errors.count, 1)
+        XCTAssertEqual(w.errors.first, ["watcher 3 stream S: lost seqs 42...44 (got seq 45)"])
+        w.event(seq: 46, ended: false)
+        XCTAssertEqual(w.errors.count, 1, "resynchronised after the loss")
+    }
+
+    func testASingleLostSeqIsNamed() {
+        var w = WatchChecker(label: "w")
+        w.watchAccepted(stateSeq: 1, since: nil, gap: false)
+        w.event(seq: 3, ended: false)
+        XCTAssertEqual(w.lost, 1)
+        XCTAssertEqual(w.errors.first, ["w: lost seq 2 (got seq 3)"])
+    }
+
+    func testDuplicatesAreErrors() {
+        var w = WatchChecker(label: "w")
+        w.watchAccepted(stateSeq: 1, since: nil, gap: false)
+        w.event(seq: 2, ended: false)
+        w.event(seq: 2, ended: false)
+        w.event(seq: 1, ended: false)
+        w.event(seq: 3, ended: false)
+        XCTAssertEqual(w.duplicates, 2)
+        XCTAssertEqual(w.lost, 0)
+        XCTAssertEqual(w.errors.count, 2)
+        XCTAssertEqual(w.lastSeq, 3)
+    }
+
+    func testNothingWithASeqAfterTheEnd() {
+        var w = WatchChecker(label: "w")
+        w.watchAccepted(stateSeq: 1, since: nil, gap: false)
+        w.event(seq: 2, ended: false)
+        w.event(seq: 3, ended: true)
+        XCTAssertEqual(w.endedAt, 3)
+        XCTAssertTrue(w.errors.isEmpty)
+        w.event(seq: 4, ended: false)
+        XCTAssertEqual(w.afterEnd, 1)
+        XCTAssertEqual(w.errors.count, 1)
+    }
+
+    func testWatchingAnEndedStreamReplaysUpToTheEnd() {
+        var w = WatchChecker(label: "w")
+        w.watchAccepted(stateSeq: 9, since: 7, gap: false, stateEnded: true)
+        w.event(seq: 8, ended: false)
+        w.event(seq: 9, ended: true)
+        XCTAssertTrue(w.errors.isEmpty, "\(w.errors.first)")
+        w.event(seq: 10, ended: false)
+        XCTAssertEqual(w.afterEnd, 1)
+    }
+
+    func testReconnectWithLastSeqContinuesSeamlessly() {
+        var w = WatchChecker(label: "w")
+        w.watchAccepted(stateSeq: 3, since: nil, gap: false)
+        w.event(seq: 4, ended: false)
+        w.watchEnded()
+        // An event on the dead connection after it ended is an error.
+        w.event(seq: 5, ended: false)
+        XCTAssertEqual(w.errors.count, 1)
+        XCTAssertEqual(w.lastSeq, 4)
+        w.watchAccepted(stateSeq: 8, since: w.lastSeq, gap: false)
+        for seq in 5...9 { w.event(seq: UInt64(seq), ended: false) }
+        XCTAssertEqual(w.errors.count, 1)
+        XCTAssertEqual(w.lost + w.duplicates, 0)
+    }
+
+    func testSeqGoingBackwardsAcrossWatchesIsAnError() {
+        var w = WatchChecker(label: "w")
+        w.watchAccepted(stateSeq: 10, since: nil, gap: false)
+        w.event(seq: 11, ended: false)
+        w.watchEnded()
+        w.watchAccepted(stateSeq: 5, since: nil, gap: false)
+        XCTAssertEqual(w.errors.count, 1)
+        XCTAssertTrue(w.errors.first.first?.contains("backwards") ?? false)
+    }
+
+    func testAReplyBelowSinceIsAnError() {
+        var w = WatchChecker(label: "w")
+        w.watchAccepted(stateSeq: 3, since: 7, gap: false)
+        XCTAssertEqual(w.errors.count, 1)
+        w.event(seq: 4, ended: false)
+        XCTAssertEqual(w.errors.count, 1, "the state is taken as the truth afterwards")
+    }
+
+    func testEventsBeforeTheFirstWatchAreErrors() {
+        var w = WatchChecker(label: "w")
+        w.event(seq: 1, ended: false)
+        XCTAssertEqual(w.errors.count, 1)
+        XCTAssertEqual(w.events, 1)
+    }
+
+    func testTotalsSumCheckers() {
+        var a = WatchChecker(label: "a")
+        a.watchAccepted(stateSeq: 1, since: nil, gap: false)
+        a.event(seq: 2, ended: false)
+        a.event(seq: 4, ended: false)
+        var b = WatchChecker(label: "b")
+        b.watchAccepted(stateSeq: 50, since: 10, gap: true)
+        b.event(seq: 51, ended: true)
+        var totals = WatchTotals(maxErrors: 5)
+        totals.add(a)
+        totals.add(b)
+        XCTAssertEqual(totals.watchers, 2)
+        XCTAssertEqual(totals.events, 3)
+        XCTAssertEqual(totals.lost, 1)
+        XCTAssertEqual(totals.announcedGaps, 1)
+        XCTAssertEqual(totals.skippedByGaps, 40)
+        let summary = totals.summary()
+        XCTAssertEqual(summary.checked, 2)
+        XCTAssertEqual(summary.errors.count, 1)
+        XCTAssertEqual(summary.counters.first { $0.name == "lost" }?.value, 1)
+    }
+}
