@@ -1,0 +1,145 @@
+import CLinux
+import Glibc
+import VigilLoop
+
+/// The monotonic clock every latency in a run is measured on (one process, one clock).
+enum Clock {
+    static func nowNs() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+    }
+}
+
+/// Where to connect: `ws://HOST:PORT/PATH` (TLS is not spoken by the load client).
+struct LoadURL: CustomStringConvertible {
+    var host: String
+    var port: UInt16
+    var path: String
+
+    init?(_ text: String) {
+        guard text.hasPrefix("ws://") else { return nil }
+        let rest = text.dropFirst(5)
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        let authority = String(rest[..<slash])
+        path = slash == rest.endIndex ? "/" : String(rest[slash...])
+        guard let address = ListenAddress(parsing: authority) else { return nil }
+        host = address.host
+        port = address.port
+    }
+
+    var description: String {
+        host.contains(":") ? "ws://[\(host)]:\(port)\(path)" : "ws://\(host):\(port)\(path)"
+    }
+}
+
+/// The client side's shared machinery: the loop, pooled output chunks, the per-turn flush list,
+/// and connection opening with source addresses spread over 127.0.0.0/8.
+///
+/// One source address can reach one server port from about 28,000 ephemeral ports; spreading the
+/// local side over 127.0.1.1, 127.0.1.2, ... (all loopback on Linux) lifts that limit, so a single
+/// client process can hold 100,000+ connections when its fd limit allows.
+final class ClientPool {
+    static let maxIovecs = 64
+    let loop: EventLoop
+    let chunks = ChunkPool()
+    let iovecs: UnsafeMutablePointer<iovec>
+    let url: LoadURL
+    let hostHeader: String
+    var path: String { url.path }
+    let validateText: Bool
+    /// Connections per source address before moving to the next one.
+    let perSource: Int
+    private let spreadSources: Bool
+    private var flushList: [ClientConnection] = []
+    /// Connections past the handshake right now, and ever.
+    private(set) var openedConnections = 0
+    private(set) var everOpened = 0
+    /// Connections with an fd (connecting, handshaking, open or closing).
+    private(set) var openCount = 0
+    private(set) var attempts = 0
+    var bytesRead: UInt64 = 0
+    var messagesRead: UInt64 = 0
+    private var live: [Int32: ClientConnection] = [:]
+    private var seed: UInt64
+
+    init(url: LoadURL, seed: UInt64, validateText: Bool, perSource: Int = 20_000) throws {
+        loop = try EventLoop()
+        iovecs = .allocate(capacity: Self.maxIovecs)
+        self.url = url
+        self.hostHeader = url.host.contains(":") ? "[\(url.host)]:\(url.port)" : "\(url.host):\(url.port)"
+        self.seed = seed
+        self.validateText = validateText
+        self.perSource = perSource
+        // Only an IPv4 loopback target can be reached from other 127.x addresses.
+        spreadSources = url.host.hasPrefix("127.")
+        loop.addEndOfTurnHook { [unowned self] in self.flushAll() }
+    }
+
+    deinit { iovecs.deallocate() }
+
+    /// The local address for the next connection: 127.0.1.1 for the first `perSource`, then 127.0.1.2, ...
+    func sourceAddress(forAttempt n: Int) -> String? {
+        guard spreadSources else { return nil }
+        let k = n / perSource
+        return "127.0.\(1 + k / 250).\(1 + k % 250)"
+    }
+
+    /// Starts a non-blocking connect. The delegate hears `opened` or `closed(failure:)`.
+    func connect(tag: Int, delegate: ClientDelegate) -> ClientConnection? {
+        let source = sourceAddress(forAttempt: attempts)
+        attempts += 1
+        let fd: Int32
+        do {
+            fd = try Socket.connect(to: ListenAddress(host: url.host, port: url.port), source: source)
+        } catch {
+            return nil
+        }
+        seed = seed &+ 0x9E37_79B9_7F4A_7C15
+        let connection = ClientConnection(fd: fd, tag: tag, pool: self, delegate: delegate, seed: seed)
+        do {
+            try loop.register(fd: fd, events: [.writable], handler: connection)
+        } catch {
+            close(fd)
+            return nil
+        }
+        live[fd] = connection
+        openCount += 1
+        return connection
+    }
+
+    func needsFlush(_ connection: ClientConnection) {
+        flushList.append(connection)
+    }
+
+    private func flushAll() {
+        var i = 0
+        while i < flushList.count {   // flushing may queue more (a close answered): keep going
+            flushList[i].flush()
+            i += 1
+        }
+        flushList.removeAll(keepingCapacity: true)
+    }
+
+    func connectionOpened() {
+        openedConnections += 1
+        everOpened += 1
+    }
+
+    func connectionClosed(_ connection: ClientConnection, wasOpen: Bool) {
+        live[connection.fd] = nil
+        openCount -= 1
+        if wasOpen { openedConnections -= 1 }
+    }
+
+    /// Connections still connecting or handshaking after `timeoutNs` are failed.
+    func expireHandshakes(nowNs: UInt64, timeoutNs: UInt64) {
+        var late: [ClientConnection] = []
+        for c in live.values where c.phase == .connecting || c.phase == .handshaking {
+            if nowNs > c.startedNs && nowNs - c.startedNs > timeoutNs { late.append(c) }
+        }
+        for c in late { c.failHandshake() }
+    }
+
+    var allConnections: Dictionary<Int32, ClientConnection>.Values { live.values }
+}

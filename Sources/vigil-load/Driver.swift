@@ -1,0 +1,236 @@
+import CLinux
+import Glibc
+import VigilLoad
+import VigilLoop
+
+/// Counters every scenario keeps; the driver turns them into the progress line and the report.
+struct RunCounters {
+    /// Requests sent by publishers/owners (pin operations, panic updates).
+    var sent: UInt64 = 0
+    /// Requests the server acknowledged with `ok`.
+    var acked: UInt64 = 0
+    /// Events received by subscribers/watchers.
+    var delivered: UInt64 = 0
+    var connectFailures: UInt64 = 0
+    var unexpectedCloses: UInt64 = 0
+    /// Error replies, unexpected closes, failed connects and malformed messages (first ones kept).
+    var problems = CheckErrors(limit: 20)
+
+    var errors: UInt64 { problems.count }
+
+    mutating func error(_ text: @autoclosure () -> String) {
+        problems.record(text())
+    }
+}
+
+/// One traffic pattern. All calls happen on the loop thread.
+protocol Scenario: AnyObject {
+    var name: String { get }
+    var parameters: [(String, String)] { get }
+    /// Connections the scenario wants open before measuring.
+    var targetConnections: Int { get }
+    var counters: RunCounters { get }
+    /// Latency histograms by name (e.g. "panic location"), measured during the whole run.
+    var latencies: [(String, LatencyStats)] { get }
+    /// The p99 of the last second's events, for the progress line (then reset).
+    func takeIntervalP99() -> UInt64?
+    /// Opens the next connection of the ramp-up; false when there are none left to open.
+    func openNext(pool: ClientPool) -> Bool
+    /// Whether the scenario is fully set up (connections open, streams started, subscriptions made).
+    var isReady: Bool { get }
+    /// Called every tick while measuring: pace the traffic.
+    func tick(nowNs: UInt64)
+    /// The measuring window is over: stop generating traffic (and send what ends it, e.g. panic.end).
+    func stopSending(nowNs: UInt64)
+    /// Everything sent has been answered and every expected event delivered.
+    var isDrained: Bool { get }
+    /// Checks correctness after the drain; returns (checked things, human errors).
+    func verify() -> [CheckSummary]
+    /// Closes every connection (closing handshake).
+    func closeAll()
+}
+
+/// Runs a scenario on the event loop: ramp-up, measure, drain, verify, close; samples the server's
+/// /proc figures and the client's own CPU around the measuring window.
+final class Driver {
+    struct Options {
+        var durationSeconds: Double
+        var rampTimeoutSeconds: Double
+        var drainTimeoutSeconds: Double = 15
+        var connectRate: Int
+        var maxConnecting: Int
+        var serverPID: Int32?
+        var progress: Bool
+    }
+
+    enum Stage: String { case rampUp = "ramp-up", measuring, draining, closing, done }
+
+    let pool: ClientPool
+    let scenario: Scenario
+    let options: Options
+    private(set) var stage = Stage.rampUp
+    private var stageStartNs: UInt64 = 0
+    private var runStartNs: UInt64 = 0
+    private var measureStartNs: UInt64 = 0
+    private var measureEndNs: UInt64 = 0
+    private var lastProgressNs: UInt64 = 0
+    private var lastDelivered: UInt64 = 0
+    private var lastSent: UInt64 = 0
+    private var rampCredit = 0.0
+    private var lastTickNs: UInt64 = 0
+    private var interrupted = false
+    private var rampComplete = false
+    private(set) var serverAtStart: ProcSample?
+    private(set) var serverAtReady: ProcSample?
+    private(set) var serverAtEnd: ProcSample?
+    private(set) var clientCPUAtStart: Double = 0
+    private(set) var clientCPUAtEnd: Double = 0
+    private(set) var checks: [CheckSummary] = []
+    /// Open connections when the measuring window closed.
+    private(set) var connectionsAtEnd = 0
+    private(set) var notes: [String] = []
+    private var timer: PeriodicTimer?
+    private var signals: SignalSource?
+
+    init(pool: ClientPool, scenario: Scenario, options: Options) {
+        self.pool = pool
+        self.scenario = scenario
+        self.options = options
+    }
+
+    var measuredSeconds: Double { Double(measureEndNs &- measureStartNs) / 1e9 }
+
+    func run() throws {
+        serverAtStart = sampleServer()
+        stageStartNs = Clock.nowNs()
+        runStartNs = stageStartNs
+        lastTickNs = stageStartNs
+        lastProgressNs = stageStartNs
+        signals = try SignalSource(signals: [SIGINT, SIGTERM], loop: pool.loop) { [unowned self] _ in
+            self.interrupted = true
+        }
+        timer = try PeriodicTimer(intervalMs: 5, loop: pool.loop) { [unowned self] in self.onTick() }
+        try pool.loop.run()
+        if options.progress { fputs("\n", stderr) }
+    }
+
+    private func enter(_ next: Stage, nowNs: UInt64) {
+        stage = next
+        stageStartNs = nowNs
+    }
+
+    private func elapsed(_ nowNs: UInt64) -> Double { Double(nowNs &- stageStartNs) / 1e9 }
+
+    private func onTick() {
+        let now = Clock.nowNs()
+        let dt = Double(now &- lastTickNs) / 1e9
+        lastTickNs = now
+        if interrupted && stage.rawValue != Stage.closing.rawValue && stage != .done {
+            notes.append("interrupted during \(stage.rawValue)")
+            if stage == .measuring || stage == .rampUp { finishMeasuring(now) }
+            beginClosing(now)
+        }
+        switch stage {
+        case .rampUp:
+            ramp(dt: dt)
+            if scenario.isReady {
+                serverAtReady = sampleServer()
+                clientCPUAtStart = Self.ownCPUSeconds()
+                measureStartNs = now
+                enter(.measuring, nowNs: now)
+            } else if elapsed(now) > options.rampTimeoutSeconds {
+                notes.append("ramp-up did not complete in \(options.rampTimeoutSeconds) s: measuring with \(pool.openCount) of \(scenario.targetConnections) connections")
+                serverAtReady = sampleServer()
+                clientCPUAtStart = Self.ownCPUSeconds()
+                measureStartNs = now
+                enter(.measuring, nowNs: now)
+            }
+            if pool.attempts > 0 { pool.expireHandshakes(nowNs: now, timeoutNs: 10_000_000_000) }
+        case .measuring:
+            scenario.tick(nowNs: now)
+            if elapsed(now) >= options.durationSeconds {
+                finishMeasuring(now)
+                enter(.draining, nowNs: now)
+            }
+        case .draining:
+            if scenario.isDrained {
+                beginVerify(now)
+            } else if elapsed(now) > options.drainTimeoutSeconds {
+                notes.append("drain did not complete in \(options.drainTimeoutSeconds) s")
+                beginVerify(now)
+            }
+        case .closing:
+            if pool.openCount == 0 || elapsed(now) > 5 {
+                for c in Array(pool.allConnections) { c.abort() }
+                enter(.done, nowNs: now)
+                pool.loop.stop()
+            }
+        case .done:
+            break
+        }
+        if now &- lastProgressNs >= 1_000_000_000 {
+            progressLine(now)
+        }
+    }
+
+    private func finishMeasuring(_ now: UInt64) {
+        if measureStartNs == 0 { measureStartNs = now }
+        measureEndNs = now
+        connectionsAtEnd = pool.openedConnections
+        serverAtEnd = sampleServer()
+        clientCPUAtEnd = Self.ownCPUSeconds()
+        scenario.stopSending(nowNs: now)
+    }
+
+    private func beginVerify(_ now: UInt64) {
+        checks = scenario.verify()
+        beginClosing(now)
+    }
+
+    private func beginClosing(_ now: UInt64) {
+        guard stage != .closing && stage != .done else { return }
+        scenario.closeAll()
+        enter(.closing, nowNs: now)
+    }
+
+    /// Opens connections at `connectRate` per second with at most `maxConnecting` in handshake.
+    private func ramp(dt: Double) {
+        rampCredit = min(rampCredit + dt * Double(options.connectRate), Double(options.maxConnecting))
+        let connecting = pool.openCount - pool.openedConnections
+        var budget = min(Int(rampCredit), options.maxConnecting - connecting)
+        while budget > 0 && !rampComplete {
+            if !scenario.openNext(pool: pool) { rampComplete = true; break }
+            budget -= 1
+            rampCredit -= 1
+        }
+    }
+
+    private func progressLine(_ now: UInt64) {
+        let seconds = Double(now &- lastProgressNs) / 1e9
+        lastProgressNs = now
+        let c = scenario.counters
+        let p99 = scenario.takeIntervalP99()
+        if options.progress {
+            let line = ProgressLine.format(
+                elapsedSeconds: Double(now &- runStartNs) / 1e9, connections: pool.openedConnections,
+                sent: c.sent, sentPerSecond: Double(c.sent &- lastSent) / seconds,
+                delivered: c.delivered, deliveredPerSecond: Double(c.delivered &- lastDelivered) / seconds,
+                p99Ns: p99, errors: c.errors) + "  " + stage.rawValue
+            fputs("\r\(line)\u{1B}[K", stderr)
+        }
+        lastSent = c.sent
+        lastDelivered = c.delivered
+    }
+
+    private func sampleServer() -> ProcSample? {
+        guard let pid = options.serverPID else { return nil }
+        do {
+            return try ProcSampler.sample(pid: pid)
+        } catch {
+            notes.append("server pid \(pid): \(error)")
+            return nil
+        }
+    }
+
+    static func ownCPUSeconds() -> Double { ProcSampler.selfCPUSeconds() }
+}

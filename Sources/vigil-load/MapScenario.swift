@@ -1,0 +1,498 @@
+import Glibc
+import VigilCore
+import VigilGeo
+import VigilLoad
+
+/// `map`: subscribers with city-sized viewports over a region (some panning), and publishers
+/// creating, moving, voting on and deleting pins.
+///
+/// Publishers serialize operations per pin (at most one in flight), so the order they send in is
+/// the order the server applies, and every acknowledged operation becomes the next version of the
+/// pin in the `PinHistory`. Each create and move carries a stamp in the pin's description (moves,
+/// votes, send time): subscribers that time events read it straight from the event bytes without
+/// parsing the JSON. A sample of subscribers records every event for the exactness check done
+/// after the drain (`MapChecker`).
+final class MapScenario: Scenario {
+    struct Config {
+        var subscribers: Int
+        var publishers: Int
+        var rate: Double
+        var window: Int
+        var pinsPerPublisher: Int
+        var region: GeoBox
+        var viewportKm: Double
+        var sameViewport: Bool
+        var panning: Double
+        var panIntervalSeconds: Double
+        var checkSubscribers: Int
+        var latencySubscribers: Int
+        var seed: UInt64
+    }
+
+    static func parseRegion(_ text: String) -> GeoBox? {
+        let parts = text.split(separator: ",").compactMap { Double($0.filter { $0 != " " }) }
+        guard parts.count == 4, (-90...90).contains(parts[0]), (-90...90).contains(parts[2]), parts[0] < parts[2],
+              (-180...180).contains(parts[1]), (-180...180).contains(parts[3]), parts[1] < parts[3] else { return nil }
+        return GeoBox(south: parts[0], west: parts[1], north: parts[2], east: parts[3])
+    }
+
+    let name = "map"
+    let config: Config
+    private(set) var counters = RunCounters()
+    private var eventLatency = LatencyStats()
+    private var interval = IntervalLatency()
+    private var rng: SeededRandom
+    private var writer = JSONWriter(capacity: 512)
+    private(set) var truth = PinHistory()
+
+    // Publishers.
+    private struct Pending {
+        enum Op { case create, move(GeoPoint), vote, delete }
+        var op: Op
+        var pin: Int          // local pin index (-1 for a create until its reply)
+        var publisher: Int
+        var sendNs: UInt64
+    }
+    private struct LocalPin {
+        var serverID: String
+        var id: PinID
+        var token: String
+        var owner: Int
+        var point: GeoPoint
+        var moves: Int
+        var votes: Int
+        var inFlight: Bool
+        var deleted: Bool
+        var voters: Set<Int>
+    }
+    private var publisherConnections: [ClientConnection?]
+    private var publisherPins: [[Int]]          // live local pins per publisher
+    private var publisherCreating: [Int]        // creates in flight per publisher
+    private var publisherInFlight: [Int]
+    private var pending: [Int64: Pending] = [:]
+    private var nextRef: Int64 = 1
+    private var pins: [LocalPin] = []
+    private var openPublishers = 0
+    private var nextPublisherToOpen = 0
+    private var rateCredit = 0.0
+    private var nextPublisher = 0
+    private var lastTickNs: UInt64 = 0
+    private var stopped = false
+
+    // Subscribers.
+    private struct Subscriber {
+        var area: GeoBox
+        var pans: Bool
+        var nextPanNs: UInt64 = 0
+        var subscribed = false
+        var awaitingRef: Int64 = 0
+        var checked: Bool
+        var timed: Bool
+    }
+    private var subscribers: [Subscriber] = []
+    private var subscriberConnections: [ClientConnection?]
+    private var nextSubscriberToOpen = 0
+    private var subscribedCount = 0
+    private var logs: [Int: SubscriberLog] = [:]
+    private var lastDeliveryNs: UInt64 = 0
+    private var unsubscribed = false
+
+    private enum Role { static let subscriberBase = 1 << 40 }
+
+    init(config: Config) {
+        self.config = config
+        rng = SeededRandom(seed: config.seed)
+        publisherConnections = Array(repeating: nil, count: config.publishers)
+        publisherPins = Array(repeating: [], count: config.publishers)
+        publisherCreating = Array(repeating: 0, count: config.publishers)
+        publisherInFlight = Array(repeating: 0, count: config.publishers)
+        subscriberConnections = Array(repeating: nil, count: config.subscribers)
+        let checkEvery = max(1, config.subscribers / max(1, config.checkSubscribers))
+        let timeEvery = max(1, config.subscribers / max(1, config.latencySubscribers))
+        for i in 0..<config.subscribers {
+            let area = config.sameViewport ? config.region : randomViewport()
+            subscribers.append(Subscriber(
+                area: area, pans: !config.sameViewport && Double.random(in: 0..<1, using: &rng) < config.panning,
+                checked: config.checkSubscribers > 0 && i % checkEvery == 0 && i / checkEvery < config.checkSubscribers,
+                timed: config.latencySubscribers > 0 && i % timeEvery == 0))
+        }
+    }
+
+    var parameters: [(String, String)] {
+        let r = config.region
+        return [("subscribers", "\(config.subscribers)"), ("publishers", "\(config.publishers)"),
+                ("rate", config.rate == 0 ? "closed loop, window \(config.window) per publisher" : "\(config.rate) ops/s"),
+                ("pins per publisher", "\(config.pinsPerPublisher)"),
+                ("region", "\(r.south),\(r.west),\(r.north),\(r.east)"),
+                ("viewport", config.sameViewport ? "the whole region (all subscribers)" : "\(config.viewportKm) km"),
+                ("panning", "\(config.panning) every \(config.panIntervalSeconds) s"),
+                ("checked subscribers", "\(subscribers.filter(\.checked).count)"),
+                ("timed subscribers", "\(subscribers.filter(\.timed).count)"), ("seed", "\(config.seed)")]
+    }
+
+    var targetConnections: Int { config.subscribers + config.publishers }
+    var latencies: [(String, LatencyStats)] { [("map event", eventLatency)] }
+    func takeIntervalP99() -> UInt64? { interval.takeP99() }
+
+    // MARK: geometry
+
+    private func randomPoint(in box: GeoBox) -> GeoPoint {
+        GeoPoint(lat: Double.random(in: box.south...box.north, using: &rng), lon: Double.random(in: box.west...box.east, using: &rng))
+    }
+
+    /// A viewport of `viewportKm` around a random point of the region (clamped to it).
+    private func randomViewport(around center: GeoPoint? = nil) -> GeoBox {
+        let c = center ?? randomPoint(in: config.region)
+        let dLat = config.viewportKm / 111.32 / 2
+        let dLon = config.viewportKm / (111.32 * max(0.1, cos(c.lat * .pi / 180))) / 2
+        return GeoBox(south: max(-90, c.lat - dLat), west: max(-180, c.lon - dLon),
+                      north: min(90, c.lat + dLat), east: min(180, c.lon + dLon))
+    }
+
+    /// A pin's next position: a short walk (about 1 km), kept inside the region.
+    private func moved(_ p: GeoPoint) -> GeoPoint {
+        let r = config.region
+        let lat = min(r.north, max(r.south, p.lat + Double.random(in: -0.01...0.01, using: &rng)))
+        let lon = min(r.east, max(r.west, p.lon + Double.random(in: -0.015...0.015, using: &rng)))
+        return GeoPoint(lat: lat, lon: lon)
+    }
+
+    // MARK: ramp-up
+
+    func openNext(pool: ClientPool) -> Bool {
+        if nextPublisherToOpen < config.publishers {
+            publisherConnections[nextPublisherToOpen] = pool.connect(tag: nextPublisherToOpen, delegate: self)
+            if publisherConnections[nextPublisherToOpen] == nil { counters.connectFailures += 1; counters.error("connect failed (publisher)") }
+            nextPublisherToOpen += 1
+            return true
+        }
+        if nextSubscriberToOpen < config.subscribers {
+            subscriberConnections[nextSubscriberToOpen] = pool.connect(tag: Role.subscriberBase + nextSubscriberToOpen, delegate: self)
+            if subscriberConnections[nextSubscriberToOpen] == nil { counters.connectFailures += 1; counters.error("connect failed (subscriber)") }
+            nextSubscriberToOpen += 1
+            return true
+        }
+        return false
+    }
+
+    var isReady: Bool { openPublishers == config.publishers && subscribedCount == config.subscribers }
+
+    // MARK: traffic
+
+    func tick(nowNs: UInt64) {
+        if lastTickNs == 0 { lastTickNs = nowNs }
+        let dt = Double(nowNs &- lastTickNs) / 1e9
+        lastTickNs = nowNs
+        if config.rate > 0 {
+            rateCredit = min(rateCredit + dt * config.rate, max(1, config.rate / 10))
+            var guardCount = config.publishers * 4
+            while rateCredit >= 1 && guardCount > 0 {
+                let p = nextPublisher
+                nextPublisher = (nextPublisher + 1) % config.publishers
+                if sendOne(publisher: p, nowNs: nowNs) { rateCredit -= 1; guardCount = config.publishers * 4 } else { guardCount -= 1 }
+            }
+        } else {
+            for p in 0..<config.publishers {
+                while publisherInFlight[p] < config.window && sendOne(publisher: p, nowNs: nowNs) {}
+            }
+        }
+        for i in subscribers.indices where subscribers[i].pans && subscribers[i].subscribed && nowNs >= subscribers[i].nextPanNs {
+            let old = subscribers[i].area
+            subscribers[i].area = randomViewport(around: moved(GeoPoint(lat: (old.south + old.north) / 2, lon: (old.west + old.east) / 2)))
+            subscribe(i, nowNs: nowNs)
+        }
+    }
+
+    /// Sends the publisher's next operation; false when it has nothing it may send now.
+    private func sendOne(publisher p: Int, nowNs: UInt64) -> Bool {
+        guard !stopped, let c = publisherConnections[p], c.isOpen else { return false }
+        let live = publisherPins[p].count + publisherCreating[p]
+        if live < config.pinsPerPublisher {
+            return sendCreate(p, c)
+        }
+        let roll = Double.random(in: 0..<1, using: &rng)
+        if roll < 0.15 {
+            // Vote +1 on another publisher's pin this one has not voted on.
+            for _ in 0..<4 {
+                let q = Int.random(in: 0..<config.publishers, using: &rng)
+                guard q != p, let i = publisherPins[q].randomElement(using: &rng), !pins[i].inFlight,
+                      !pins[i].voters.contains(p) else { continue }
+                return sendPinOp(p, c, pin: i, op: .vote)
+            }
+        }
+        guard let i = publisherPins[p].randomElement(using: &rng), !pins[i].inFlight else { return false }
+        if roll < 0.3 { return sendPinOp(p, c, pin: i, op: .delete) }
+        return sendPinOp(p, c, pin: i, op: .move(moved(pins[i].point)))
+    }
+
+    private func stamp(moves: Int, votes: Int, sendNs: UInt64) -> String {
+        PayloadStamp.format(moves: moves, votes: votes, sendNs: sendNs)
+    }
+
+    private func sendCreate(_ p: Int, _ c: ClientConnection) -> Bool {
+        let ref = nextRef
+        nextRef += 1
+        let point = randomPoint(in: config.region)
+        let now = Clock.nowNs()
+        writer.reset()
+        writer.beginObject()
+        writer.field("op", "pin.create")
+        writer.field("ref", ref)
+        writer.key("pin")
+        writer.beginObject()
+        writer.field("lat", point.lat)
+        writer.field("lon", point.lon)
+        writer.field("title", "load")
+        writer.field("description", stamp(moves: 0, votes: 0, sendNs: now))
+        writer.endObject()
+        writer.endObject()
+        pending[ref] = Pending(op: .create, pin: -1, publisher: p, sendNs: now)
+        publisherCreating[p] += 1
+        publisherInFlight[p] += 1
+        c.sendText(writer.bytes)
+        counters.sent += 1
+        return true
+    }
+
+    private func sendPinOp(_ p: Int, _ c: ClientConnection, pin i: Int, op: Pending.Op) -> Bool {
+        let ref = nextRef
+        nextRef += 1
+        let now = Clock.nowNs()
+        writer.reset()
+        writer.beginObject()
+        switch op {
+        case .move(let to):
+            writer.field("op", "pin.update")
+            writer.field("ref", ref)
+            writer.field("id", pins[i].serverID)
+            writer.field("edit_token", pins[i].token)
+            writer.key("changes")
+            writer.beginObject()
+            writer.field("lat", to.lat)
+            writer.field("lon", to.lon)
+            writer.field("description", stamp(moves: pins[i].moves + 1, votes: pins[i].votes, sendNs: now))
+            writer.endObject()
+        case .vote:
+            writer.field("op", "pin.vote")
+            writer.field("ref", ref)
+            writer.field("id", pins[i].serverID)
+            writer.field("value", Int64(1))
+            pins[i].voters.insert(p)
+        case .delete:
+            writer.field("op", "pin.delete")
+            writer.field("ref", ref)
+            writer.field("id", pins[i].serverID)
+            writer.field("edit_token", pins[i].token)
+        case .create:
+            preconditionFailure("creates go through sendCreate")
+        }
+        writer.endObject()
+        pins[i].inFlight = true
+        pending[ref] = Pending(op: op, pin: i, publisher: p, sendNs: now)
+        publisherInFlight[p] += 1
+        c.sendText(writer.bytes)
+        counters.sent += 1
+        return true
+    }
+
+    private func subscribe(_ i: Int, nowNs: UInt64) {
+        guard let c = subscriberConnections[i], c.isOpen else { return }
+        let ref = nextRef
+        nextRef += 1
+        let a = subscribers[i].area
+        writer.reset()
+        writer.beginObject()
+        writer.field("op", "subscribe")
+        writer.field("ref", ref)
+        writer.key("area")
+        writer.beginObject()
+        writer.key("bbox")
+        writer.beginArray()
+        writer.double(a.south); writer.double(a.west); writer.double(a.north); writer.double(a.east)
+        writer.endArray()
+        writer.endObject()
+        writer.endObject()
+        subscribers[i].awaitingRef = ref
+        subscribers[i].nextPanNs = nowNs &+ UInt64(config.panIntervalSeconds * 1e9)
+        if subscribers[i].checked { logs[i, default: SubscriberLog(subscriber: i)].subscribeSent(area: .box(a), atNs: Clock.nowNs()) }
+        c.sendText(writer.bytes)
+    }
+
+    func stopSending(nowNs: UInt64) { stopped = true }
+
+    /// Every operation answered; then the checked subscribers unsubscribe (closing their last
+    /// epoch) and the drain ends when they are answered and no event came for 300 ms.
+    var isDrained: Bool {
+        guard pending.isEmpty else { return false }
+        if !unsubscribed {
+            unsubscribed = true
+            for i in subscribers.indices where subscribers[i].checked { unsubscribe(i) }
+        }
+        return subscribers.allSatisfy { $0.awaitingRef == 0 } && Clock.nowNs() &- lastDeliveryNs > 300_000_000
+    }
+
+    private func unsubscribe(_ i: Int) {
+        guard let c = subscriberConnections[i], c.isOpen else { return }
+        let ref = nextRef
+        nextRef += 1
+        writer.reset()
+        writer.beginObject()
+        writer.field("op", "unsubscribe")
+        writer.field("ref", ref)
+        writer.endObject()
+        subscribers[i].awaitingRef = ref
+        logs[i, default: SubscriberLog(subscriber: i)].unsubscribeSent(atNs: Clock.nowNs())
+        c.sendText(writer.bytes)
+    }
+
+    func verify() -> [CheckSummary] {
+        var checker = MapChecker(history: truth, maxErrors: 20)
+        for (_, log) in logs.sorted(by: { $0.key < $1.key }) { checker.check(log) }
+        return [checker.result.summary(name: "viewport exactness")]
+    }
+
+    func closeAll() {
+        for c in publisherConnections { c?.close() }
+        for c in subscriberConnections { c?.close() }
+    }
+}
+
+extension MapScenario: ClientDelegate {
+    func opened(_ connection: ClientConnection) {
+        if connection.tag >= Role.subscriberBase {
+            subscribe(connection.tag - Role.subscriberBase, nowNs: Clock.nowNs())
+        } else {
+            openPublishers += 1
+        }
+    }
+
+    func message(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer) {
+        if connection.tag >= Role.subscriberBase {
+            subscriberMessage(connection.tag - Role.subscriberBase, bytes)
+        } else {
+            publisherMessage(connection.tag, bytes)
+        }
+    }
+
+    /// `{"type":"pin.` — an event; anything else is a reply or the welcome.
+    private static let eventPrefix: [UInt8] = Array(#"{"type":"pin."#.utf8)
+
+    private func isEvent(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count > Self.eventPrefix.count else { return false }
+        for (k, b) in Self.eventPrefix.enumerated() where bytes[k] != b { return false }
+        return true
+    }
+
+    private func subscriberMessage(_ i: Int, _ bytes: UnsafeRawBufferPointer) {
+        let now = Clock.nowNs()
+        if isEvent(bytes) {
+            counters.delivered += 1
+            lastDeliveryNs = now
+            guard subscribers[i].timed || subscribers[i].checked else { return }
+            guard let event = PinEventScan.event(bytes) else { return counters.error("subscriber \(i): unreadable event") }
+            if subscribers[i].timed, let sent = event.latencySendNs {
+                let ns = now &- sent
+                eventLatency.record(ns: ns)
+                interval.record(ns: ns)
+            }
+            if subscribers[i].checked { logs[i, default: SubscriberLog(subscriber: i)].event(event) }
+            return
+        }
+        guard case .object(let m)? = try? JSONParser.parse(bytes), let type = m["type"]?.string else {
+            return counters.error("subscriber \(i): unparseable message")
+        }
+        switch type {
+        case "ok":
+            guard let ref = m["ref"]?.int64, ref == subscribers[i].awaitingRef else { return }
+            subscribers[i].awaitingRef = 0
+            if !subscribers[i].subscribed {
+                subscribers[i].subscribed = true
+                subscribedCount += 1
+            }
+            if subscribers[i].checked {
+                let scan = PinEventScan.pins(bytes)
+                logs[i, default: SubscriberLog(subscriber: i)].replyReceived(
+                    atNs: now, snapshot: SubscriberLog.observedPins(scan.pins), truncated: scan.truncated)
+            }
+        case "error":
+            if subscribers[i].checked, m["ref"]?.int64 == subscribers[i].awaitingRef {
+                logs[i, default: SubscriberLog(subscriber: i)].requestRefused()
+            }
+            if m["ref"]?.int64 == subscribers[i].awaitingRef { subscribers[i].awaitingRef = 0 }
+            counters.error("subscriber \(i): \(m["code"]?.string ?? "?") \(m["message"]?.string ?? "")")
+        case "welcome":
+            break
+        default:
+            counters.error("subscriber \(i) got unexpected \(type)")
+        }
+    }
+
+    private func publisherMessage(_ p: Int, _ bytes: UnsafeRawBufferPointer) {
+        let now = Clock.nowNs()
+        guard case .object(let m)? = try? JSONParser.parse(bytes), let type = m["type"]?.string else {
+            return counters.error("publisher \(p): unparseable message")
+        }
+        guard type == "ok" || type == "error" else {
+            if type != "welcome" && !type.hasPrefix("pin.") { counters.error("publisher \(p) got unexpected \(type)") }
+            return
+        }
+        guard let ref = m["ref"]?.int64, let op = pending.removeValue(forKey: ref) else {
+            return counters.error("publisher \(p): reply to an unknown ref")
+        }
+        publisherInFlight[p] -= 1
+        counters.acked += 1
+        if case .create = op.op { publisherCreating[p] -= 1 } else { pins[op.pin].inFlight = false }
+        if type == "error" {
+            return counters.error("publisher \(p): \(m["code"]?.string ?? "?") \(m["message"]?.string ?? "")")
+        }
+        switch op.op {
+        case .create:
+            guard let pin = m["pin"]?.object, let text = pin["id"]?.string, let id = PinID(text), let token = m["edit_token"]?.string,
+                  let lat = pin["lat"]?.double, let lon = pin["lon"]?.double else { return counters.error("publisher \(p): create reply without pin") }
+            let point = GeoPoint(lat: lat, lon: lon)
+            pins.append(LocalPin(serverID: text, id: id, token: token, owner: p, point: point, moves: 0, votes: 0,
+                                 inFlight: false, deleted: false, voters: []))
+            publisherPins[p].append(pins.count - 1)
+            truth.recordCreate(id, at: point, sendNs: op.sendNs, ackNs: now)
+        case .move:
+            let i = op.pin
+            guard let pin = m["pin"]?.object, let lat = pin["lat"]?.double, let lon = pin["lon"]?.double else {
+                return counters.error("publisher \(p): update reply without pin")
+            }
+            pins[i].point = GeoPoint(lat: lat, lon: lon)
+            pins[i].moves += 1
+            truth.recordUpdate(pins[i].id, to: pins[i].point, sendNs: op.sendNs, ackNs: now)
+        case .vote:
+            let i = op.pin
+            let up = Int(m["pin"]?.object?["up"]?.int64 ?? 0), down = Int(m["pin"]?.object?["down"]?.int64 ?? 0)
+            pins[i].votes += 1
+            if up + down != pins[i].votes { counters.error("pin \(pins[i].serverID): \(up + down) votes after a vote, expected \(pins[i].votes)") }
+            truth.recordVote(pins[i].id, up: up, down: down, sendNs: op.sendNs, ackNs: now)
+        case .delete:
+            let i = op.pin
+            pins[i].deleted = true
+            publisherPins[pins[i].owner].removeAll { $0 == i }
+            truth.recordDelete(pins[i].id, sendNs: op.sendNs, ackNs: now)
+        }
+    }
+
+    func closed(_ connection: ClientConnection, failure: String?) {
+        if connection.tag >= Role.subscriberBase {
+            let i = connection.tag - Role.subscriberBase
+            subscriberConnections[i] = nil
+            subscribers[i].awaitingRef = 0
+            if subscribers[i].checked { logs[i, default: SubscriberLog(subscriber: i)].connectionLost() }
+        } else {
+            let p = connection.tag
+            publisherConnections[p] = nil
+            // Operations without an answer may or may not have been applied: the checker skips those pins.
+            for (ref, op) in pending where op.publisher == p {
+                pending[ref] = nil
+                if op.pin >= 0 { truth.abandon(pins[op.pin].id) }
+            }
+        }
+        guard let failure else { return }
+        counters.unexpectedCloses += 1
+        counters.error("connection \(connection.tag >= Role.subscriberBase ? "subscriber \(connection.tag - Role.subscriberBase)" : "publisher \(connection.tag)"): \(failure)")
+    }
+}

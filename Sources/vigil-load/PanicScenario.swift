@@ -1,0 +1,414 @@
+import Glibc
+import VigilCore
+import VigilLoad
+
+/// `panic`: K streams, each updated at a rate by its owner, each watched by W contacts.
+///
+/// Owners: each owner connection starts `streamsPerOwner` streams (a phone has one; the option
+/// exists so a run fits a small fd limit) and sends `panic.update` at `rate` Hz per stream, spread
+/// evenly over the period. Watchers: the W watch tokens of every stream are handed to watcher
+/// connections, `watchesPerConnection` streams per connection (a contact watching several people).
+/// Every watcher checks seq continuity (`WatchChecker`); `reconnectsPerSecond` watcher connections
+/// drop without a close (a phone losing coverage) and come back with `since`.
+///
+/// Latency: the owner notes the send time of each update under the seq the server will give it
+/// (updates of one stream go over one connection, so they take consecutive seqs), and a watcher
+/// receiving that seq live computes now − send time: one process, one monotonic clock.
+final class PanicScenario: Scenario {
+    struct Config {
+        var streams: Int
+        var watchersPerStream: Int
+        var rateHz: Double
+        var streamsPerOwner: Int
+        var watchesPerConnection: Int
+        var reconnectsPerSecond: Double
+        var seed: UInt64
+        var center: (lat: Double, lon: Double) = (52.52, 13.405)
+    }
+
+    let name = "panic"
+    let config: Config
+    private(set) var counters = RunCounters()
+    private var locationLatency = LatencyStats()
+    private var interval = IntervalLatency()
+    private var rng: SeededRandom
+
+    // Streams, by index.
+    private var streamIDs: [String?]
+    private var streamIndex: [String: Int] = [:]
+    private var nextSeq: [UInt64]          // seq the next update will take
+    private var ackedSeq: [UInt64]
+    private var ended: [Bool]
+    private var positions: [(lat: Double, lon: Double)]
+    /// Send times by seq, a ring of `ring` slots per stream (slot holds seq and ns).
+    private let ring = 64
+    private var sentSeq: [UInt64]
+    private var sentNs: [UInt64]
+    private var startedCount = 0
+    private var tokens: [[String]]
+
+    // Owners.
+    private var owners: [ClientConnection?]
+    private var ownerCount: Int { (config.streams + config.streamsPerOwner - 1) / config.streamsPerOwner }
+    private var nextOwnerToOpen = 0
+
+    // Watchers: slot w watches pairs (stream, token index); checkers survive reconnects.
+    private struct Watch {
+        var stream: Int
+        var token: Int
+        var checker: WatchChecker
+        var accepted = false
+        var stateSeq: UInt64 = 0
+    }
+    private var watcherSlots: [[Watch]] = []
+    private var watchers: [ClientConnection?] = []
+    private var nextWatcherToOpen = 0
+    private var watchersPlanned = false
+    private var reconnectCredit = 0.0
+    private(set) var reconnects = 0
+    private var watchAcceptedCount = 0
+
+    // Pacing: streams in buckets over one period.
+    private var buckets: [[Int]] = []
+    private var periodNs: UInt64 = 0
+    private var startNs: UInt64 = 0
+    private var cursor: UInt64 = 0
+    private var lastTickNs: UInt64 = 0
+    private var stopped = false
+    private var writer = JSONWriter(capacity: 256)
+
+    init(config: Config) {
+        self.config = config
+        rng = SeededRandom(seed: config.seed)
+        streamIDs = Array(repeating: nil, count: config.streams)
+        nextSeq = Array(repeating: 2, count: config.streams)
+        ackedSeq = Array(repeating: 1, count: config.streams)
+        ended = Array(repeating: false, count: config.streams)
+        sentSeq = Array(repeating: 0, count: config.streams * ring)
+        sentNs = Array(repeating: 0, count: config.streams * ring)
+        tokens = Array(repeating: [], count: config.streams)
+        owners = []
+        positions = []
+        positions.reserveCapacity(config.streams)
+        for _ in 0..<config.streams {
+            positions.append((config.center.lat + Double.random(in: -0.2...0.2, using: &rng),
+                              config.center.lon + Double.random(in: -0.3...0.3, using: &rng)))
+        }
+        owners = Array(repeating: nil, count: ownerCount)
+    }
+
+    var parameters: [(String, String)] {
+        [("streams", "\(config.streams)"), ("watchers per stream", "\(config.watchersPerStream)"),
+         ("rate per stream", "\(config.rateHz) Hz"), ("streams per owner connection", "\(config.streamsPerOwner)"),
+         ("streams per watcher connection", "\(config.watchesPerConnection)"),
+         ("watcher reconnects per second", "\(config.reconnectsPerSecond)"), ("seed", "\(config.seed)")]
+    }
+
+    var watcherConnectionCount: Int {
+        (config.streams * config.watchersPerStream + config.watchesPerConnection - 1) / config.watchesPerConnection
+    }
+
+    var targetConnections: Int { ownerCount + watcherConnectionCount }
+
+    var latencies: [(String, LatencyStats)] { [("panic location", locationLatency)] }
+
+    func takeIntervalP99() -> UInt64? { interval.takeP99() }
+
+    private enum Role { static let watcherBase = 1 << 40 }
+
+    // MARK: ramp-up
+
+    func openNext(pool: ClientPool) -> Bool {
+        if nextOwnerToOpen < ownerCount {
+            owners[nextOwnerToOpen] = pool.connect(tag: nextOwnerToOpen, delegate: self)
+            if owners[nextOwnerToOpen] == nil { counters.connectFailures += 1; counters.error("connect failed (owner \(nextOwnerToOpen))") }
+            nextOwnerToOpen += 1
+            return true
+        }
+        // Watchers open once every stream has its id and tokens.
+        guard startedCount == config.streams else { return true }
+        if !watchersPlanned { planWatchers() }
+        if nextWatcherToOpen < watcherSlots.count {
+            openWatcher(nextWatcherToOpen, pool: pool)
+            nextWatcherToOpen += 1
+            return true
+        }
+        return false
+    }
+
+    private func planWatchers() {
+        watchersPlanned = true
+        watcherSlots = Array(repeating: [], count: watcherConnectionCount)
+        watchers = Array(repeating: nil, count: watcherConnectionCount)
+        // Global watcher g = token * streams + stream: one connection's pairs are distinct streams.
+        for token in 0..<config.watchersPerStream {
+            for stream in 0..<config.streams {
+                let g = token * config.streams + stream
+                watcherSlots[g / config.watchesPerConnection].append(
+                    Watch(stream: stream, token: token, checker: WatchChecker(label: "stream \(stream) watcher \(token)")))
+            }
+        }
+    }
+
+    private var poolRef: ClientPool?
+
+    private func openWatcher(_ slot: Int, pool: ClientPool) {
+        poolRef = pool
+        watchers[slot] = pool.connect(tag: Role.watcherBase + slot, delegate: self)
+        if watchers[slot] == nil { counters.connectFailures += 1; counters.error("connect failed (watcher \(slot))") }
+    }
+
+    var isReady: Bool {
+        watchersPlanned && watchAcceptedCount == config.streams * config.watchersPerStream
+    }
+
+    // MARK: traffic
+
+    func tick(nowNs: UInt64) {
+        if startNs == 0 {
+            startNs = nowNs
+            periodNs = UInt64(1e9 / config.rateHz)
+            let bucketCount = max(1, Int(periodNs / 5_000_000))
+            buckets = Array(repeating: [], count: bucketCount)
+            for s in 0..<config.streams { buckets[Int.random(in: 0..<bucketCount, using: &rng)].append(s) }
+            lastTickNs = nowNs
+            cursor = 0
+        }
+        // Every bucket whose time has come since the last tick sends one update per stream.
+        let bucketNs = periodNs / UInt64(buckets.count)
+        let due = (nowNs &- startNs) / bucketNs
+        while cursor < due {
+            for s in buckets[Int(cursor % UInt64(buckets.count))] { sendUpdate(s, nowNs: nowNs) }
+            cursor += 1
+        }
+        reconnectCredit += Double(nowNs &- lastTickNs) / 1e9 * config.reconnectsPerSecond
+        lastTickNs = nowNs
+        while reconnectCredit >= 1 {
+            reconnectCredit -= 1
+            reconnectOne()
+        }
+    }
+
+    private func owner(of stream: Int) -> ClientConnection? { owners[stream / config.streamsPerOwner] }
+
+    private func sendUpdate(_ s: Int, nowNs: UInt64) {
+        guard let id = streamIDs[s], !ended[s], let c = owner(of: s), c.isOpen else { return }
+        let seq = nextSeq[s]
+        nextSeq[s] += 1
+        positions[s].lat += Double.random(in: -0.0002...0.0002, using: &rng)
+        positions[s].lon += Double.random(in: -0.0002...0.0002, using: &rng)
+        writer.reset()
+        writer.beginObject()
+        writer.field("op", "panic.update")
+        writer.field("ref", Int64(s))
+        writer.field("stream", id)
+        writer.field("lat", positions[s].lat)
+        writer.field("lon", positions[s].lon)
+        writer.field("accuracy_m", 6.0)
+        writer.endObject()
+        let slot = s * ring + Int(seq % UInt64(ring))
+        sentSeq[slot] = seq
+        sentNs[slot] = Clock.nowNs()
+        c.sendText(writer.bytes)
+        counters.sent += 1
+    }
+
+    private func reconnectOne() {
+        guard let pool = poolRef, !watchers.isEmpty else { return }
+        // A random watcher connection that is fully watching drops and comes back.
+        for _ in 0..<8 {
+            let slot = Int.random(in: 0..<watchers.count, using: &rng)
+            guard let c = watchers[slot], c.isOpen, watcherSlots[slot].allSatisfy({ $0.accepted }) else { continue }
+            for i in watcherSlots[slot].indices {
+                watcherSlots[slot][i].accepted = false
+                watcherSlots[slot][i].checker.watchEnded()
+            }
+            watchAcceptedCount -= watcherSlots[slot].count
+            c.delegate = nil
+            c.abort()
+            reconnects += 1
+            openWatcher(slot, pool: pool)
+            return
+        }
+    }
+
+    func stopSending(nowNs: UInt64) {
+        stopped = true
+        // Every stream ends "safe": watchers must each see `panic.ended` (the drain waits for it).
+        for s in 0..<config.streams {
+            guard let id = streamIDs[s], !ended[s], let c = owner(of: s), c.isOpen else { continue }
+            nextSeq[s] += 1
+            writer.reset()
+            writer.beginObject()
+            writer.field("op", "panic.end")
+            writer.field("ref", Int64(s))
+            writer.field("stream", id)
+            writer.field("reason", "safe")
+            writer.endObject()
+            c.sendText(writer.bytes)
+            counters.sent += 1
+            ended[s] = true
+        }
+    }
+
+    var isDrained: Bool {
+        guard counters.acked >= counters.sent else { return false }
+        for slot in watcherSlots.indices {
+            guard watchers[slot]?.isOpen == true else { continue }
+            for w in watcherSlots[slot] where w.checker.endedAt == nil { return false }
+        }
+        return true
+    }
+
+    func verify() -> [CheckSummary] {
+        var totals = WatchTotals(maxErrors: 20)
+        var neverEnded = CheckErrors(limit: 20)
+        for slot in watcherSlots.indices {
+            for w in watcherSlots[slot] {
+                totals.add(w.checker)
+                if w.checker.endedAt == nil && watchers[slot]?.isOpen == true {
+                    neverEnded.record("watcher \(slot) stream \(w.stream): never saw panic.ended (last seq \(w.checker.lastSeq.map(String.init) ?? "none"))")
+                }
+            }
+        }
+        var summaries = [totals.summary(name: "watcher seq continuity")]
+        summaries.append(CheckSummary(name: "every watcher saw the end", checked: watcherSlots.reduce(0) { $0 + $1.count }, errors: neverEnded))
+        return summaries
+    }
+
+    func closeAll() {
+        for c in owners { c?.close() }
+        for c in watchers { c?.close() }
+    }
+}
+
+extension PanicScenario: ClientDelegate {
+    func opened(_ connection: ClientConnection) {
+        if connection.tag >= Role.watcherBase {
+            let slot = connection.tag - Role.watcherBase
+            for (i, w) in watcherSlots[slot].enumerated() {
+                guard let id = streamIDs[w.stream] else { continue }
+                writer.reset()
+                writer.beginObject()
+                writer.field("op", "panic.watch")
+                writer.field("ref", Int64(i))
+                writer.field("stream", id)
+                writer.field("watch_token", tokens[w.stream][w.token])
+                if let since = w.checker.lastSeq { writer.field("since", Int64(since)) }
+                writer.endObject()
+                connection.sendText(writer.bytes)
+            }
+            return
+        }
+        let first = connection.tag * config.streamsPerOwner
+        for s in first..<min(first + config.streamsPerOwner, config.streams) {
+            writer.reset()
+            writer.beginObject()
+            writer.field("op", "panic.start")
+            writer.field("ref", Int64(s))
+            writer.field("status", "red")
+            writer.field("lat", positions[s].lat)
+            writer.field("lon", positions[s].lon)
+            writer.field("accuracy_m", 8.0)
+            writer.field("watchers", Int64(config.watchersPerStream))
+            writer.endObject()
+            connection.sendText(writer.bytes)
+        }
+    }
+
+    func message(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer) {
+        let now = Clock.nowNs()
+        guard case .object(let m)? = try? JSONParser.parse(bytes), let type = m["type"]?.string else {
+            counters.error("unparseable message")
+            return
+        }
+        if connection.tag >= Role.watcherBase {
+            watcherMessage(slot: connection.tag - Role.watcherBase, type: type, m, nowNs: now)
+        } else {
+            ownerMessage(type: type, m)
+        }
+    }
+
+    private func ownerMessage(type: String, _ m: JSONObject) {
+        switch type {
+        case "ok":
+            guard let s = m["ref"]?.int64.map(Int.init), s >= 0, s < config.streams else { return counters.error("owner ok without a known ref") }
+            if streamIDs[s] == nil {
+                guard let id = m["stream"]?.string, let list = m["watch_tokens"]?.array?.compactMap(\.string),
+                      list.count == config.watchersPerStream else { return counters.error("panic.start reply without stream/tokens") }
+                streamIDs[s] = id
+                streamIndex[id] = s
+                tokens[s] = list
+                startedCount += 1
+                return
+            }
+            counters.acked += 1
+            if let seq = m["seq"]?.int64 {
+                let expected = ackedSeq[s] + 1
+                if UInt64(seq) != expected { counters.error("stream \(s): ok seq \(seq), expected \(expected)") }
+                ackedSeq[s] = UInt64(seq)
+            }
+        case "error":
+            counters.acked += 1
+            counters.error("owner error: \(m["code"]?.string ?? "?") \(m["message"]?.string ?? "")")
+        case "welcome", "panic.watchers":
+            break
+        default:
+            counters.error("owner got unexpected \(type)")
+        }
+    }
+
+    private func watcherMessage(slot: Int, type: String, _ m: JSONObject, nowNs: UInt64) {
+        switch type {
+        case "panic.location", "panic.status", "panic.ended":
+            guard let id = m["stream"]?.string, let s = streamIndex[id], let seq = m["seq"]?.int64.map(UInt64.init),
+                  let i = watcherSlots[slot].firstIndex(where: { $0.stream == s }) else {
+                return counters.error("watcher \(slot): event for a stream it does not watch")
+            }
+            counters.delivered += 1
+            watcherSlots[slot][i].checker.event(seq: seq, ended: type == "panic.ended")
+            // Live events only: a replay after `since` is old news, not latency.
+            if type == "panic.location" && seq > watcherSlots[slot][i].stateSeq {
+                let ringSlot = s * ring + Int(seq % UInt64(ring))
+                if sentSeq[ringSlot] == seq {
+                    let ns = nowNs &- sentNs[ringSlot]
+                    locationLatency.record(ns: ns)
+                    interval.record(ns: ns)
+                }
+            }
+        case "ok":
+            guard let i = m["ref"]?.int64.map(Int.init), i >= 0, i < watcherSlots[slot].count,
+                  let state = m["state"]?.object, let seq = state["seq"]?.int64.map(UInt64.init) else {
+                return counters.error("watcher \(slot): ok without ref/state")
+            }
+            let gap = m["gap"]?.bool ?? false
+            // The `since` this watch was sent with: the checker's high-water mark at that time.
+            let since = watcherSlots[slot][i].checker.lastSeq
+            watcherSlots[slot][i].checker.watchAccepted(stateSeq: seq, since: since, gap: gap, stateEnded: state["ended"] != nil)
+            watcherSlots[slot][i].stateSeq = seq
+            if !watcherSlots[slot][i].accepted {
+                watcherSlots[slot][i].accepted = true
+                watchAcceptedCount += 1
+            }
+        case "error":
+            counters.error("watcher \(slot): \(m["code"]?.string ?? "?") \(m["message"]?.string ?? "")")
+        case "welcome", "panic.stale":
+            break
+        default:
+            counters.error("watcher \(slot) got unexpected \(type)")
+        }
+    }
+
+    func closed(_ connection: ClientConnection, failure: String?) {
+        if connection.tag >= Role.watcherBase {
+            let slot = connection.tag - Role.watcherBase
+            if watchers.indices.contains(slot), watchers[slot] === connection { watchers[slot] = nil }
+        } else if owners[connection.tag] === connection {
+            owners[connection.tag] = nil
+        }
+        // Our own closes and deliberate drops report no failure: anything else is an error.
+        guard let failure else { return }
+        counters.unexpectedCloses += 1
+        counters.error("connection \(connection.tag): \(failure)")
+    }
+}

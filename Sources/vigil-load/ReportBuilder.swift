@@ -1,0 +1,39 @@
+import VigilLoad
+
+/// Turns a finished run into the `LoadReport` (table and JSON).
+enum ReportBuilder {
+    static func build(driver: Driver, scenario: Scenario, url: LoadURL, fdLimit: Int64) -> LoadReport {
+        let c = scenario.counters
+        var parameters: [(key: String, value: String)] = [("url", url.description)]
+        parameters += scenario.parameters.map { (key: $0.0, value: $0.1) }
+        var checks = driver.checks
+        var problems = c.problems
+        for note in driver.notes { problems.record(note) }
+        checks.append(CheckSummary(name: "replies and connections", checked: Int(c.sent) + scenario.targetConnections,
+                                   errors: problems,
+                                   counters: [("connect failures", c.connectFailures), ("unexpected closes", c.unexpectedCloses)]))
+        // Idle: the server's before is taken before any connection; otherwise at the start of the measured window.
+        let isIdle = scenario is IdleScenario
+        let before = isIdle ? driver.serverAtStart : driver.serverAtReady
+        var report = LoadReport(
+            scenario: scenario.name, parameters: parameters, durationSeconds: driver.measuredSeconds,
+            connectionsOpened: UInt64(driver.pool.everOpened), connectionsFailed: c.connectFailures,
+            sent: c.sent, delivered: c.delivered,
+            latencies: scenario.latencies.map { (name: $0.0, summary: $0.1.summary()) },
+            checks: checks, serverBefore: before, serverAfter: driver.serverAtEnd,
+            clientCPUSeconds: driver.clientCPUAtEnd - driver.clientCPUAtStart)
+        if isIdle, let b = driver.serverAtStart, let a = driver.serverAtEnd, scenario.targetConnections > 0 {
+            let held = max(1, driver.connectionsAtEnd)
+            report.figures.append((key: "RSS/conn KiB", value: (Double(a.rssKiB) - Double(b.rssKiB)) / Double(held)))
+            report.figures.append((key: "connections held", value: Double(held)))
+        }
+        if let delivered = Optional(c.delivered), c.sent > 0, delivered > 0 {
+            report.figures.append((key: "fan-out ratio", value: Double(delivered) / Double(c.sent)))
+        }
+        return report
+    }
+}
+
+extension LoadReport {
+    var totalErrors: UInt64 { errorCount }
+}

@@ -1,0 +1,216 @@
+import ArgumentParser
+import Glibc
+import VigilLoad
+import VigilLoop
+
+@main
+struct VigilLoadCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "vigil-load",
+        abstract: "Drives a running vigild with realistic traffic, checks nothing is lost, and reports what it saw.",
+        discussion: """
+            Every scenario ramps up its connections, measures for --duration seconds, drains (waits
+            for every answer and event), verifies correctness and closes. Exit status: 0 when no
+            error was seen, 1 on any loss, wrong delivery, error reply or dropped connection,
+            2 when the run cannot start (fd limit), 64 on bad usage.
+            """,
+        subcommands: [MapCommand.self, PanicCommand.self, IdleCommand.self, MixedCommand.self]
+    )
+}
+
+/// Options every scenario takes.
+struct CommonOptions: ParsableArguments {
+    @Option(help: "The daemon's WebSocket URL (ws://HOST:PORT/PATH; loopback only in tests).")
+    var url = "ws://127.0.0.1:8080/v1"
+
+    @Option(help: "Seconds of measured traffic after the ramp-up.")
+    var duration: Double = 10
+
+    @Option(help: "Seed of every random choice, so a run can be repeated.")
+    var seed: UInt64 = 1
+
+    @Option(name: .customLong("server-pid"), help: "vigild's pid: report its CPU, RSS, peak RSS and fds from /proc.")
+    var serverPID: Int32?
+
+    @Option(help: "Also write the result as JSON to this file.")
+    var json: String?
+
+    @Option(help: "Also write an SVG latency-percentile plot to this file.")
+    var svg: String?
+
+    @Option(name: .customLong("connect-rate"), help: "New connections per second during the ramp-up.")
+    var connectRate = 5_000
+
+    @Option(name: .customLong("max-connecting"), help: "Connections in handshake at once during the ramp-up.")
+    var maxConnecting = 500
+
+    @Option(name: .customLong("ramp-timeout"), help: "Seconds the ramp-up may take before measuring starts anyway.")
+    var rampTimeout: Double = 120
+
+    @Option(name: .customLong("drain-timeout"), help: "Seconds to wait for outstanding answers and events after the traffic stops.")
+    var drainTimeout: Double = 15
+
+    @Flag(name: .customLong("no-progress"), help: "No progress line (it is shown only on a terminal anyway).")
+    var noProgress = false
+
+    func validate() throws {
+        guard LoadURL(url) != nil else { throw ValidationError("--url must look like ws://127.0.0.1:8080/v1") }
+        guard duration > 0 else { throw ValidationError("--duration must be positive") }
+        guard connectRate > 0, maxConnecting > 0 else { throw ValidationError("--connect-rate and --max-connecting must be positive") }
+    }
+
+    /// Runs a scenario to the end, prints the table, writes the files, and exits 1 on any error.
+    func run(_ make: () -> Scenario) throws {
+        ProcessLimits.ignoreSIGPIPE()
+        let fdLimit = (try? ProcessLimits.raiseFileDescriptorLimit()) ?? 1024
+        let scenario = make()
+        if scenario.targetConnections + 64 > fdLimit {
+            fputs("vigil-load: \(scenario.targetConnections) connections need more file descriptors than this process may open (\(fdLimit)); raise the hard limit (ulimit -Hn) first\n", stderr)
+            throw ExitCode(2)
+        }
+        let target = LoadURL(url)!
+        let pool = try ClientPool(url: target, seed: seed, validateText: false)
+        let driver = Driver(pool: pool, scenario: scenario, options: .init(
+            durationSeconds: duration, rampTimeoutSeconds: rampTimeout, drainTimeoutSeconds: drainTimeout,
+            connectRate: connectRate, maxConnecting: maxConnecting, serverPID: serverPID,
+            progress: !noProgress && isatty(STDERR_FILENO) == 1))
+        try driver.run()
+        let report = ReportBuilder.build(driver: driver, scenario: scenario, url: target, fdLimit: fdLimit)
+        print(report.renderTable())
+        if let json {
+            try writeFile(json, report.renderJSON())
+        }
+        if let svg {
+            let curves = scenario.latencies.filter { $0.1.count > 0 }.map { ($0.0, $0.1.percentileCurve()) }
+            try writeFile(svg, LatencyPlot.svg(curves: curves))
+        }
+        if report.totalErrors > 0 { throw ExitCode(1) }
+    }
+
+    private func writeFile(_ path: String, _ text: String) throws {
+        guard let f = fopen(path, "w") else {
+            throw ValidationError("cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+        fputs(text, f)
+        fclose(f)
+    }
+}
+
+struct MapCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "map",
+        abstract: "Map subscribers with city-sized viewports, and publishers creating, moving, voting and deleting pins.")
+    @OptionGroup var common: CommonOptions
+    @Option(help: "Subscriber connections.") var subscribers = 1_000
+    @Option(help: "Publisher connections.") var publishers = 10
+    @Option(help: "Pin operations per second over all publishers; 0 = as fast as the server answers (closed loop, --window per publisher).")
+    var rate: Double = 1_000
+    @Option(help: "Operations in flight per publisher when --rate is 0.") var window = 16
+    @Option(help: "Live pins each publisher keeps (creates until it has them).") var pinsPerPublisher = 50
+    @Option(help: "The region pins and viewports are spread over: south,west,north,east.")
+    var region = "47.3,5.9,55.0,15.0"
+    @Option(name: .customLong("viewport-km"), help: "Viewport width and height in km (city-sized).") var viewportKm: Double = 20
+    @Flag(name: .customLong("same-viewport"), help: "Every subscriber watches the whole region (fan-out at its widest).")
+    var sameViewport = false
+    @Option(help: "Fraction of subscribers that pan (re-subscribe) every --pan-interval seconds.") var panning = 0.1
+    @Option(name: .customLong("pan-interval"), help: "Seconds between re-subscribes of a panning subscriber.") var panInterval: Double = 5
+    @Option(name: .customLong("check-subscribers"), help: "Subscribers that record every event for the exactness check.") var checkSubscribers = 20
+    @Option(name: .customLong("latency-subscribers"), help: "Subscribers that time every event they get (the rest only count).") var latencySubscribers = 100
+
+    func validate() throws {
+        guard subscribers >= 0, publishers >= 1, rate >= 0, window >= 1, pinsPerPublisher >= 1 else {
+            throw ValidationError("--publishers, --window and --pins-per-publisher must be at least 1; --subscribers and --rate at least 0")
+        }
+        guard MapScenario.parseRegion(region) != nil else { throw ValidationError("--region must be south,west,north,east in degrees") }
+        guard (0...1).contains(panning), panInterval > 0, viewportKm > 0 else { throw ValidationError("--panning is 0...1; --pan-interval and --viewport-km positive") }
+    }
+
+    func run() throws {
+        try common.run { MapScenario(config: mapConfig) }
+    }
+
+    var mapConfig: MapScenario.Config {
+        .init(subscribers: subscribers, publishers: publishers, rate: rate, window: window,
+              pinsPerPublisher: pinsPerPublisher, region: MapScenario.parseRegion(region)!, viewportKm: viewportKm,
+              sameViewport: sameViewport, panning: panning, panIntervalSeconds: panInterval,
+              checkSubscribers: checkSubscribers, latencySubscribers: latencySubscribers, seed: common.seed)
+    }
+}
+
+struct PanicCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "panic",
+        abstract: "Panic streams updating at a rate, each with watchers that check seq continuity; some watchers reconnect with since.")
+    @OptionGroup var common: CommonOptions
+    @Option(help: "Active panic streams.") var streams = 1_000
+    @Option(help: "Watchers (contacts) per stream.") var watchers = 3
+    @Option(help: "Location updates per second per stream.") var rate: Double = 1
+    @Option(name: .customLong("streams-per-owner"), help: "Streams started by each owner connection (1 = one phone each).") var streamsPerOwner = 1
+    @Option(name: .customLong("watches-per-connection"), help: "Streams each watcher connection watches (a contact watching several people).") var watchesPerConnection = 1
+    @Option(name: .customLong("reconnects"), help: "Watcher connections per second that drop and come back with since.") var reconnects: Double = 1
+
+    func validate() throws {
+        guard streams >= 1, (1...16).contains(watchers), rate > 0, rate <= 100, streamsPerOwner >= 1, watchesPerConnection >= 1, reconnects >= 0 else {
+            throw ValidationError("--streams ≥ 1, --watchers 1...16, --rate 0...100 Hz, --streams-per-owner and --watches-per-connection ≥ 1, --reconnects ≥ 0")
+        }
+    }
+
+    func run() throws {
+        try common.run { PanicScenario(config: panicConfig) }
+    }
+
+    var panicConfig: PanicScenario.Config {
+        .init(streams: streams, watchersPerStream: watchers, rateHz: rate, streamsPerOwner: streamsPerOwner,
+              watchesPerConnection: watchesPerConnection, reconnectsPerSecond: reconnects, seed: common.seed)
+    }
+}
+
+struct IdleCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "idle",
+        abstract: "Idle connections held open: with --server-pid, the daemon's memory per connection.")
+    @OptionGroup var common: CommonOptions
+    @Option(help: "Connections to hold.") var connections = 10_000
+
+    func validate() throws {
+        guard connections >= 1 else { throw ValidationError("--connections must be at least 1") }
+    }
+
+    func run() throws {
+        try common.run { IdleScenario(connections: connections) }
+    }
+}
+
+struct MixedCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mixed",
+        abstract: "Map and panic traffic together on one daemon (the map options, then the panic ones).")
+    @OptionGroup var common: CommonOptions
+    @Option(help: "Subscriber connections.") var subscribers = 1_000
+    @Option(help: "Publisher connections.") var publishers = 10
+    @Option(help: "Pin operations per second over all publishers.") var rate: Double = 500
+    @Option(help: "Live pins each publisher keeps.") var pinsPerPublisher = 50
+    @Option(help: "The region: south,west,north,east.") var region = "47.3,5.9,55.0,15.0"
+    @Option(name: .customLong("viewport-km"), help: "Viewport size in km.") var viewportKm: Double = 20
+    @Option(help: "Active panic streams.") var streams = 1_000
+    @Option(help: "Watchers per stream.") var watchers = 3
+    @Option(name: .customLong("panic-rate"), help: "Location updates per second per stream.") var panicRate: Double = 1
+
+    func validate() throws {
+        guard MapScenario.parseRegion(region) != nil else { throw ValidationError("--region must be south,west,north,east in degrees") }
+        guard subscribers >= 0, publishers >= 1, rate > 0, streams >= 1, (1...16).contains(watchers), panicRate > 0 else {
+            throw ValidationError("counts must be positive (--watchers 1...16)")
+        }
+    }
+
+    func run() throws {
+        let map = MapScenario.Config(
+            subscribers: subscribers, publishers: publishers, rate: rate, window: 16, pinsPerPublisher: pinsPerPublisher,
+            region: MapScenario.parseRegion(region)!, viewportKm: viewportKm, sameViewport: false, panning: 0.1,
+            panIntervalSeconds: 5, checkSubscribers: 20, latencySubscribers: 100, seed: common.seed)
+        let panic = PanicScenario.Config(
+            streams: streams, watchersPerStream: watchers, rateHz: panicRate, streamsPerOwner: 1,
+            watchesPerConnection: 1, reconnectsPerSecond: 1, seed: common.seed &+ 1)
+        try common.run { MixedScenario(map: MapScenario(config: map), panic: PanicScenario(config: panic)) }
+    }
+}

@@ -1,0 +1,160 @@
+"""End-to-end smoke runs of ``vigil-load`` against a vigild the test starts.
+
+Each scenario runs for a couple of seconds on loopback with small counts, and the test reads
+the ``--json`` result: the run must be clean (exit 0, no check errors), the counts must add up
+(every update reaches every watcher, every subscriber of one viewport gets every event), and
+the correctness checks must have actually checked something. Two runs must fail: one against a
+daemon killed mid-run, and one against a daemon whose write limit refuses the publishers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from vigilproc import REPO
+
+# The per-session limits of a phone would refuse one client standing in for many.
+LIFTED = {
+    "session": {"messages_per_second": 100000, "message_burst": 1000000},
+    "pins": {"writes_per_minute": 1000000, "write_burst": 1000000},
+}
+
+
+@pytest.fixture(scope="module")
+def load_binary() -> Path:
+    path = Path(os.environ.get("VIGIL_LOAD", REPO / ".build" / "release" / "vigil-load"))
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        pytest.fail(f"vigil-load not found at {path}: swift build -c release --product vigil-load", pytrace=False)
+    return path
+
+
+def run_load(binary: Path, daemon, tmp_path: Path, *args: str, timeout: float = 120) -> tuple[subprocess.CompletedProcess, dict]:
+    out = tmp_path / "result.json"
+    argv = [str(binary), *args, "--url", f"ws://127.0.0.1:{daemon.port}/v1", "--server-pid", str(daemon.pid),
+            "--json", str(out), "--no-progress"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    result = json.loads(out.read_text()) if out.exists() else {}
+    return proc, result
+
+
+def check(result: dict, name: str) -> dict:
+    found = [c for c in result["checks"] if c["name"] == name]
+    assert found, f"no check {name!r} in {[c['name'] for c in result['checks']]}"
+    return found[0]
+
+
+def assert_clean(proc: subprocess.CompletedProcess, result: dict) -> None:
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for c in result["checks"]:
+        assert c["errors"] == 0, c
+
+
+def test_panic_every_update_reaches_every_watcher(vigild, load_binary, tmp_path):
+    daemon = vigild(LIFTED)
+    proc, result = run_load(load_binary, daemon, tmp_path, "panic", "--streams", "50", "--watchers", "3",
+                            "--rate", "5", "--reconnects", "0", "--duration", "2")
+    assert_clean(proc, result)
+    sent, delivered = result["messages"]["sent"], result["messages"]["delivered"]
+    # Updates plus one end per stream, each delivered to all three watchers, none lost or doubled.
+    assert sent >= 50 * 5 * 2 * 0.5 + 50
+    assert delivered == 3 * sent
+    seq = check(result, "watcher seq continuity")
+    assert seq["checked"] == 150 and seq["counters"]["events"] == delivered
+    lat = result["latency_ns"]["panic location"]
+    assert lat["count"] == delivered - 150  # every live location was timed; the 150 ends are not locations
+    assert 0 < lat["p50"] <= lat["p99"] <= lat["max"] < 5_000_000_000
+    assert result["server"]["after"]["open_fds"] >= 200
+
+
+def test_panic_watchers_reconnect_with_since(vigild, load_binary, tmp_path):
+    daemon = vigild(LIFTED)
+    proc, result = run_load(load_binary, daemon, tmp_path, "panic", "--streams", "40", "--watchers", "2",
+                            "--rate", "10", "--reconnects", "10", "--watches-per-connection", "2", "--duration", "2")
+    assert_clean(proc, result)
+    # 40 owners + 40 watcher connections, plus the reconnections.
+    assert result["connections"]["opened"] > 80
+    assert check(result, "watcher seq continuity")["counters"]["lost"] == 0
+
+
+def test_map_viewport_exactness_with_panning(vigild, load_binary, tmp_path):
+    daemon = vigild(LIFTED)
+    proc, result = run_load(load_binary, daemon, tmp_path, "map", "--subscribers", "200", "--publishers", "4",
+                            "--rate", "400", "--region", "52.3,13.0,52.7,13.8", "--viewport-km", "8",
+                            "--panning", "0.5", "--pan-interval", "0.5", "--check-subscribers", "20",
+                            "--duration", "2")
+    assert_clean(proc, result)
+    exact = check(result, "viewport exactness")
+    assert exact["checked"] == 20
+    assert exact["counters"]["certain"] > 0 and exact["counters"]["events"] > 0
+    assert exact["counters"]["lost"] == 0 and exact["counters"]["wrong"] == 0
+    assert result["latency_ns"]["map event"]["count"] > 0
+
+
+def test_map_same_viewport_fans_out_to_everyone(vigild, load_binary, tmp_path):
+    daemon = vigild(LIFTED)
+    proc, result = run_load(load_binary, daemon, tmp_path, "map", "--subscribers", "100", "--publishers", "2",
+                            "--rate", "0", "--window", "2", "--pins-per-publisher", "5", "--same-viewport",
+                            "--region", "52.45,13.3,52.55,13.5", "--duration", "1")
+    assert_clean(proc, result)
+    assert result["messages"]["delivered"] == 100 * result["messages"]["sent"]
+
+
+def test_idle_reports_memory_per_connection(vigild, load_binary, tmp_path):
+    daemon = vigild(LIFTED)
+    proc, result = run_load(load_binary, daemon, tmp_path, "idle", "--connections", "500", "--duration", "1")
+    assert_clean(proc, result)
+    assert result["figures"]["connections held"] == 500
+    assert 0 < result["figures"]["RSS/conn KiB"] < 16
+    assert result["server"]["after"]["open_fds"] >= 500
+
+
+def test_mixed_runs_both(vigild, load_binary, tmp_path):
+    daemon = vigild(LIFTED)
+    proc, result = run_load(load_binary, daemon, tmp_path, "mixed", "--subscribers", "100", "--streams", "30",
+                            "--rate", "100", "--duration", "2")
+    assert_clean(proc, result)
+    names = {c["name"] for c in result["checks"]}
+    assert {"viewport exactness", "watcher seq continuity"} <= names
+
+
+def test_rate_limited_publishers_fail_the_run(vigild, load_binary, tmp_path):
+    daemon = vigild({})  # production limits: 30 writes a minute per session
+    proc, result = run_load(load_binary, daemon, tmp_path, "map", "--subscribers", "10", "--publishers", "1",
+                            "--rate", "200", "--duration", "1")
+    assert proc.returncode == 1
+    problems = check(result, "replies and connections")
+    assert problems["errors"] > 0
+    assert any("rate_limited" in e for e in problems["first_errors"]), problems
+
+
+def test_daemon_killed_mid_run_fails_the_run(vigild, load_binary, tmp_path):
+    daemon = vigild(LIFTED)
+    out = tmp_path / "killed.json"
+    proc = subprocess.Popen([str(load_binary), "panic", "--streams", "100", "--watchers", "1", "--duration", "30",
+                             "--url", f"ws://127.0.0.1:{daemon.port}/v1", "--json", str(out), "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        daemon.wait_fds_at_least(200, timeout=30)  # every owner and watcher connected
+        daemon.proc.send_signal(signal.SIGKILL)
+        daemon.wait(10)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, stdout + stderr
+    result = json.loads(out.read_text())
+    assert check(result, "replies and connections")["counters"]["unexpected closes"] > 0
+    daemon.reported = True  # killed on purpose: no clean exit expected
+
+
+def test_bad_usage_is_refused(load_binary):
+    proc = subprocess.run([str(load_binary), "panic", "--url", "http://127.0.0.1:1/v1"], capture_output=True, text=True)
+    assert proc.returncode == 64
+    assert "--url must look like ws://" in proc.stderr
