@@ -133,6 +133,11 @@ public enum Socket {
         let fd = socket(sa.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError("socket") }
         if let source, var local = SocketAddress(host: source, port: 0) {
+            // IP_BIND_ADDRESS_NO_PORT (24, linux/in.h): pick the port at connect time from the full
+            // 4-tuple, instead of reserving a unique one per bind (a linear search per connection
+            // once tens of thousands share a source address).
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_IP), 24, &one, socklen_t(MemoryLayout<Int32>.size))
             let bound = withUnsafePointer(to: &local.storage) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, local.length) }
             }

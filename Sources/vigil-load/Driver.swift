@@ -61,6 +61,7 @@ final class Driver {
         var maxConnecting: Int
         var serverPID: Int32?
         var progress: Bool
+        var progressNewlines = false
     }
 
     enum Stage: String { case rampUp = "ramp-up", measuring, draining, closing, done }
@@ -111,7 +112,7 @@ final class Driver {
         }
         timer = try PeriodicTimer(intervalMs: 5, loop: pool.loop) { [unowned self] in self.onTick() }
         try pool.loop.run()
-        if options.progress { fputs("\n", stderr) }
+        if options.progress && !options.progressNewlines { fputs("\n", stderr) }
     }
 
     private func enter(_ next: Stage, nowNs: UInt64) {
@@ -216,7 +217,7 @@ final class Driver {
                 sent: c.sent, sentPerSecond: Double(c.sent &- lastSent) / seconds,
                 delivered: c.delivered, deliveredPerSecond: Double(c.delivered &- lastDelivered) / seconds,
                 p99Ns: p99, errors: c.errors) + "  " + stage.rawValue
-            fputs("\r\(line)\u{1B}[K", stderr)
+            fputs(options.progressNewlines ? "\(line)\n" : "\r\(line)\u{1B}[K", stderr)
         }
         lastSent = c.sent
         lastDelivered = c.delivered

@@ -30,6 +30,8 @@ final class PanicScenario: Scenario {
     let config: Config
     private(set) var counters = RunCounters()
     private var locationLatency = LatencyStats()
+    /// Owner's update → its `ok`: what the server's turn costs the sender, apart from the fan-out.
+    private var ackLatency = LatencyStats()
     private var interval = IntervalLatency()
     private var rng: SeededRandom
 
@@ -110,7 +112,7 @@ final class PanicScenario: Scenario {
 
     var targetConnections: Int { ownerCount + watcherConnectionCount }
 
-    var latencies: [(String, LatencyStats)] { [("panic location", locationLatency)] }
+    var latencies: [(String, LatencyStats)] { [("panic location", locationLatency), ("panic update ack", ackLatency)] }
 
     func takeIntervalP99() -> UInt64? { interval.takeP99() }
 
@@ -344,6 +346,8 @@ extension PanicScenario: ClientDelegate {
             }
             counters.acked += 1
             if let seq = m["seq"]?.int64 {
+                let ringSlot = s * ring + Int(UInt64(seq) % UInt64(ring))
+                if sentSeq[ringSlot] == UInt64(seq) { ackLatency.record(ns: Clock.nowNs() &- sentNs[ringSlot]) }
                 let expected = ackedSeq[s] + 1
                 if UInt64(seq) != expected { counters.error("stream \(s): ok seq \(seq), expected \(expected)") }
                 ackedSeq[s] = UInt64(seq)

@@ -53,6 +53,9 @@ struct CommonOptions: ParsableArguments {
     @Flag(name: .customLong("no-progress"), help: "No progress line (it is shown only on a terminal anyway).")
     var noProgress = false
 
+    @Flag(name: .customLong("progress-lines"), help: "Print the progress as one line per second even without a terminal (for logs).")
+    var progressLines = false
+
     func validate() throws {
         guard LoadURL(url) != nil else { throw ValidationError("--url must look like ws://127.0.0.1:8080/v1") }
         guard duration > 0 else { throw ValidationError("--duration must be positive") }
@@ -73,7 +76,7 @@ struct CommonOptions: ParsableArguments {
         let driver = Driver(pool: pool, scenario: scenario, options: .init(
             durationSeconds: duration, rampTimeoutSeconds: rampTimeout, drainTimeoutSeconds: drainTimeout,
             connectRate: connectRate, maxConnecting: maxConnecting, serverPID: serverPID,
-            progress: !noProgress && isatty(STDERR_FILENO) == 1))
+            progress: !noProgress && (progressLines || isatty(STDERR_FILENO) == 1), progressNewlines: progressLines))
         try driver.run()
         let report = ReportBuilder.build(driver: driver, scenario: scenario, url: target, fdLimit: fdLimit)
         print(report.renderTable())
