@@ -25,8 +25,21 @@ public struct SubscriptionIndex: Sendable {
         }
     }
 
+    /// A channel's entry: what the exact filter needs is stored inline, so an event walks a
+    /// contiguous array without a dictionary lookup per candidate.
+    struct Member: Sendable {
+        let id: SubscriberID
+        let categories: UInt64
+        let area: GeoArea
+
+        @inline(__always)
+        func wants(_ point: GeoPoint, categoryBit: Int) -> Bool {
+            categories & (1 << UInt64(categoryBit)) != 0 && area.contains(point)
+        }
+    }
+
     public private(set) var subscriptions: [SubscriberID: Subscription] = [:]
-    private var channels: [UInt64: [SubscriberID]] = [:]
+    private var channels: [UInt64: [Member]] = [:]
     /// How many subscriptions use each precision (index = precision); events skip unused ones.
     private var precisionUse = [Int](repeating: 0, count: Geohash.maxPrecision + 1)
 
@@ -39,8 +52,9 @@ public struct SubscriptionIndex: Sendable {
         remove(subscriber)
         subscriptions[subscriber] = subscription
         precisionUse[subscription.precision] += 1
+        let member = Member(id: subscriber, categories: subscription.categories, area: subscription.area)
         for cell in subscription.cells {
-            channels[cell.key, default: []].append(subscriber)
+            channels[cell.key, default: []].append(member)
         }
     }
 
@@ -49,7 +63,7 @@ public struct SubscriptionIndex: Sendable {
         precisionUse[old.precision] -= 1
         for cell in old.cells {
             let key = cell.key
-            guard var members = channels[key], let at = members.firstIndex(of: subscriber) else { continue }
+            guard var members = channels[key], let at = members.firstIndex(where: { $0.id == subscriber }) else { continue }
             members.swapAt(at, members.count - 1)
             members.removeLast()
             channels[key] = members.isEmpty ? nil : members
@@ -61,10 +75,8 @@ public struct SubscriptionIndex: Sendable {
     public func forEachSubscriber(at point: GeoPoint, cell: GeohashCell, categoryBit: Int, _ body: (SubscriberID) -> Void) {
         for precision in 1...Geohash.maxPrecision where precisionUse[precision] > 0 {
             guard let members = channels[cell.ancestor(precision: precision).key] else { continue }
-            for subscriber in members {
-                if let subscription = subscriptions[subscriber], subscription.wants(point, categoryBit: categoryBit) {
-                    body(subscriber)
-                }
+            for member in members where member.wants(point, categoryBit: categoryBit) {
+                body(member.id)
             }
         }
     }
