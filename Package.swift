@@ -40,11 +40,13 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
+        // Durable state: snapshot and journal codecs (pure), the state directory's files, recovery.
+        .target(name: "VigilState", dependencies: ["VigilCore", "VigilGeo"]),
         // Glue: connection state machine, routing, configuration.
         .target(
             name: "VigilServer",
             dependencies: [
-                "VigilLoop", "VigilWire", "VigilCore", "VigilGeo", "CLinux",
+                "VigilLoop", "VigilWire", "VigilCore", "VigilGeo", "VigilState", "CLinux",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
             ]
@@ -52,7 +54,7 @@ let package = Package(
         .executableTarget(
             name: "vigild",
             dependencies: [
-                "VigilServer",
+                "VigilServer", "VigilState",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -61,7 +63,7 @@ let package = Package(
         .executableTarget(
             name: "vigil-bench",
             dependencies: [
-                "VigilCore", "VigilGeo", "VigilWire", "VigilLoop",
+                "VigilCore", "VigilGeo", "VigilWire", "VigilLoop", "VigilState",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -86,6 +88,7 @@ let package = Package(
         .testTarget(name: "VigilServerTests", dependencies: ["VigilServer"]),
         .testTarget(name: "VigilGeoTests", dependencies: ["VigilGeo"]),
         .testTarget(name: "VigilCoreTests", dependencies: ["VigilCore"]),
+        .testTarget(name: "VigilStateTests", dependencies: ["VigilState", "VigilCore", "VigilGeo"]),
         .testTarget(name: "VigilLoadTests", dependencies: ["VigilLoad", "VigilCore", "VigilGeo"]),
     ],
     swiftLanguageModes: [.v5]

@@ -27,7 +27,7 @@ public struct PanicHub: Sendable {
     }
 
     public let settings: PanicSettings
-    private var streams: [StreamID: PanicStream] = [:]
+    var streams: [StreamID: PanicStream] = [:]
     /// Streams each connection watches, and streams it owns: what `disconnected` must undo.
     private var watching: [WatcherID: Set<StreamID>] = [:]
     private var owning: [WatcherID: Set<StreamID>] = [:]
@@ -256,7 +256,7 @@ public struct PanicHub: Sendable {
         return stream.ownerDigest.matches(digest)
     }
 
-    private mutating func removeEndedStreams(dueBy now: Int64) {
+    mutating func removeEndedStreams(dueBy now: Int64) {
         while let top = graceDeadlines.min, top.at <= now {
             _ = graceDeadlines.popMin()
             guard let stream = streams.removeValue(forKey: top.id) else { continue }
@@ -265,12 +265,12 @@ public struct PanicHub: Sendable {
         }
     }
 
-    private mutating func fileStale(at: Int64, _ id: StreamID) {
+    mutating func fileStale(at: Int64, _ id: StreamID) {
         nextOrder += 1
         staleDeadlines.insert(Deadline(at: at, order: nextOrder, id: id))
     }
 
-    private mutating func fileGrace(at: Int64, _ id: StreamID) {
+    mutating func fileGrace(at: Int64, _ id: StreamID) {
         nextOrder += 1
         graceDeadlines.insert(Deadline(at: at, order: nextOrder, id: id))
     }

@@ -19,13 +19,13 @@ public struct PanicStream: Sendable {
     public private(set) var status: PanicStatus
     public let startedAt: Int64
     /// Time of the last event (location, status or end).
-    public private(set) var updatedAt: Int64
+    public internal(set) var updatedAt: Int64
     /// The last event's seq (contiguous from 1).
-    public private(set) var seq: UInt64
-    public private(set) var last: LastLocation
+    public internal(set) var seq: UInt64
+    public internal(set) var last: LastLocation
     public let note: String?
-    public private(set) var ended: PanicEnd?
-    public private(set) var history: PanicHistory
+    public internal(set) var ended: PanicEnd?
+    public internal(set) var history: PanicHistory
 
     /// Digest of the owner token (resume, and steering from a connection that does not own the stream).
     let ownerDigest: TokenDigest

@@ -9,7 +9,7 @@ public struct MapHub: Sendable {
     public typealias SubscriberID = SubscriptionIndex.SubscriberID
 
     public let settings: PinSettings
-    public private(set) var store = PinStore()
+    public internal(set) var store = PinStore()
     public private(set) var subscriptions = SubscriptionIndex()
 
     public init(settings: PinSettings) {

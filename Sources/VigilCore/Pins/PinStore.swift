@@ -22,10 +22,10 @@ public struct PinStore: Sendable {
         }
     }
 
-    public private(set) var pins: [PinID: Pin] = [:]
+    public internal(set) var pins: [PinID: Pin] = [:]
     private var spatial: [UInt64: Set<PinID>] = [:]
-    private var expiry = Heap<ExpiryEntry>()
-    private var nextSequence: UInt64 = 0
+    var expiry = Heap<ExpiryEntry>()
+    var nextSequence: UInt64 = 0
 
     public init() {}
 
@@ -111,13 +111,13 @@ public struct PinStore: Sendable {
         return (found, false)
     }
 
-    private mutating func index(_ pin: Pin) {
+    mutating func index(_ pin: Pin) {
         for level in Self.indexLevels {
             spatial[pin.cell.ancestor(precision: level).key, default: []].insert(pin.id)
         }
     }
 
-    private mutating func unindex(_ pin: Pin) {
+    mutating func unindex(_ pin: Pin) {
         for level in Self.indexLevels {
             let key = pin.cell.ancestor(precision: level).key
             spatial[key]?.remove(pin.id)

@@ -1,0 +1,64 @@
+import HeapModule
+
+/// Export and restore for durable state: the store's pins out as plain values, and back in
+/// with the indexes rebuilt.
+extension PinStore {
+    /// Every pin, in creation order (`sequence`), so that a snapshot's bytes depend only on the
+    /// store's content and a restore sees the pins in the order they were made.
+    ///
+    /// Sorts (sequence, id) pairs rather than the pins themselves: moving 1,000,000 small pairs
+    /// is far cheaper than moving 1,000,000 pins with their strings and vote tables.
+    public func exportPins() -> [Pin] {
+        var order: [(sequence: UInt64, id: PinID)] = []
+        order.reserveCapacity(pins.count)
+        for (id, pin) in pins { order.append((pin.sequence, id)) }
+        order.sort { ($0.sequence, $0.id) < ($1.sequence, $1.id) }
+        var out: [Pin] = []
+        out.reserveCapacity(order.count)
+        for entry in order {
+            if let pin = pins[entry.id] { out.append(pin) }
+        }
+        return out
+    }
+
+    /// Puts pins back as they were: each keeps its `sequence` (so creation order, and with it the
+    /// order of subscribe replies, survives a restart), and later inserts number on from the
+    /// highest one. A pin whose id is held already replaces it (last one wins), so a replayed
+    /// duplicate cannot trip `insert`'s duplicate check. A `sequence` of 0 (a pin that never
+    /// went through a store) gets the next number, as `insert` would give it.
+    ///
+    /// Takes an array, not any collection: a generic called from another module runs
+    /// unspecialised, copying each pin through value witnesses (1.2 s instead of 0.75 s for
+    /// 300,000 pins). Most of what remains is the spatial index: a set per cell and level.
+    ///
+    /// Into an empty store (startup) the expiry heap is built in one O(n) heapify instead of n
+    /// O(log n) inserts; into a filled one (journal replay, one pin at a time) it is an insert or
+    /// replace like any other. Pins are taken as given, expired ones included; the caller decides
+    /// what to drop.
+    public mutating func restore(_ restored: [Pin]) {
+        let wasEmpty = pins.isEmpty
+        pins.reserveCapacity(pins.count + restored.count)
+        var entries: [ExpiryEntry] = []
+        entries.reserveCapacity(restored.count)
+        for original in restored {
+            var pin = original
+            if let old = pins[pin.id] { unindex(old) }
+            if pin.sequence == 0 {
+                nextSequence += 1
+                pin.sequence = nextSequence
+            } else if pin.sequence > nextSequence {
+                nextSequence = pin.sequence
+            }
+            pins[pin.id] = pin
+            index(pin)
+            entries.append(ExpiryEntry(expiresAt: pin.expiresAt, id: pin.id))
+        }
+        // A replaced pin's old entry may be in `entries` too: it is then stale, and skipped like
+        // any stale entry when it reaches the top.
+        if wasEmpty {
+            expiry = Heap(entries)
+        } else {
+            for entry in entries { expiry.insert(entry) }
+        }
+    }
+}

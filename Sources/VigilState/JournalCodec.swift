@@ -1,0 +1,210 @@
+import VigilCore
+
+/// The journal's byte format.
+///
+/// A segment file starts with a 24-byte header, then holds records back to back:
+///
+///     header   magic 89 'V' 'G' 'J' 0D 0A 1A 0A, version u16 = 1, flags u16 = 0,
+///              segment u64, crc32c u32 of the 20 bytes before it
+///     record   length u32 (of the payload), crc32c u32 (of the payload), payload
+///     payload  kind u8, then the fields of that kind:
+///              1 pinPut       pin (see `PinFields`)
+///              2 pinRemove    pin id 16
+///              3 panicStart   id 16, status u8, location, startedAt i64, note, owner digest 32,
+///                             watch tokens (u32 count × 32), history capacity u32
+///              4 panicEvent   id 16, event (see `PanicFields`)
+///              5 panicInvite  id 16, digest 32
+///              6 panicRevoke  id 16, digest 32
+///              7 panicRemove  id 16
+///
+/// A crash can cut the last write anywhere, so `scan` stops at the first record that is cut
+/// short, has an impossible length, or fails its checksum; the bytes before it are the journal.
+public enum JournalCodec {
+    public static let magic: [UInt8] = [0x89, 0x56, 0x47, 0x4A, 0x0D, 0x0A, 0x1A, 0x0A]
+    public static let version: UInt16 = 1
+    public static let headerBytes = 24
+    /// Length and checksum in front of each payload.
+    public static let frameBytes = 8
+    /// The longest payload `scan` believes (1 GiB): a longer length is damage. Real records are
+    /// under a kilobyte except a `pinPut` with very many votes (9 bytes each).
+    public static let maxPayloadBytes = 1 << 30
+
+    // MARK: header
+
+    /// The header that opens segment `segment`.
+    public static func header(segment: UInt64) -> [UInt8] {
+        var w = StateWriter(capacity: headerBytes)
+        w.bytes.append(contentsOf: magic)
+        w.u16(version)
+        w.u16(0)
+        w.u64(segment)
+        w.u32(CRC32C.checksum(w.bytes))
+        return w.bytes
+    }
+
+    /// The segment number a header names. A file shorter than the header throws `.truncated`
+    /// (a segment whose creation was cut short: it holds no records).
+    public static func readHeader(_ bytes: [UInt8]) throws(StateError) -> UInt64 {
+        guard bytes.count >= magic.count, bytes[0..<magic.count].elementsEqual(magic) else {
+            if bytes.count < magic.count, bytes.elementsEqual(magic.prefix(bytes.count)) { throw .truncated(what: "journal header", offset: bytes.count) }
+            throw .badMagic(kind: "journal")
+        }
+        return try bytes.withStateBytes { (raw: UnsafeRawBufferPointer) throws(StateError) -> UInt64 in
+            var r = StateReader(raw, offset: magic.count, what: "journal header")
+            let found = try r.u16()
+            guard found == version else { throw .unsupportedVersion(kind: "journal", found: found, supported: version) }
+            let flags = try r.u16()
+            guard flags == 0 else { throw r.invalid("unknown flags \(flags)", at: r.offset - 2) }
+            let segment = try r.u64()
+            let stored = try r.u32()
+            let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<(headerBytes - 4)]))
+            guard stored == computed else { throw .checksumMismatch(kind: "journal header", stored: stored, computed: computed) }
+            return segment
+        }
+    }
+
+    // MARK: records
+
+    /// Appends one framed record to `buffer` (the caller's, reused across records: no other
+    /// allocation than its growth).
+    public static func append(_ record: JournalRecord, to buffer: inout [UInt8]) {
+        var w = StateWriter()
+        swap(&w.bytes, &buffer)
+        let frame = w.bytes.count
+        w.u32(0)
+        w.u32(0)
+        writePayload(record, to: &w)
+        let payload = frame + frameBytes
+        let length = w.bytes.count - payload
+        w.patchU32(UInt32(truncatingIfNeeded: length), at: frame)
+        w.patchU32(CRC32C.checksum(w.bytes, range: payload..<w.bytes.count), at: frame + 4)
+        swap(&w.bytes, &buffer)
+    }
+
+    /// The framed bytes of one record.
+    public static func encode(_ record: JournalRecord) -> [UInt8] {
+        var out: [UInt8] = []
+        append(record, to: &out)
+        return out
+    }
+
+    /// The records in `bytes[start...]`, up to the first one that is cut short, has an impossible
+    /// length, fails its checksum or cannot be decoded. `validLength` is the offset (from the
+    /// start of `bytes`) just past the last good record: the length to truncate the file to when
+    /// the stop is a torn write at the tail.
+    public static func scan(_ bytes: [UInt8], from start: Int = 0) -> JournalScan {
+        bytes.withUnsafeBytes { raw in
+            var records: [JournalRecord] = []
+            var position = max(0, min(start, raw.count))
+            while position < raw.count {
+                guard raw.count - position >= frameBytes else {
+                    return JournalScan(records: records, validLength: position, stop: .incomplete(offset: position))
+                }
+                let length = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: position, as: UInt32.self))
+                let stored = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: position + 4, as: UInt32.self))
+                guard length >= 1, Int(length) <= maxPayloadBytes else {
+                    return JournalScan(records: records, validLength: position, stop: .badLength(offset: position, length: length))
+                }
+                let payloadStart = position + frameBytes
+                guard raw.count - payloadStart >= Int(length) else {
+                    return JournalScan(records: records, validLength: position, stop: .incomplete(offset: position))
+                }
+                let payload = UnsafeRawBufferPointer(rebasing: raw[payloadStart..<(payloadStart + Int(length))])
+                guard CRC32C.checksum(payload) == stored else {
+                    return JournalScan(records: records, validLength: position, stop: .checksumMismatch(offset: position))
+                }
+                do throws(StateError) {
+                    records.append(try decodePayload(payload))
+                } catch {
+                    return JournalScan(records: records, validLength: position, stop: .undecodable(offset: position, reason: error.description))
+                }
+                position = payloadStart + Int(length)
+            }
+            return JournalScan(records: records, validLength: position, stop: nil)
+        }
+    }
+
+    /// One record's payload (the bytes after a frame's length and checksum), decoded on its own:
+    /// the entry point for a fuzzer, which would rarely get past the frame checksum in `scan`.
+    public static func decodeRecord(payload: [UInt8]) throws(StateError) -> JournalRecord {
+        try payload.withStateBytes { (raw: UnsafeRawBufferPointer) throws(StateError) -> JournalRecord in
+            try decodePayload(raw)
+        }
+    }
+
+    // MARK: payloads
+
+    static func writePayload(_ record: JournalRecord, to w: inout StateWriter) {
+        switch record {
+        case .pinPut(let pin):
+            w.u8(1)
+            PinFields.write(pin, to: &w)
+        case .pinRemove(let id):
+            w.u8(2)
+            w.pinID(id)
+        case .panicStart(let start):
+            w.u8(3)
+            w.streamID(start.id)
+            w.u8(PanicFields.code(start.status))
+            PanicFields.write(start.location, to: &w)
+            w.i64(start.startedAt)
+            PanicFields.writeNote(start.note, to: &w)
+            w.digest(start.ownerDigest)
+            PanicFields.writeDigests(start.watchTokens, to: &w)
+            w.u32(UInt32(truncatingIfNeeded: start.historyCapacity))
+        case .panicEvent(let id, let event):
+            w.u8(4)
+            w.streamID(id)
+            PanicFields.write(event, to: &w)
+        case .panicInvite(let id, let digest):
+            w.u8(5)
+            w.streamID(id)
+            w.digest(digest)
+        case .panicRevoke(let id, let digest):
+            w.u8(6)
+            w.streamID(id)
+            w.digest(digest)
+        case .panicRemove(let id):
+            w.u8(7)
+            w.streamID(id)
+        }
+    }
+
+    /// One payload, which must be consumed exactly.
+    static func decodePayload(_ payload: UnsafeRawBufferPointer) throws(StateError) -> JournalRecord {
+        var r = StateReader(payload, what: "journal record")
+        let record: JournalRecord
+        switch try r.u8() {
+        case 1:
+            r.what = "pinPut record"
+            record = .pinPut(try PinFields.read(from: &r))
+        case 2:
+            record = .pinRemove(try r.pinID())
+        case 3:
+            r.what = "panicStart record"
+            let id = try r.streamID()
+            let status = try PanicFields.readStatus(&r)
+            let location = try PanicFields.readLocation(&r)
+            let startedAt = try r.time()
+            let note = try PanicFields.readNote(&r)
+            let ownerDigest = try r.digest()
+            let watchTokens = try PanicFields.readDigests(&r)
+            let historyCapacity = try PanicFields.readHistoryCapacity(&r)
+            record = .panicStart(PanicStartRecord(id: id, status: status, location: location, note: note, startedAt: startedAt,
+                                                  ownerDigest: ownerDigest, watchTokens: watchTokens, historyCapacity: historyCapacity))
+        case 4:
+            r.what = "panicEvent record"
+            record = .panicEvent(try r.streamID(), try PanicFields.readEvent(&r))
+        case 5:
+            record = .panicInvite(try r.streamID(), try r.digest())
+        case 6:
+            record = .panicRevoke(try r.streamID(), try r.digest())
+        case 7:
+            record = .panicRemove(try r.streamID())
+        case let kind:
+            throw r.invalid("unknown record kind \(kind)", at: 0)
+        }
+        guard r.isAtEnd else { throw r.invalid("\(r.remaining) bytes after the record's fields") }
+        return record
+    }
+}

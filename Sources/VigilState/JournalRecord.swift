@@ -1,0 +1,90 @@
+import VigilCore
+
+/// One change to durable state, as the journal keeps it between snapshots.
+///
+/// Records describe results, not requests: `pinPut` holds the pin as it is after the write, and
+/// `panicEvent` the event with the seq and time the hub gave it, so replay needs no tokens,
+/// settings or clock, and replaying a record twice changes nothing (see `StateImage.apply`).
+///
+/// What is not journaled, because restore derives it: pin expiry (pins with `expiresAt <= now`
+/// are dropped at restore), removal of ended streams after their grace (likewise), stale
+/// notices, and everything about connections (owners, watchers, subscriptions).
+public enum JournalRecord: Equatable, Sendable {
+    /// A pin created, edited or voted on: its full state afterwards, votes and sequence included.
+    case pinPut(Pin)
+    /// A pin deleted or flagged (or expired, though that needs no record).
+    case pinRemove(PinID)
+    /// A new panic stream: everything it started with.
+    case panicStart(PanicStartRecord)
+    /// A location, status change or end, with the seq and time the hub gave it.
+    case panicEvent(StreamID, PanicEvent)
+    /// A new watch token (its digest).
+    case panicInvite(StreamID, TokenDigest)
+    /// A watch token killed.
+    case panicRevoke(StreamID, TokenDigest)
+    /// A stream removed (grace over). Optional: restore drops such streams by their times anyway.
+    case panicRemove(StreamID)
+}
+
+/// What `panicStart` keeps: the stream's first state, from which replay rebuilds it exactly.
+public struct PanicStartRecord: Equatable, Sendable {
+    public var id: StreamID
+    public var status: PanicStatus
+    /// The first location, which is event seq 1.
+    public var location: PanicLocation
+    public var note: String?
+    public var startedAt: Int64
+    public var ownerDigest: TokenDigest
+    public var watchTokens: [TokenDigest]
+    public var historyCapacity: Int
+
+    public init(id: StreamID, status: PanicStatus, location: PanicLocation, note: String?, startedAt: Int64,
+                ownerDigest: TokenDigest, watchTokens: [TokenDigest], historyCapacity: Int) {
+        self.id = id
+        self.status = status
+        self.location = location
+        self.note = note
+        self.startedAt = startedAt
+        self.ownerDigest = ownerDigest
+        self.watchTokens = watchTokens
+        self.historyCapacity = historyCapacity
+    }
+
+    /// The record of a stream the hub has just started (its only event is seq 1).
+    public init(_ stream: PanicStream) {
+        self.init(id: stream.id, status: stream.status, location: stream.last.location, note: stream.note,
+                  startedAt: stream.startedAt, ownerDigest: stream.ownerTokenDigest,
+                  watchTokens: stream.watchTokenDigests, historyCapacity: stream.history.capacity)
+    }
+
+    /// The stream as `PanicHub.start` made it: seq 1, the first location as its only event.
+    public func stream() throws(PanicRestoreError) -> PanicStream {
+        try PanicStream.restored(id: id, status: status, startedAt: startedAt, updatedAt: startedAt, seq: 1,
+                                 lastLocation: location, lastLocationAt: startedAt, note: note, ended: nil,
+                                 history: [PanicEvent(seq: 1, at: startedAt, kind: .location(location))],
+                                 historyCapacity: historyCapacity, ownerDigest: ownerDigest,
+                                 watchTokens: watchTokens, staleNotified: false)
+    }
+}
+
+extension JournalRecord {
+    /// The record after any successful pin write (create, update, delete, vote): the pin as the
+    /// hub now holds it, or its removal when the hub no longer holds it (deleted, flagged by votes).
+    /// One rule for every write, so the server needs no case analysis of vote outcomes.
+    public static func pinState(_ id: PinID, in hub: MapHub) -> JournalRecord {
+        if let pin = hub.store[id] { return .pinPut(pin) }
+        return .pinRemove(id)
+    }
+
+    /// The record for a stream the hub has just started.
+    public static func panicStart(_ stream: PanicStream) -> JournalRecord {
+        .panicStart(PanicStartRecord(stream))
+    }
+
+    /// The record of a stream's newest event, after `update`, `setStatus` or `end` succeeded.
+    /// Journaling it when nothing changed (a status set to the status it had) is harmless: replay
+    /// skips a seq it holds already.
+    public static func latestEvent(of stream: PanicStream) -> JournalRecord? {
+        stream.latestEvent.map { .panicEvent(stream.id, $0) }
+    }
+}

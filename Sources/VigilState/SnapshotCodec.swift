@@ -1,0 +1,102 @@
+import VigilCore
+
+/// The snapshot file format, version 1:
+///
+///     magic           8 bytes  89 'V' 'G' 'S' 0D 0A 1A 0A
+///     version         u16      1
+///     flags           u16      0 (reserved: a reader refuses what it does not know)
+///     takenAt         i64      unix ms
+///     journalSegment  u64
+///     pin count       u32,  stream count u32
+///     pins            (see `PinFields`)
+///     streams         (see `PanicFields`)
+///     crc32c          u32      CRC-32C of every byte before it
+///
+/// Little-endian throughout. The magic's high first byte and CR LF / ^Z / LF catch a file that
+/// went through a text-mode transfer, as PNG's does. The version is checked before the checksum,
+/// so a file from a newer Vigil says "version 2 is not supported", not "damaged".
+public enum SnapshotCodec {
+    public static let magic: [UInt8] = [0x89, 0x56, 0x47, 0x53, 0x0D, 0x0A, 0x1A, 0x0A]
+    public static let version: UInt16 = 1
+    static let headerBytes = 8 + 2 + 2 + 8 + 8 + 4 + 4
+    static let checksumBytes = 4
+
+    /// The snapshot's bytes, ready to write. Sizes the buffer exactly for the pins (the bulk)
+    /// and generously for the streams, so it grows at most once. (`SnapshotWriter` builds the
+    /// same bytes in slices.)
+    public static func encode(_ snapshot: StateSnapshot) -> [UInt8] {
+        var capacity = headerBytes + checksumBytes
+        for pin in snapshot.pins { capacity += PinFields.size(pin) }
+        for stream in snapshot.streams { capacity += PanicFields.estimatedSize(stream) }
+        var writer = SnapshotWriter(takenAt: snapshot.takenAt, journalSegment: snapshot.journalSegment, capacity: capacity)
+        for pin in snapshot.pins { writer.append(pin) }
+        for stream in snapshot.streams { writer.append(stream) }
+        return writer.finish()
+    }
+
+    /// Reads a snapshot, refusing anything not exactly as `encode` writes it: wrong magic,
+    /// unknown version or flags, a checksum mismatch, a count or length past the end, a field out
+    /// of range, bytes left over. Never traps, whatever the input (the decoder is fuzzed).
+    ///
+    /// `verifyingChecksum: false` is for fuzzing only: it lets random inputs reach the field
+    /// decoders, which a checksum would otherwise stop at the door.
+    public static func decode(_ bytes: [UInt8], verifyingChecksum: Bool = true) throws(StateError) -> StateSnapshot {
+        try bytes.withStateBytes { (raw: UnsafeRawBufferPointer) throws(StateError) -> StateSnapshot in
+            try decode(raw, verifyingChecksum: verifyingChecksum)
+        }
+    }
+
+    /// Whether `bytes` has the magic, a known version and a matching checksum: the cheap check
+    /// (no field decoding) used to pick which old snapshot to keep as a fallback.
+    public static func verify(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { raw in
+            var r = StateReader(raw, what: "snapshot header")
+            return (try? checkHeader(&r, verifyingChecksum: true)) != nil
+        }
+    }
+
+    static func decode(_ raw: UnsafeRawBufferPointer, verifyingChecksum: Bool) throws(StateError) -> StateSnapshot {
+        var r = StateReader(raw, what: "snapshot header")
+        try checkHeader(&r, verifyingChecksum: verifyingChecksum)
+        // The payload ends where the checksum begins; `checkHeader` made sure the file is that long.
+        let payloadEnd = raw.count - checksumBytes
+        var body = StateReader(UnsafeRawBufferPointer(rebasing: raw[0..<payloadEnd]), offset: r.offset, what: "snapshot header")
+        let takenAt = try body.i64()
+        let journalSegment = try body.u64()
+        let pinCount = try body.count(of: "pin", minimumElementBytes: PinFields.minimumBytes)
+        let streamCount = try body.count(of: "stream", minimumElementBytes: PanicFields.minimumStreamBytes)
+        body.what = "pin"
+        var pins: [Pin] = []
+        pins.reserveCapacity(pinCount)
+        for _ in 0..<pinCount { pins.append(try PinFields.read(from: &body)) }
+        body.what = "panic stream"
+        var streams: [PanicStream] = []
+        streams.reserveCapacity(streamCount)
+        for _ in 0..<streamCount { streams.append(try PanicFields.readStream(&body)) }
+        guard body.isAtEnd else {
+            throw .invalid(what: "snapshot", offset: body.offset, reason: "\(body.remaining) bytes after the last stream")
+        }
+        return StateSnapshot(takenAt: takenAt, journalSegment: journalSegment, pins: pins, streams: streams)
+    }
+
+    /// Magic, version, flags and (optionally) checksum; leaves `r` after the flags.
+    static func checkHeader(_ r: inout StateReader, verifyingChecksum: Bool) throws(StateError) {
+        let raw = r.base
+        guard raw.count >= magic.count, raw.prefix(magic.count).elementsEqual(magic) else {
+            if raw.count < magic.count, raw.elementsEqual(magic.prefix(raw.count)) { throw .truncated(what: "snapshot header", offset: raw.count) }
+            throw .badMagic(kind: "snapshot")
+        }
+        r = StateReader(raw, offset: magic.count, what: "snapshot header")
+        let found = try r.u16()
+        guard found == version else { throw .unsupportedVersion(kind: "snapshot", found: found, supported: version) }
+        let flags = try r.u16()
+        guard flags == 0 else { throw .invalid(what: "snapshot header", offset: r.offset - 2, reason: "unknown flags \(flags)") }
+        guard raw.count >= headerBytes + checksumBytes else { throw .truncated(what: "snapshot header", offset: raw.count) }
+        if verifyingChecksum {
+            let payloadEnd = raw.count - checksumBytes
+            let stored = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: payloadEnd, as: UInt32.self))
+            let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<payloadEnd]))
+            guard stored == computed else { throw .checksumMismatch(kind: "snapshot", stored: stored, computed: computed) }
+        }
+    }
+}

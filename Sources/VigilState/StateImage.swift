@@ -1,0 +1,125 @@
+import VigilCore
+
+/// Durable state being rebuilt: a snapshot's pins and streams, with journal records applied on
+/// top, before it becomes live hubs.
+///
+/// Pins are replayed into a `PinStore`, which becomes the map hub's store as it is: the snapshot's
+/// pins are indexed once, in O(n), and never copied into a second million-entry dictionary.
+/// Streams are replayed as plain values and armed in a hub at the end (their timers depend on
+/// `now`). The same input gives the same image, whatever the order of dictionary iteration:
+/// every rule below depends only on the record and the state it applies to.
+///
+/// Rules, chosen so that applying a record twice changes nothing:
+/// - `pinPut` sets the pin (insert or replace; a pin with sequence 0 keeps the held one's).
+/// - `pinRemove`, `panicRemove`: remove if held.
+/// - `panicStart` of a stream held already is skipped.
+/// - `panicEvent` applies the next seq, skips a seq already held, refuses a gap or an event after
+///   the end (see `PanicStream.replay`).
+/// - `panicInvite` adds a digest not yet live, `panicRevoke` removes it if live.
+/// A record that contradicts the state (an event for a stream never started, a gap) changes
+/// nothing and is noted in `issues`: replay goes on, since the rest of the journal is still good.
+public struct StateImage: Sendable {
+    /// The pins, indexed as a live store (creation order and sequence numbers as recorded).
+    public private(set) var pinStore = PinStore()
+    public var streams: [StreamID: PanicStream] = [:]
+    /// The first `maxIssuesKept` records that could not be applied, described for the log.
+    public private(set) var issues: [String] = []
+    /// All such records, including those past `maxIssuesKept`.
+    public private(set) var issueCount = 0
+    /// Records applied, and records that were already reflected (skipped as duplicates).
+    public private(set) var appliedCount = 0
+    public private(set) var duplicateCount = 0
+
+    public static let maxIssuesKept = 100
+
+    public init() {}
+
+    public init(_ snapshot: StateSnapshot) {
+        pinStore.restore(snapshot.pins)
+        streams.reserveCapacity(snapshot.streams.count)
+        for stream in snapshot.streams { streams[stream.id] = stream }
+    }
+
+    /// The pins held, by id.
+    public var pins: [PinID: Pin] { pinStore.pins }
+
+    public mutating func apply(_ records: [JournalRecord]) {
+        for record in records { apply(record) }
+    }
+
+    public mutating func apply(_ record: JournalRecord) {
+        switch record {
+        case .pinPut(var pin):
+            let held = pinStore[pin.id]
+            if pin.sequence == 0, let held { pin.sequence = held.sequence }
+            if let held, held == pin, held.sequence == pin.sequence {
+                duplicateCount += 1
+                return
+            }
+            pinStore.restore([pin])
+            appliedCount += 1
+        case .pinRemove(let id):
+            count(pinStore.remove(id) != nil)
+        case .panicStart(let start):
+            guard streams[start.id] == nil else { duplicateCount += 1; return }
+            do {
+                streams[start.id] = try start.stream()
+                appliedCount += 1
+            } catch {
+                note("panicStart of stream \(start.id) refused: \(error)")
+            }
+        case .panicEvent(let id, let event):
+            guard streams[id] != nil else { return note("event seq \(event.seq) for unknown stream \(id)") }
+            switch streams[id]!.replay(event) {
+            case .applied: appliedCount += 1
+            case .alreadyApplied: duplicateCount += 1
+            case .refused(let reason): note(reason)
+            }
+        case .panicInvite(let id, let digest):
+            guard streams[id] != nil else { return note("invitation for unknown stream \(id)") }
+            count(streams[id]!.replayInvite(digest))
+        case .panicRevoke(let id, let digest):
+            // A revocation for a stream already gone is a no-op, as in the hub.
+            count(streams[id]?.replayRevoke(digest) ?? false)
+        case .panicRemove(let id):
+            count(streams.removeValue(forKey: id) != nil)
+        }
+    }
+
+    /// The highest session id that has voted on a held pin. Sessions restart from a counter after
+    /// a restart: the server should number new sessions above this one, or a new session could
+    /// find (and silently change) an old session's vote.
+    public var highestVoteSession: UInt64 {
+        var highest: UInt64 = 0
+        for pin in pinStore.pins.values {
+            for session in pin.votes.keys where session > highest { highest = session }
+        }
+        return highest
+    }
+
+    /// Live hubs holding this state at `now`: pins past their expiry and ended streams past their
+    /// grace are dropped (silently: nobody subscribes or watches yet), timers are re-armed.
+    public func restore(pinSettings: PinSettings, panicSettings: PanicSettings, now: Int64) -> (map: MapHub, panic: PanicHub) {
+        var map = MapHub(settings: pinSettings, store: pinStore)
+        var nobody: [PinDelivery] = []
+        map.expire(now: now, out: &nobody)
+        var panic = PanicHub(settings: panicSettings)
+        panic.restoreStreams(Array(streams.values), now: now)
+        return (map, panic)
+    }
+
+    /// The image as a snapshot (pins in creation order, streams by id).
+    public func snapshot(takenAt: Int64, journalSegment: UInt64) -> StateSnapshot {
+        StateSnapshot(takenAt: takenAt, journalSegment: journalSegment, pins: pinStore.exportPins(),
+                      streams: streams.keys.sorted().compactMap { streams[$0] })
+    }
+
+    private mutating func count(_ changed: Bool) {
+        if changed { appliedCount += 1 } else { duplicateCount += 1 }
+    }
+
+    private mutating func note(_ issue: String) {
+        issueCount += 1
+        if issues.count < Self.maxIssuesKept { issues.append(issue) }
+    }
+}

@@ -1,0 +1,167 @@
+import VigilCore
+
+/// One JSON line of the inspector's output: `{"type": …, "file": …, fields…}`.
+///
+/// Field names are snake_case, as on the wire. Digests are cut to 8 hex digits (see
+/// `StateInspector`); ids are printed whole (they open nothing without a token).
+struct InspectorLine {
+    let file: String
+    var w = JSONWriter(capacity: 512)
+
+    init(file: String) {
+        self.file = file
+    }
+
+    mutating func begin(_ type: StaticString) {
+        w.reset()
+        w.beginObject()
+        w.key("type")
+        w.string(type.description)
+        w.field("file", file)
+    }
+
+    mutating func end() -> String {
+        w.endObject()
+        return String(decoding: w.bytes, as: UTF8.self)
+    }
+
+    /// "sha256:1a2b3c4d…": the first 4 bytes of the digest only.
+    static func shortDigest(_ digest: TokenDigest) -> String {
+        let hex = Array("0123456789abcdef".utf8)
+        var out = Array("sha256:".utf8)
+        for byte in digest.bytes.prefix(4) {
+            out.append(hex[Int(byte >> 4)])
+            out.append(hex[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self) + "…"
+    }
+
+    mutating func pin(_ pin: Pin) {
+        w.field("id", pin.id.description)
+        w.field("lat", pin.point.lat)
+        w.field("lon", pin.point.lon)
+        w.field("title", pin.title)
+        w.field("description", pin.description)
+        w.field("category", pin.category)
+        w.field("created_at", pin.createdAt)
+        w.field("updated_at", pin.updatedAt)
+        w.field("expires_at", pin.expiresAt)
+        w.field("sequence", Int64(bitPattern: pin.sequence))
+        w.field("up", Int64(pin.up))
+        w.field("down", Int64(pin.down))
+        w.field("votes", Int64(pin.votes.count))
+        w.field("edit_digest", Self.shortDigest(pin.editDigest))
+    }
+
+    mutating func location(_ location: PanicLocation) {
+        w.field("lat", location.lat)
+        w.field("lon", location.lon)
+        if let v = location.accuracyM { w.field("accuracy_m", v) }
+        if let v = location.heading { w.field("heading", v) }
+        if let v = location.speedMps { w.field("speed_mps", v) }
+    }
+
+    mutating func event(_ event: PanicEvent) {
+        w.beginObject()
+        w.field("seq", Int64(bitPattern: event.seq))
+        w.field("at", event.at)
+        switch event.kind {
+        case .location(let l):
+            w.key("location")
+            w.beginObject()
+            location(l)
+            w.endObject()
+        case .status(let s):
+            w.field("status", s.rawValue)
+        case .ended(let r):
+            w.field("ended", r.rawValue)
+        }
+        w.endObject()
+    }
+
+    mutating func digests(_ name: StaticString, _ digests: [TokenDigest]) {
+        w.key(name)
+        w.beginArray()
+        for d in digests { w.string(Self.shortDigest(d)) }
+        w.endArray()
+    }
+
+    mutating func note(_ note: String?) {
+        w.key("note")
+        if let note { w.string(note) } else { w.null() }
+    }
+
+    mutating func stream(_ s: PanicStream) {
+        w.field("id", s.id.description)
+        w.field("status", s.status.rawValue)
+        w.field("started_at", s.startedAt)
+        w.field("updated_at", s.updatedAt)
+        w.field("seq", Int64(bitPattern: s.seq))
+        w.key("last")
+        w.beginObject()
+        location(s.last.location)
+        w.field("at", s.last.at)
+        w.endObject()
+        note(s.note)
+        w.key("ended")
+        if let end = s.ended {
+            w.beginObject()
+            w.field("reason", end.reason.rawValue)
+            w.field("at", end.at)
+            w.endObject()
+        } else {
+            w.null()
+        }
+        w.field("owner_digest", Self.shortDigest(s.ownerTokenDigest))
+        digests("watch_tokens", s.watchTokenDigests)
+        w.field("stale_notified", s.isStaleNotified)
+        w.field("history_capacity", Int64(s.history.capacity))
+        w.key("history")
+        w.beginArray()
+        for e in s.history.all { event(e) }
+        w.endArray()
+    }
+
+    mutating func record(_ record: JournalRecord) {
+        switch record {
+        case .pinPut(let p):
+            w.field("record", "pinPut")
+            w.key("pin")
+            w.beginObject()
+            pin(p)
+            w.endObject()
+        case .pinRemove(let id):
+            w.field("record", "pinRemove")
+            w.field("id", id.description)
+        case .panicStart(let start):
+            w.field("record", "panicStart")
+            w.field("stream", start.id.description)
+            w.field("status", start.status.rawValue)
+            w.key("location")
+            w.beginObject()
+            location(start.location)
+            w.endObject()
+            note(start.note)
+            w.field("started_at", start.startedAt)
+            w.field("owner_digest", Self.shortDigest(start.ownerDigest))
+            digests("watch_tokens", start.watchTokens)
+            w.field("history_capacity", Int64(start.historyCapacity))
+        case .panicEvent(let id, let e):
+            w.field("record", "panicEvent")
+            w.field("stream", id.description)
+            w.key("event")
+            event(e)
+        case .panicInvite(let id, let d):
+            w.field("record", "panicInvite")
+            w.field("stream", id.description)
+            w.field("digest", Self.shortDigest(d))
+        case .panicRevoke(let id, let d):
+            w.field("record", "panicRevoke")
+            w.field("stream", id.description)
+            w.field("digest", Self.shortDigest(d))
+        case .panicRemove(let id):
+            w.field("record", "panicRemove")
+            w.field("stream", id.description)
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import VigilCore
+
+/// The state found at startup, as live hubs, with what the log should say about how it was found.
+public struct RecoveredState: Sendable {
+    public var map: MapHub
+    public var panic: PanicHub
+    /// The snapshot restored from (nil: none, the journal alone was replayed).
+    public var snapshotFile: String?
+    public var snapshotTakenAt: Int64?
+    /// Newer snapshots that were skipped, each with the reason.
+    public var snapshotFallbacks: [String]
+    public var journal: JournalReadReport
+    /// Records that did not fit the state (see `StateImage`), the first few described.
+    public var replayIssues: [String]
+    public var replayIssueCount: Int
+    /// Number new sessions above this (see `StateImage.highestVoteSession`).
+    public var highestVoteSession: UInt64
+    /// The journal segment to open for new records.
+    public var nextSegment: UInt64
+
+    /// One line each for the startup log: what was restored, and every fallback, cut and issue.
+    public var logLines: [String] {
+        var lines: [String] = []
+        if let snapshotFile {
+            lines.append("restored \(snapshotFile) (taken at \(snapshotTakenAt ?? 0) ms)")
+        } else {
+            lines.append("no snapshot: starting from the journal alone")
+        }
+        for fallback in snapshotFallbacks { lines.append("skipped damaged snapshot \(fallback)") }
+        lines.append("replayed \(journal.records) journal records from \(journal.segments.count) segment(s); \(map.store.count) pins, \(panic.count) panic streams")
+        if let cut = journal.truncatedTail {
+            lines.append("cut a torn write off \(cut.file): \(cut.size) → \(cut.keptBytes) bytes")
+        }
+        if let corruption = journal.corruption { lines.append("journal replay stopped early: \(corruption)") }
+        for issue in replayIssues { lines.append("journal record not applied: \(issue)") }
+        if replayIssueCount > replayIssues.count { lines.append("… and \(replayIssueCount - replayIssues.count) more records not applied") }
+        return lines
+    }
+}
+
+extension StateDirectory {
+    /// Newest valid snapshot + journal replay → hubs at `now` (expired pins and ended streams past
+    /// their grace dropped, timers re-armed, no connections). The torn tail of the last journal
+    /// segment is truncated; damage elsewhere stops replay and is reported in `journal.corruption`
+    /// (the caller decides whether to start with the state so far or refuse).
+    ///
+    /// Startup, in order:
+    /// 1. `StateDirectory(path:)`, then `StateLock(directory)` (refuse to start when locked).
+    /// 2. `recover(...)`; log `logLines`; check `journal.corruption`.
+    /// 3. `openSegment(nextSegment)` for new records.
+    /// 4. Write a snapshot of the recovered hubs with `journalSegment: nextSegment`, then
+    ///    `removeObsolete(before: nextSegment)`: the replayed (and any damaged) files become
+    ///    obsolete, and the next restart does not replay or trip over them again.
+    public func recover(pinSettings: PinSettings, panicSettings: PanicSettings, now: Int64) throws(StateError) -> RecoveredState {
+        var loaded = try loadNewestSnapshot()
+        var image: StateImage
+        let from: UInt64
+        let takenAt = loaded.snapshot?.takenAt
+        if let snapshot = loaded.snapshot {
+            image = StateImage(snapshot)
+            from = snapshot.journalSegment
+            loaded.snapshot = nil      // the image holds the pins now; a million of them need not exist twice
+        } else {
+            image = StateImage()
+            from = try listing().journals.first ?? 0
+        }
+        let journal = try readJournal(from: from) { image.apply($0) }
+        let (map, panic) = image.restore(pinSettings: pinSettings, panicSettings: panicSettings, now: now)
+        // Never reuse a segment number a file already has, damaged or not.
+        let next = journal.lastSegment.map { max(from, $0 + 1) } ?? from
+        return RecoveredState(map: map, panic: panic, snapshotFile: loaded.file, snapshotTakenAt: takenAt,
+                              snapshotFallbacks: loaded.fallbacks, journal: journal, replayIssues: image.issues,
+                              replayIssueCount: image.issueCount, highestVoteSession: image.highestVoteSession,
+                              nextSegment: next)
+    }
+}

@@ -1,0 +1,28 @@
+import VigilCore
+
+/// Everything durable at one moment: the pins and the panic streams, and the journal segment
+/// that continues from here (records written after the snapshot was taken go to segments
+/// `journalSegment`, `journalSegment + 1`, …).
+public struct StateSnapshot: Sendable {
+    /// When it was taken (unix ms), for the log and the inspector.
+    public var takenAt: Int64
+    /// The first journal segment whose records are not in this snapshot.
+    public var journalSegment: UInt64
+    /// In creation order (`Pin.sequence`), each with its votes and sequence.
+    public var pins: [Pin]
+    /// Ordered by id; owners and watchers are not part of the state.
+    public var streams: [PanicStream]
+
+    public init(takenAt: Int64, journalSegment: UInt64, pins: [Pin], streams: [PanicStream]) {
+        self.takenAt = takenAt
+        self.journalSegment = journalSegment
+        self.pins = pins
+        self.streams = streams
+    }
+
+    /// The state of two hubs. Call it on copies (copy-on-write makes copying a hub O(1)) so
+    /// the export and the encode can run on a writer thread while the loop thread goes on.
+    public init(takenAt: Int64, journalSegment: UInt64, map: MapHub, panic: PanicHub) {
+        self.init(takenAt: takenAt, journalSegment: journalSegment, pins: map.exportPins(), streams: panic.exportStreams())
+    }
+}

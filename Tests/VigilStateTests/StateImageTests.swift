@@ -1,0 +1,115 @@
+import Testing
+@testable import VigilCore
+@testable import VigilState
+
+/// The rules of `StateImage.apply`, one by one.
+@Suite struct StateImageTests {
+    let secrets = SeededSecrets(seed: 51)
+
+    @Test func pinPutInsertsOrReplacesAndPinRemoveRemoves() {
+        var image = StateImage()
+        var pin = Fixtures.pin(secrets, sequence: 3)
+        image.apply(.pinPut(pin))
+        pin.title = "edited"
+        pin.sequence = 0                       // a record without a sequence keeps the held one
+        image.apply(.pinPut(pin))
+        #expect(image.pins[pin.id]?.title == "edited" && image.pins[pin.id]?.sequence == 3)
+        image.apply(.pinPut(image.pins[pin.id]!))
+        image.apply(.pinRemove(pin.id))
+        image.apply(.pinRemove(pin.id))
+        #expect(image.pins.isEmpty)
+        #expect(image.appliedCount == 3 && image.duplicateCount == 2 && image.issueCount == 0)
+    }
+
+    @Test func panicRecordsRebuildTheStream() throws {
+        let start = Fixtures.stream(secrets, events: 0, capacity: 3, tokens: 1)
+        var live = start
+        var records: [JournalRecord] = [.panicStart(start)]
+        for i in 1...5 {
+            let e = live.record(i == 3 ? .status(.amber) : .location(PanicLocation(lat: Double(i), lon: 0)), now: start.startedAt + Int64(i))
+            records.append(.panicEvent(live.id, e))
+        }
+        let invited = secrets.digest(ofToken: "second contact")
+        live.replayInvite(invited)
+        records.append(.panicInvite(live.id, invited))
+        live.replayRevoke(start.watchTokenDigests[0])
+        records.append(.panicRevoke(live.id, start.watchTokenDigests[0]))
+        let e = live.record(.ended(.safe), now: start.startedAt + 10)
+        records.append(.panicEvent(live.id, e))
+
+        var image = StateImage()
+        image.apply(records)
+        expectSameStream(try #require(image.streams[live.id]), live)
+        #expect(image.appliedCount == records.count && image.issueCount == 0)
+
+        // Everything again: nothing changes, everything counts as a duplicate.
+        image.apply(records)
+        expectSameStream(try #require(image.streams[live.id]), live)
+        #expect(image.duplicateCount == records.count && image.issueCount == 0)
+
+        image.apply(.panicRemove(live.id))
+        #expect(image.streams.isEmpty)
+        image.apply(.panicRevoke(live.id, invited))       // stream gone: a quiet no-op
+        #expect(image.issueCount == 0)
+    }
+
+    @Test func contradictionsAreNotedAndSkipped() {
+        var image = StateImage()
+        let stream = Fixtures.stream(secrets, events: 0, capacity: 3)
+        image.apply(.panicEvent(stream.id, PanicEvent(seq: 2, at: 1, kind: .status(.amber))))
+        image.apply(.panicInvite(stream.id, secrets.digest(ofToken: "x")))
+        image.apply(.panicStart(stream))
+        image.apply(.panicEvent(stream.id, PanicEvent(seq: 4, at: 1, kind: .status(.amber))))
+        var bad = PanicStartRecord(stream)
+        bad.id = StreamID(high: 1, low: 1)
+        bad.historyCapacity = 0
+        image.apply(.panicStart(bad))
+        #expect(image.issueCount == 4)
+        #expect(image.issues[0] == "event seq 2 for unknown stream \(stream.id)")
+        #expect(image.issues[2].contains("leaves a gap"))
+        #expect(image.issues[3].contains("history capacity 0 is below 1"))
+        #expect(image.streams.count == 1 && image.streams[stream.id]?.seq == 1)
+    }
+
+    @Test func issuesKeptAreBounded() {
+        var image = StateImage()
+        for i in 0..<(StateImage.maxIssuesKept + 50) {
+            image.apply(.panicInvite(StreamID(high: 0, low: UInt64(i)), secrets.digest(ofToken: "t")))
+        }
+        #expect(image.issues.count == StateImage.maxIssuesKept && image.issueCount == StateImage.maxIssuesKept + 50)
+    }
+
+    @Test func restoreDropsExpiredPinsAndPastGraceStreams() {
+        var image = StateImage()
+        var fresh = Fixtures.pin(secrets, sequence: 1)
+        fresh.expiresAt = 2_000
+        var stale = Fixtures.pin(secrets, sequence: 2)
+        stale.expiresAt = 1_000
+        image.apply([.pinPut(fresh), .pinPut(stale)])
+        let settings = PanicSettings(endedGraceMs: 500)
+        let gone = Fixtures.stream(secrets, events: 0, capacity: 3, end: .safe, start: 0)        // ended at 1
+        let kept = Fixtures.stream(secrets, events: 0, capacity: 3, end: .safe, start: 900)      // ended at 901
+        image.streams = [gone.id: gone, kept.id: kept]
+        let (map, panic) = image.restore(pinSettings: PinSettings(), panicSettings: settings, now: 1_000)
+        #expect(map.exportPins().map(\.id) == [fresh.id])
+        #expect(panic.exportStreams().map(\.id) == [kept.id])
+    }
+
+    @Test func highestVoteSessionSpansAllPins() {
+        var image = StateImage()
+        var a = Fixtures.pin(secrets, sequence: 1)
+        a.votes = [3: 1, 99: -1]
+        var b = Fixtures.pin(secrets, sequence: 2)
+        b.votes = [42: 1]
+        image.apply([.pinPut(a), .pinPut(b)])
+        #expect(image.highestVoteSession == 99)
+        #expect(StateImage().highestVoteSession == 0)
+    }
+
+    @Test func snapshotOfAnImageRoundTrips() throws {
+        let sample = SnapshotCodecTests.sample()
+        let image = StateImage(sample)
+        let again = image.snapshot(takenAt: sample.takenAt, journalSegment: sample.journalSegment)
+        #expect(SnapshotCodec.encode(again) == SnapshotCodec.encode(sample))
+    }
+}

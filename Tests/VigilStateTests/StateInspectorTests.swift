@@ -1,0 +1,99 @@
+import Testing
+@testable import VigilCore
+@testable import VigilState
+
+@Suite struct StateInspectorTests {
+    func lines(_ path: String, entries: Bool = true) throws -> [JSONObject] {
+        var out: [String] = []
+        try StateInspector.inspect(path: path, entries: entries) { out.append($0) }
+        return try out.map { line in
+            #expect(!line.contains("\n"))
+            let value = try JSONParser.parse(Array(line.utf8))
+            return try #require(value.object)
+        }
+    }
+
+    func fullHex(_ d: TokenDigest) -> String {
+        d.bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+    }
+
+    @Test func describesEveryFileThenItsEntries() throws {
+        let tmp = TemporaryDirectory()
+        let dir = try StateDirectory(path: tmp.path)
+        let sample = SnapshotCodecTests.sample()
+        try dir.writeSnapshot(SnapshotCodec.encode(sample), segment: 42)
+        let records = JournalCodecTests.sampleRecords()
+        let file = try dir.openSegment(42)
+        for r in records { file.append(r) }
+        try file.close()
+        // A torn tail: the inspector reports it and changes nothing.
+        var journal = tmp.read("journal-000000000000002a.vgj")
+        let goodLength = journal.count
+        journal += [9, 0, 0, 0, 1]
+        tmp.write("journal-000000000000002a.vgj", journal)
+
+        let out = try lines(tmp.path)
+        #expect(out.count == 1 + sample.pins.count + sample.streams.count + 1 + records.count)
+        let head = out[0]
+        #expect(head["type"]?.string == "snapshot" && head["file"]?.string == "snapshot-000000000000002a.vgs")
+        #expect(head["valid"]?.bool == true && head["pins"]?.int64 == 6 && head["streams"]?.int64 == 4 && head["segment"]?.int64 == 42)
+        let pin = out[1]
+        #expect(pin["type"]?.string == "pin" && pin["id"]?.string == sample.pins[0].id.description && pin["title"]?.string == sample.pins[0].title)
+        let stream = out[1 + sample.pins.count]
+        #expect(stream["type"]?.string == "stream" && stream["history"]?.array?.count == sample.streams[0].history.count)
+        let journalLine = out[1 + sample.pins.count + sample.streams.count]
+        #expect(journalLine["type"]?.string == "journal" && journalLine["torn"]?.bool == true)
+        #expect(journalLine["valid_length"]?.int64 == Int64(goodLength) && journalLine["torn_bytes"]?.int64 == 5)
+        #expect(journalLine["records"]?.int64 == Int64(records.count))
+        #expect(out.last?["record"]?.string == "panicRemove")
+        #expect(tmp.read("journal-000000000000002a.vgj").count == journal.count, "read-only")
+    }
+
+    @Test func digestsAreNeverPrintedWhole() throws {
+        let tmp = TemporaryDirectory()
+        let dir = try StateDirectory(path: tmp.path)
+        let sample = SnapshotCodecTests.sample()
+        try dir.writeSnapshot(SnapshotCodec.encode(sample), segment: 1)
+        let file = try dir.openSegment(1)
+        for r in JournalCodecTests.sampleRecords() { file.append(r) }
+        try file.close()
+        var text = ""
+        try StateInspector.inspect(path: tmp.path) { text += $0 + "\n" }
+        var digests = sample.pins.map(\.editDigest) + sample.streams.flatMap { [$0.ownerTokenDigest] + $0.watchTokenDigests }
+        for r in JournalCodecTests.sampleRecords() {
+            switch r {
+            case .panicInvite(_, let d), .panicRevoke(_, let d): digests.append(d)
+            case .panicStart(let s): digests.append(s.ownerDigest); digests += s.watchTokens
+            default: break
+            }
+        }
+        for d in digests {
+            let hex = fullHex(d)
+            #expect(!text.contains(String(hex.prefix(9))))
+            #expect(text.contains("sha256:\(hex.prefix(8))…"))
+        }
+        #expect(InspectorLine.shortDigest(TokenDigest(words: (0x0123_4567_89AB_CDEF, 0, 0, 0))) == "sha256:01234567…")
+    }
+
+    @Test func damagedAndOddFilesAreDescribedNotFatal() throws {
+        let tmp = TemporaryDirectory()
+        tmp.write("snapshot-0000000000000001.vgs", [0x89, 0x56, 0x47, 0x53, 1, 2])
+        tmp.write("snapshot-0000000000000002.vgs.tmp", [])
+        tmp.write("journal-0000000000000001.vgj", [])
+        tmp.write("journal-0000000000000002.vgj", [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25])
+        let out = try lines(tmp.path)
+        #expect(out.map { $0["type"]?.string ?? "" } == ["snapshot", "snapshot-temp", "journal", "journal"])
+        #expect(out.allSatisfy { $0["valid"]?.bool == false && $0["error"]?.string != nil })
+        #expect(out[2]["error"]?.string == "empty file (no header yet)")
+        #expect(out[3]["error"]?.string?.hasPrefix("bad header") == true)
+    }
+
+    @Test func aSingleFileAndSummariesOnly() throws {
+        let tmp = TemporaryDirectory()
+        let dir = try StateDirectory(path: tmp.path)
+        try dir.writeSnapshot(SnapshotCodec.encode(SnapshotCodecTests.sample()), segment: 3)
+        let out = try lines(tmp.file("snapshot-0000000000000003.vgs"), entries: false)
+        #expect(out.count == 1 && out[0]["type"]?.string == "snapshot" && out[0]["valid"]?.bool == true)
+        #expect(throws: StateError.self) { try lines(tmp.file("missing")) }
+    }
+}

@@ -1,0 +1,169 @@
+import Glibc
+import Testing
+import VigilGeo
+@testable import VigilCore
+@testable import VigilState
+
+/// Deterministic stand-in for OpenSSL: a seeded generator, and a digest that is a keyed mix of the
+/// token's bytes (collision-free enough for tests; the daemon uses SHA-256).
+final class SeededSecrets: Secrets {
+    private var state: UInt64
+    init(seed: UInt64 = 0x9E37_79B9_7F4A_7C15) { state = seed }
+
+    func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// 0 ..< n.
+    func roll(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+
+    /// A double in 0 ..< 1.
+    func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+
+    func randomBytes(_ count: Int) -> [UInt8] {
+        (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) }
+    }
+
+    func digest(ofToken token: String) -> TokenDigest {
+        var h: [UInt64] = [0xCBF2_9CE4_8422_2325, 0x1000_0000_01B3, 0x8422_2325, 0xDEAD_BEEF]
+        for (i, b) in token.utf8.enumerated() {
+            h[i % 4] = (h[i % 4] ^ UInt64(b)) &* 0x100_0000_01B3
+        }
+        var bytes: [UInt8] = []
+        for w in h { for j in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: w >> UInt64(j * 8))) } }
+        return TokenDigest(bytes: bytes)
+    }
+}
+
+/// Builders for the values the tests store and compare.
+enum Fixtures {
+    static let titles = ["Road closed", "Straßensperre", "道路封鎖", "Éboulement ⚠️", "", "🚧🚧🚧", "tab\tnew\nline \"quoted\""]
+
+    static func pin(_ secrets: SeededSecrets, sequence: UInt64, votes: Int = 0, now: Int64 = 1_700_000_000_000) -> Pin {
+        var pin = Pin(id: PinID(random: secrets.randomBytes(16)),
+                      point: GeoPoint(lat: secrets.unit() * 180 - 90, lon: secrets.unit() * 360 - 180),
+                      title: titles[secrets.roll(titles.count)], description: secrets.roll(3) == 0 ? "" : "description \(sequence) ✓",
+                      category: ["general", "hazard", "help"][secrets.roll(3)], createdAt: now - Int64(secrets.roll(100_000)),
+                      expiresAt: now + 1_000 + Int64(secrets.roll(3_600_000)), editDigest: secrets.digest(ofToken: "edit-\(sequence)"))
+        pin.updatedAt = pin.createdAt + Int64(secrets.roll(1000))
+        pin.sequence = sequence
+        for _ in 0..<votes {
+            let value: Int8 = secrets.roll(2) == 0 ? 1 : -1
+            if pin.votes.updateValue(value, forKey: secrets.next() % 1_000_000) == nil {
+                if value == 1 { pin.up += 1 } else { pin.down += 1 }
+            }
+        }
+        return pin
+    }
+
+    static func location(_ secrets: SeededSecrets) -> PanicLocation {
+        PanicLocation(lat: secrets.unit() * 180 - 90, lon: secrets.unit() * 360 - 180,
+                      accuracyM: secrets.roll(2) == 0 ? nil : secrets.unit() * 100,
+                      heading: secrets.roll(2) == 0 ? nil : secrets.unit() * 360,
+                      speedMps: secrets.roll(3) == 0 ? nil : secrets.unit() * 30)
+    }
+
+    /// A stream driven through `events` more events after its start (locations and status
+    /// changes), ended when `end` is given.
+    static func stream(_ secrets: SeededSecrets, events: Int, capacity: Int, end: PanicEndReason? = nil,
+                       tokens: Int = 2, note: String? = "walking home 🌙", start: Int64 = 1_700_000_000_000) -> PanicStream {
+        var stream = try! PanicStartRecord(id: StreamID(random: secrets.randomBytes(16)), status: .red, location: location(secrets),
+                                           note: note, startedAt: start, ownerDigest: secrets.digest(ofToken: "owner-\(secrets.next())"),
+                                           watchTokens: (0..<tokens).map { _ in secrets.digest(ofToken: "watch-\(secrets.next())") },
+                                           historyCapacity: capacity).stream()
+        var now = start
+        for _ in 0..<events {
+            now += 1 + Int64(secrets.roll(5000))
+            let kind: PanicEventKind = secrets.roll(4) == 0 ? .status(stream.status == .red ? .amber : .red) : .location(location(secrets))
+            _ = stream.record(kind, now: now)
+        }
+        if let end { _ = stream.record(.ended(end), now: now + 1) }
+        return stream
+    }
+}
+
+/// Pins equal as values (`==` ignores `sequence` and `cell`) and in creation order and cell.
+func expectSamePins(_ a: [Pin], _ b: [Pin], sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(a == b, sourceLocation: sourceLocation)
+    #expect(a.map(\.sequence) == b.map(\.sequence), sourceLocation: sourceLocation)
+    #expect(a.map(\.cell) == b.map(\.cell), sourceLocation: sourceLocation)
+}
+
+/// Streams equal in everything a snapshot keeps. `staleNotified` of an ended stream can differ
+/// between a live hub and a restored one (stale notices are not journaled, and nothing reads the
+/// flag once a stream has ended), so it is compared for active streams only unless asked.
+func expectSameStream(_ a: PanicStream, _ b: PanicStream, compareEndedStale: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(a.id == b.id, sourceLocation: sourceLocation)
+    #expect(a.status == b.status, sourceLocation: sourceLocation)
+    #expect(a.startedAt == b.startedAt, sourceLocation: sourceLocation)
+    #expect(a.updatedAt == b.updatedAt, sourceLocation: sourceLocation)
+    #expect(a.seq == b.seq, sourceLocation: sourceLocation)
+    #expect(a.last == b.last, sourceLocation: sourceLocation)
+    #expect(a.note == b.note, sourceLocation: sourceLocation)
+    #expect(a.ended == b.ended, sourceLocation: sourceLocation)
+    #expect(a.history.capacity == b.history.capacity, sourceLocation: sourceLocation)
+    #expect(a.history.all == b.history.all, sourceLocation: sourceLocation)
+    #expect(a.ownerTokenDigest == b.ownerTokenDigest, sourceLocation: sourceLocation)
+    #expect(a.watchTokenDigests == b.watchTokenDigests, sourceLocation: sourceLocation)
+    if compareEndedStale || a.isActive {
+        #expect(a.isStaleNotified == b.isStaleNotified, sourceLocation: sourceLocation)
+    }
+}
+
+func expectSameStreams(_ a: [PanicStream], _ b: [PanicStream], compareEndedStale: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(a.map(\.id) == b.map(\.id), sourceLocation: sourceLocation)
+    guard a.count == b.count else { return }
+    for (x, y) in zip(a, b) { expectSameStream(x, y, compareEndedStale: compareEndedStale, sourceLocation: sourceLocation) }
+}
+
+/// A fresh directory under /tmp, removed with everything in it when the value goes.
+final class TemporaryDirectory {
+    let path: String
+
+    init() {
+        var template = Array("/tmp/vigil-state-test-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed: errno \(errno)")
+        path = String(cString: made!)
+    }
+
+    deinit { Self.removeTree(path) }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    static func removeTree(_ path: String) {
+        if let isDirectory = try? StateFiles.isDirectory(path), isDirectory == true {
+            chmod(path, 0o700)
+            for name in (try? StateFiles.list(path)) ?? [] { removeTree(path + "/" + name) }
+            rmdir(path)
+        } else {
+            unlink(path)
+        }
+    }
+
+    func write(_ name: String, _ bytes: [UInt8]) {
+        let fd = open(file(name), O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        precondition(fd >= 0)
+        bytes.withUnsafeBytes { _ = Glibc.write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+    }
+
+    func read(_ name: String) -> [UInt8] {
+        (try? StateFiles.readAll(file(name))) ?? []
+    }
+
+    func names() -> [String] {
+        ((try? StateFiles.list(path)) ?? []).sorted()
+    }
+}
+
+/// File mode bits (permissions) of `path`.
+func fileMode(_ path: String) -> mode_t {
+    var info = stat()
+    precondition(stat(path, &info) == 0)
+    return info.st_mode & 0o7777
+}
