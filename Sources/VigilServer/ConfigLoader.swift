@@ -38,6 +38,7 @@ public enum ConfigLoader {
         case choice([String], WritableKeyPath<ServerConfig, String>)
         case names(ClosedRange<Int>, WritableKeyPath<ServerConfig, [String]>)
         case integer64(ClosedRange<Int64>, WritableKeyPath<ServerConfig, Int64>)
+        case path(WritableKeyPath<ServerConfig, String>)
     }
 
     /// The schema: section → key → kind. `config/vigild.yaml` documents the same keys.
@@ -85,6 +86,12 @@ public enum ConfigLoader {
             ("max_streams", .integer(1...10_000_000, \.panic.maxStreams)),
             ("max_watch_tokens", .integer(1...1_000, \.panic.maxWatchTokens)),
             ("max_watchers_on_start", .integer(1...1_000, \.panic.maxWatchersOnStart)),
+        ]),
+        ("state", [
+            ("directory", .path(\.stateDirectory)),
+            ("snapshot_interval_s", .integer(1...86_400, \.snapshotIntervalSeconds)),
+            ("fsync", .choice(["always", "interval", "off"], \.fsyncPolicy)),
+            ("fsync_interval_ms", .integer(1...60_000, \.fsyncIntervalMs)),
         ]),
         ("log", [
             ("level", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"], \.logLevel)),
@@ -178,6 +185,9 @@ public enum ConfigLoader {
             guard let value = Int64(digits) else { return "must be an integer, got \"\(text)\"" }
             guard range.contains(value) else { return "must be between \(range.lowerBound) and \(range.upperBound), got \(value)" }
             config[keyPath: path] = value
+        case .path(let path):
+            guard text.utf8.count <= 4096, !text.utf8.contains(0) else { return "must be a file system path of at most 4096 bytes" }
+            config[keyPath: path] = text
         case .names:
             break  // handled above
         }

@@ -21,6 +21,8 @@ public final class Server {
     private var flushList: [Connection] = []
     private var due: [Int32] = []
     private var tickHooks: [() -> Void] = []
+    private var beforeFlushHooks: [() -> Void] = []
+    private var stopHooks: [() -> Void] = []
     private let iovecs: UnsafeMutablePointer<iovec>
     private let maxIovecs = 64
     private var applications: [String: WebSocketApplication] = [:]
@@ -48,7 +50,27 @@ public final class Server {
         self.readPauseBytes = min(config.maxOutputBufferBytes / 2, 1 << 20)
         if config.echoEnabled { applications["/echo"] = EchoApplication() }
         loop.addEndOfTurnHook { [unowned self] in self.flushAll() }
-        applications["/v1"] = V1Application(server: self, settings: config.pins, panic: config.panic, secrets: OpenSSLSecrets())
+        let v1 = V1Application(server: self, settings: config.pins, panic: config.panic, secrets: OpenSSLSecrets())
+        applications["/v1"] = v1
+        if config.stateDirectory.isEmpty {
+            logger.warning("state.directory is not set: pins and panic streams live in memory only and are lost when vigild stops")
+        } else {
+            try v1.attach(Persistence(
+                path: config.stateDirectory, policy: FsyncPolicy(config.fsyncPolicy, intervalMs: config.fsyncIntervalMs),
+                snapshotIntervalSeconds: config.snapshotIntervalSeconds, pinSettings: config.pins,
+                panicSettings: config.panic, logger: logger))
+        }
+    }
+
+    /// Runs `hook` at the end of every loop turn before any output is flushed (the journal's group
+    /// commit: replies leave only after the records they acknowledge are written).
+    public func addBeforeFlushHook(_ hook: @escaping () -> Void) {
+        beforeFlushHooks.append(hook)
+    }
+
+    /// Runs `hook` once after the loop has stopped (graceful shutdown), before `run` returns.
+    public func addStopHook(_ hook: @escaping () -> Void) {
+        stopHooks.append(hook)
     }
 
     /// Runs `hook` on every timer tick (every `tickMs`), after the connection timers.
@@ -82,6 +104,7 @@ public final class Server {
         boundAddress = ListenAddress(host: config.listen.host, port: Socket.localPort(listener.fd) ?? config.listen.port)
         logger.info("listening on \(boundAddress!)", metadata: ["echo": "\(config.echoEnabled)", "max_connections": "\(config.maxConnections)"])
         try loop.run()
+        for hook in stopHooks { hook() }
         logger.info("stopped", metadata: ["connections_left": "\(connectionCount)"])
     }
 
@@ -160,6 +183,7 @@ public final class Server {
 
     /// End of turn: one writev (or a few, for long queues) per connection with output.
     private func flushAll() {
+        for hook in beforeFlushHooks { hook() }
         var i = 0
         while i < flushList.count {  // a flush may close a connection but never adds to this list
             let connection = flushList[i]

@@ -28,6 +28,13 @@ public struct ServerConfig: Equatable, Sendable {
     public var pins = PinSettings()
     // panic
     public var panic = PanicSettings()
+    // state
+    /// Where snapshots and the journal live; empty = in memory only (said loudly at start-up).
+    public var stateDirectory = ""
+    public var snapshotIntervalSeconds = 300
+    /// `always`, `interval` or `off`: when the journal is fsynced (docs/DURABILITY.md says what each can lose).
+    public var fsyncPolicy = "interval"
+    public var fsyncIntervalMs = 200
     // log
     public var logLevel = "info"
 

@@ -1,4 +1,5 @@
 import VigilCore
+import VigilState
 
 /// The `panic.*` operations of `/v1` (docs/PROTOCOL.md, "Panic-location streams").
 extension V1Application {
@@ -9,6 +10,7 @@ extension V1Application {
         case .panicStart(let status, let location, let note, let watchers):
             switch panic.start(owner: me, status: status, location: location, note: note, watchers: watchers, secrets: secrets, now: now, out: &panicDeliveries) {
             case .success(let started):
+                persistence?.record(.panicStart(started.stream), critical: true)
                 send(c) { w in
                     ServerMessages.ok(ref: ref, into: &w) { w in
                         w.key("stream"); w.string(started.stream.id.description)
@@ -24,13 +26,13 @@ extension V1Application {
             }
         case .panicUpdate(let stream, let token, let location):
             guard let stream else { break }
-            replySeq(c, ref: ref, panic.update(stream, by: me, ownerToken: token, location: location, secrets: secrets, now: now, out: &panicDeliveries))
+            replySeq(c, ref: ref, journaled(stream, critical: false, panic.update(stream, by: me, ownerToken: token, location: location, secrets: secrets, now: now, out: &panicDeliveries)))
         case .panicStatus(let stream, let token, let status):
             guard let stream else { break }
-            replySeq(c, ref: ref, panic.setStatus(stream, by: me, ownerToken: token, status: status, secrets: secrets, now: now, out: &panicDeliveries))
+            replySeq(c, ref: ref, journaled(stream, critical: true, panic.setStatus(stream, by: me, ownerToken: token, status: status, secrets: secrets, now: now, out: &panicDeliveries)))
         case .panicEnd(let stream, let token, let reason):
             guard let stream else { break }
-            replySeq(c, ref: ref, panic.end(stream, by: me, ownerToken: token, reason: reason, secrets: secrets, now: now, out: &panicDeliveries))
+            replySeq(c, ref: ref, journaled(stream, critical: true, panic.end(stream, by: me, ownerToken: token, reason: reason, secrets: secrets, now: now, out: &panicDeliveries)))
         case .panicResume(let stream, let token):
             guard let stream else { break }
             switch panic.resume(stream, by: me, ownerToken: token, secrets: secrets) {
@@ -62,19 +64,30 @@ extension V1Application {
             guard let stream else { break }
             switch panic.invite(stream, by: me, ownerToken: token, secrets: secrets) {
             case .success(let watchToken):
+                persistence?.record(.panicInvite(stream, secrets.digest(ofToken: watchToken)), critical: true)
                 send(c) { w in ServerMessages.ok(ref: ref, into: &w) { w in w.key("watch_token"); w.string(watchToken) } }
             case .failure(let f): reply(c, error: .from(f), ref: ref)
             }
         case .panicRevoke(let stream, let token, let watchToken):
             guard let stream else { break }
             switch panic.revoke(stream, by: me, ownerToken: token, watchToken: watchToken, secrets: secrets, out: &panicDeliveries) {
-            case .success: send(c) { w in ServerMessages.ok(ref: ref, into: &w) }
+            case .success:
+                persistence?.record(.panicRevoke(stream, secrets.digest(ofToken: watchToken)), critical: true)
+                send(c) { w in ServerMessages.ok(ref: ref, into: &w) }
             case .failure(let f): reply(c, error: .from(f), ref: ref)
             }
         default:
             return false
         }
         return true
+    }
+
+    /// Journals the stream's newest event after a successful update, status change or end.
+    private func journaled(_ stream: StreamID, critical: Bool, _ result: Result<UInt64, PanicFailure>) -> Result<UInt64, PanicFailure> {
+        if case .success = result, let p = persistence, let s = panic.stream(stream), let record = JournalRecord.latestEvent(of: s) {
+            p.record(record, critical: critical)
+        }
+        return result
     }
 
     private func replySeq(_ c: Connection, ref: JSONValue?, _ result: Result<UInt64, PanicFailure>) {

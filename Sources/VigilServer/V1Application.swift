@@ -2,6 +2,7 @@ import Glibc
 import VigilCore
 import VigilGeo
 import VigilLoop
+import VigilState
 import VigilWire
 
 /// `/v1`: the live map (`MapHub`) and panic-location streams (`PanicHub`) behind one endpoint.
@@ -36,6 +37,8 @@ public final class V1Application: WebSocketApplication {
     var writer = JSONWriter(capacity: 4096)
     var deliveries: [PinDelivery] = []
     var panicDeliveries: [PanicDelivery] = []
+    /// Snapshots and journal (nil: state in memory only).
+    var persistence: Persistence?
 
     public init(server: Server, settings: PinSettings, panic: PanicSettings, secrets: Secrets) {
         self.server = server
@@ -47,6 +50,23 @@ public final class V1Application: WebSocketApplication {
                                             messagesPerSecond: server.config.messagesPerSecond,
                                             messageBurst: server.config.messageBurst)
         server.addTickHook { [unowned self] in self.tick() }
+    }
+
+    /// Takes over the state recovered from disk and journals every acknowledged write from now on.
+    func attach(_ p: Persistence) {
+        hub = p.recovered.map
+        panic = p.recovered.panic
+        // Votes are kept per session serial: new sessions must not reuse a restored voter's number.
+        nextSerial = max(nextSerial, p.recovered.highestVoteSession + 1)
+        persistence = p
+        server.addBeforeFlushHook { [unowned p] in p.beforeFlush() }
+        server.addTickHook { [unowned self, unowned p] in p.tick(map: self.hub, panic: self.panic) }
+        server.addStopHook { [unowned self, unowned p] in p.shutdown(map: self.hub, panic: self.panic) }
+    }
+
+    /// Journals the pin's state after a successful write (a removal when it is gone).
+    func journalPin(_ id: PinID) {
+        persistence?.record(.pinState(id, in: hub))
     }
 
     /// Wall-clock Unix milliseconds: pin times are client-visible dates.
@@ -128,6 +148,7 @@ public final class V1Application: WebSocketApplication {
             let id = PinID(random: secrets.randomBytes(16))
             switch hub.create(draft, id: id, editDigest: secrets.digest(ofToken: token), now: wallNow, out: &deliveries) {
             case .success(let pin):
+                journalPin(pin.id)
                 send(connection) { w in
                     ServerMessages.ok(ref: ref, into: &w) { w in
                         w.key("pin"); ServerMessages.pin(pin, into: &w)
@@ -139,18 +160,23 @@ public final class V1Application: WebSocketApplication {
             }
         case .pinUpdate(let id, let token, let changes):
             guard let id else { return reply(connection, error: .from(PinFailure.forbidden), ref: ref) }
-            replyWithPin(connection, ref: ref, hub.update(id, digest: secrets.digest(ofToken: token), changes: changes, now: wallNow, out: &deliveries))
+            let result = hub.update(id, digest: secrets.digest(ofToken: token), changes: changes, now: wallNow, out: &deliveries)
+            if case .success = result { journalPin(id) }
+            replyWithPin(connection, ref: ref, result)
         case .pinDelete(let id, let token):
             guard let id else { return reply(connection, error: .from(PinFailure.forbidden), ref: ref) }
             switch hub.delete(id, digest: secrets.digest(ofToken: token), out: &deliveries) {
             case .success(let pin):
+                journalPin(pin.id)
                 send(connection) { w in ServerMessages.ok(ref: ref, into: &w) { w in w.key("id"); w.string(pin.id.description) } }
             case .failure(let failure):
                 reply(connection, error: .from(failure), ref: ref)
             }
         case .pinVote(let id, let value):
             guard let id else { return reply(connection, error: .from(PinFailure.notFound), ref: ref) }
-            replyWithPin(connection, ref: ref, hub.vote(id, session: session.serial, value: value, now: wallNow, out: &deliveries))
+            let result = hub.vote(id, session: session.serial, value: value, now: wallNow, out: &deliveries)
+            if case .success = result { journalPin(id) }
+            replyWithPin(connection, ref: ref, result)
         default:
             preconditionFailure("panic operations are applied by applyPanic")
         }

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import VigilLoop
 import VigilServer
+import VigilState
 
 /// `vigild`: the daemon's command line.
 @main
@@ -13,7 +14,9 @@ struct Vigild: ParsableCommand {
         discussion: """
         With no --config, vigild runs on its built-in defaults (listen 127.0.0.1:8080, production limits).
         Environment: VIGIL_CONFIG (config file), VIGIL_LISTEN (listen address); flags win over both.
-        """
+        `vigild state inspect DIR` prints a state directory's snapshots and journal as JSON lines.
+        """,
+        subcommands: [StateCommand.self]
     )
 
     @Option(name: .long, help: ArgumentHelp("YAML config file (see config/vigild.yaml).", valueName: "file"))
@@ -95,5 +98,43 @@ struct Vigild: ParsableCommand {
 
     static func indent(_ error: Error) -> String {
         "\(error)".split(separator: "\n").map { "  " + $0 }.joined(separator: "\n")
+    }
+}
+
+/// `vigild state ...`: tools for the state directory.
+struct StateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "state", abstract: "Tools for the state directory (snapshots and journal).",
+        subcommands: [Inspect.self])
+
+    struct Inspect: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "inspect",
+            abstract: "Print a state directory's snapshots and journal segments (or one file) as JSON lines.",
+            discussion: "One line per file (kind, segment, size, valid or torn), then one per pin, stream or journal record. Token digests are shortened; tokens themselves are never stored.")
+
+        @Argument(help: "A state directory, or one snapshot-*.vgs / journal-*.vgj file in it.")
+        var path: String
+
+        @Flag(name: .customLong("files-only"), help: "Only the line describing each file.")
+        var filesOnly = false
+
+        func run() throws {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                FileHandle.standardError.write(Data("vigild state inspect: \(path): no such file or directory\n".utf8))
+                throw ExitCode(1)
+            }
+            do throws(StateError) {
+                if isDirectory.boolValue {
+                    try StateInspector.inspect(path: path, entries: !filesOnly) { print($0) }
+                } else {
+                    try StateInspector.inspectFile(path, entries: !filesOnly) { print($0) }
+                }
+            } catch {
+                FileHandle.standardError.write(Data("vigild state inspect: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+        }
     }
 }

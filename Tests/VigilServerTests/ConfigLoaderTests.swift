@@ -92,8 +92,20 @@ import VigilLoop
             let text = try String(contentsOfFile: path, encoding: .utf8)
             _ = try ConfigLoader.load(yaml: text)
         }
-        #expect(try ConfigLoader.load(yaml: String(contentsOfFile: "config/vigild.yaml", encoding: .utf8)) == ServerConfig(),
+        // The production file restates every default except one: it names systemd's StateDirectory,
+        // where the built-in default (for a first run by hand) keeps state in memory only.
+        var expected = ServerConfig()
+        expected.stateDirectory = "/var/lib/vigil"
+        #expect(try ConfigLoader.load(yaml: String(contentsOfFile: "config/vigild.yaml", encoding: .utf8)) == expected,
                 "config/vigild.yaml restates the built-in defaults")
+    }
+
+    @Test func stateSection() throws {
+        let c = try ConfigLoader.load(yaml: "state:\n  directory: /tmp/v\n  snapshot_interval_s: 5\n  fsync: always\n  fsync_interval_ms: 50\n")
+        #expect(c.stateDirectory == "/tmp/v" && c.snapshotIntervalSeconds == 5 && c.fsyncPolicy == "always" && c.fsyncIntervalMs == 50)
+        #expect(throws: ConfigError.self) { try ConfigLoader.load(yaml: "state:\n  fsync: sometimes\n") }
+        #expect(throws: ConfigError.self) { try ConfigLoader.load(yaml: "state:\n  snapshot_interval_s: 0\n") }
+        #expect(ServerConfig().stateDirectory.isEmpty, "the built-in default keeps state in memory (a first run needs no directory)")
     }
 
     @Test func crossKeyRules() {
