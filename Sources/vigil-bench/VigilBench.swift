@@ -16,7 +16,7 @@ struct VigilBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vigil-bench",
         abstract: "Micro-benchmarks of Vigil's core (no sockets).",
-        subcommands: [OneCell.self, Country.self]
+        subcommands: [OneCell.self, Country.self, State.self]
     )
 }
 
