@@ -54,6 +54,7 @@ final class Persistence {
         var ids: [PinID]
         var position = 0
         var writer: SnapshotWriter
+        var pinCount = 0
         let segment: UInt64
         let startedMs: Int64
         var writing = false
@@ -173,15 +174,19 @@ final class Persistence {
     }
 
     private func advanceSnapshot(map: MapHub, panic: PanicHub, now: Int64) {
-        guard var current = job else { return }
+        // Take the job out of `self` while it grows: a second reference to the snapshot buffer
+        // would make every append copy all of it (copy-on-write).
+        guard var current = job.take() else { return }
         if current.writing {
-            guard let result = background.take() else { return }
-            job = nil
+            guard let result = background.take() else {
+                job = current
+                return
+            }
             nextSnapshotMs = now + snapshotIntervalMs
             switch result {
             case .success(let bytes):
                 logger.info("snapshot written", metadata: ["segment": "\(current.segment)", "bytes": "\(bytes)",
-                                                           "pins": "\(current.ids.count)", "ms": "\(now - current.startedMs)"])
+                                                           "pins": "\(current.pinCount)", "ms": "\(now - current.startedMs)"])
             case .failure(let error):
                 // The journal still holds everything since the last good snapshot; try again next time.
                 logger.error("snapshot failed; the journal keeps the state until the next attempt", metadata: ["error": "\(error)"])
@@ -196,6 +201,9 @@ final class Persistence {
         if end == current.ids.count {
             for stream in panic.exportStreams() { current.writer.append(stream) }
             let bytes = current.writer.finish()
+            current.pinCount = current.writer.pinsWritten
+            current.writer = SnapshotWriter(takenAt: 0, journalSegment: 0)   // the bytes now belong to the thread
+            current.ids = []
             current.writing = true
             let directory = self.directory, segment = current.segment, result = background
             let thread = Thread {

@@ -40,6 +40,8 @@ final class MapScenario: Scenario {
     let config: Config
     private(set) var counters = RunCounters()
     private var eventLatency = LatencyStats()
+    /// Publisher's operation → its `ok` (the server's turn, without the fan-out to subscribers).
+    private var ackLatency = LatencyStats()
     private var interval = IntervalLatency()
     private var rng: SeededRandom
     private var writer = JSONWriter(capacity: 512)
@@ -131,7 +133,7 @@ final class MapScenario: Scenario {
     }
 
     var targetConnections: Int { config.subscribers + config.publishers }
-    var latencies: [(String, LatencyStats)] { [("map event", eventLatency)] }
+    var latencies: [(String, LatencyStats)] { [("map event", eventLatency), ("map op ack", ackLatency)] }
     func takeIntervalP99() -> UInt64? { interval.takeP99() }
 
     // MARK: geometry
@@ -313,7 +315,8 @@ final class MapScenario: Scenario {
         writer.endObject()
         writer.endObject()
         subscribers[i].awaitingRef = ref
-        subscribers[i].nextPanNs = nowNs &+ UInt64(config.panIntervalSeconds * 1e9)
+        // Jittered (0.5x to 1.5x the interval), so panning subscribers do not move in lockstep.
+        subscribers[i].nextPanNs = nowNs &+ UInt64(config.panIntervalSeconds * 1e9 * Double.random(in: 0.5...1.5, using: &rng))
         if subscribers[i].checked { logs[i, default: SubscriberLog(subscriber: i)].subscribeSent(area: .box(a), atNs: Clock.nowNs()) }
         c.sendText(writer.bytes)
     }
@@ -441,6 +444,7 @@ extension MapScenario: ClientDelegate {
         }
         publisherInFlight[p] -= 1
         counters.acked += 1
+        ackLatency.record(ns: now &- op.sendNs)
         if case .create = op.op { publisherCreating[p] -= 1 } else { pins[op.pin].inFlight = false }
         if type == "error" {
             return counters.error("publisher \(p): \(m["code"]?.string ?? "?") \(m["message"]?.string ?? "")")

@@ -25,7 +25,7 @@ enum ReportBuilder {
         if isIdle, let b = driver.serverAtStart, let a = driver.serverAtEnd, scenario.targetConnections > 0 {
             let held = max(1, driver.connectionsAtEnd)
             report.figures.append((key: "RSS/conn KiB", value: (Double(a.rssKiB) - Double(b.rssKiB)) / Double(held)))
-            report.figures.append((key: "connections held", value: Double(held)))
+            report.figures.append((key: "held conns", value: Double(held)))
         }
         if let delivered = Optional(c.delivered), c.sent > 0, delivered > 0 {
             report.figures.append((key: "fan-out ratio", value: Double(delivered) / Double(c.sent)))

@@ -110,7 +110,7 @@ def test_idle_reports_memory_per_connection(vigild, load_binary, tmp_path):
     daemon = vigild(LIFTED)
     proc, result = run_load(load_binary, daemon, tmp_path, "idle", "--connections", "500", "--duration", "1")
     assert_clean(proc, result)
-    assert result["figures"]["connections held"] == 500
+    assert result["figures"]["held conns"] == 500
     assert 0 < result["figures"]["RSS/conn KiB"] < 16
     assert result["server"]["after"]["open_fds"] >= 500
 
