@@ -78,3 +78,8 @@ int64_t vigil_raise_nofile_limit(void) {
     }
     return (int64_t)rl.rlim_cur;
 }
+
+int vigil_lower_thread_priority(void) {
+    // nice is per thread on Linux: this lowers only the calling thread (gettid, not getpid).
+    return setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
+}

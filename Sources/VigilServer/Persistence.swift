@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 import Glibc
 import Logging
@@ -199,14 +200,23 @@ final class Persistence {
         }
         current.position = end
         if end == current.ids.count {
-            for stream in panic.exportStreams() { current.writer.append(stream) }
-            let bytes = current.writer.finish()
-            current.pinCount = current.writer.pinsWritten
-            current.writer = SnapshotWriter(takenAt: 0, journalSegment: 0)   // the bytes now belong to the thread
+            // The rest runs off the loop: the streams are values (a copy is a reference until the
+            // hub next changes one), and encoding them, joining the buffer and writing the file
+            // would otherwise hold the loop for a good part of a second with a large state.
+            let streams = panic.exportStreams()
+            let handOver = current.writer
+            current.writer = SnapshotWriter(takenAt: 0, journalSegment: 0)   // the thread owns the buffer now
+            current.pinCount = handOver.pinsWritten
             current.ids = []
             current.writing = true
             let directory = self.directory, segment = current.segment, result = background
             let thread = Thread {
+                // Lowest CPU priority for this thread only (Linux applies nice per thread): on a
+                // small machine the snapshot must take spare CPU, never the loop's.
+                _ = vigil_lower_thread_priority()
+                var writer = handOver
+                for stream in streams { writer.append(stream) }
+                let bytes = writer.finish()
                 do throws(StateError) {
                     try directory.writeSnapshot(bytes, segment: segment)
                     // Older segments and snapshots go (the previous snapshot and the journal since

@@ -59,6 +59,9 @@ int vigil_accept(int listen_fd);
 /// Raises RLIMIT_NOFILE's soft limit to its hard limit; returns the new soft limit (or -1).
 int64_t vigil_raise_nofile_limit(void);
 
+/// Gives the calling thread the lowest CPU priority (nice 19); 0 or -1.
+int vigil_lower_thread_priority(void);
+
 /// errno as a function (Swift's `errno` works, but this keeps C and Swift reading the same value).
 static inline int vigil_errno(void) { return errno; }
 
