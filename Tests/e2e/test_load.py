@@ -75,9 +75,13 @@ def test_panic_every_update_reaches_every_watcher(vigild, load_binary, tmp_path)
 
 def test_panic_watchers_reconnect_with_since(vigild, load_binary, tmp_path):
     daemon = vigild(LIFTED)
+    svg = tmp_path / "latency.svg"
     proc, result = run_load(load_binary, daemon, tmp_path, "panic", "--streams", "40", "--watchers", "2",
-                            "--rate", "10", "--reconnects", "10", "--watches-per-connection", "2", "--duration", "2")
+                            "--rate", "10", "--reconnects", "10", "--watches-per-connection", "2", "--duration", "2",
+                            "--svg", str(svg))
     assert_clean(proc, result)
+    plot = svg.read_text()
+    assert plot.lstrip().startswith(("<?xml", "<svg")) and "panic location" in plot and plot.rstrip().endswith("</svg>")
     # 40 owners + 40 watcher connections, plus the reconnections.
     assert result["connections"]["opened"] > 80
     assert check(result, "watcher seq continuity")["counters"]["lost"] == 0
