@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import VigilLoad
 import VigilLoop
 import VigilWire
 
@@ -35,12 +36,11 @@ final class ClientConnection: EventHandler {
     private var reader: MessageReader
     private var output = OutputQueue()
     private var partial: [UInt8] = []
-    private var inMessage = false
     private var queuedForFlush = false
     private var waitingWritable = false
     /// Monotonic ns when the connect started (handshake timeout, connect latency).
     let startedNs: UInt64
-    private var rng: UInt64
+    private var rng: SplitMix64
 
     init(fd: Int32, tag: Int, pool: ClientPool, delegate: ClientDelegate, seed: UInt64) {
         self.fd = fd
@@ -48,9 +48,9 @@ final class ClientConnection: EventHandler {
         self.pool = pool
         self.delegate = delegate
         self.startedNs = Clock.nowNs()
-        self.rng = seed | 1
+        self.rng = SplitMix64(state: seed)
         var keyBytes = [UInt8](repeating: 0, count: 16)
-        for i in 0..<16 { keyBytes[i] = UInt8(truncatingIfNeeded: Self.next(&rng)) }
+        for i in 0..<16 { keyBytes[i] = UInt8(truncatingIfNeeded: rng.next()) }
         key = Crypto.base64Encode(keyBytes)
         reader = MessageReader(role: .client, maxMessageBytes: 16 << 20)
         reader.validatesText = pool.validateText
@@ -58,14 +58,6 @@ final class ClientConnection: EventHandler {
 
     var isOpen: Bool { phase == .open }
     var queuedBytes: Int { output.byteCount }
-
-    private static func next(_ state: inout UInt64) -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 
     // MARK: sending
 
@@ -76,7 +68,7 @@ final class ClientConnection: EventHandler {
     }
 
     private func queueFrame(_ opcode: Opcode, _ payload: UnsafeRawBufferPointer) {
-        let maskKey = UInt32(truncatingIfNeeded: Self.next(&rng)) | 1
+        let maskKey = UInt32(truncatingIfNeeded: rng.next()) | 1
         let header = FrameEncoder.headerSize(payloadCount: payload.count, masked: true)
         let total = header + payload.count
         let p = output.reserve(total, pool: pool.chunks)
@@ -175,7 +167,6 @@ final class ClientConnection: EventHandler {
         for _ in 0..<4 {
             let n = read(fd, buffer.baseAddress, buffer.count)
             if n > 0 {
-                pool.bytesRead &+= UInt64(n)
                 consume(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]))
                 if phase == .closed || n < buffer.count { return }
             } else if n == 0 {
@@ -215,7 +206,6 @@ final class ClientConnection: EventHandler {
                 if let chunk = single { partial.append(contentsOf: chunk) }
                 return
             case .messageStart:
-                inMessage = true
                 partial.removeAll(keepingCapacity: true)
                 single = nil
             case .messageData(let chunk):
@@ -226,8 +216,6 @@ final class ClientConnection: EventHandler {
                     partial.append(contentsOf: chunk)
                 }
             case .messageEnd:
-                inMessage = false
-                pool.messagesRead &+= 1
                 if phase == .open {
                     if let s = single {
                         delegate?.message(self, s)

@@ -58,8 +58,6 @@ final class ClientPool {
     /// Connections with an fd (connecting, handshaking, open or closing).
     private(set) var openCount = 0
     private(set) var attempts = 0
-    var bytesRead: UInt64 = 0
-    var messagesRead: UInt64 = 0
     private var live: [Int32: ClientConnection] = [:]
     private var seed: UInt64
 
