@@ -277,3 +277,56 @@ def test_files_are_private_and_inspect_prints_json_lines(vigild, vigild_binary, 
     assert all(isinstance(line, dict) for line in lines)
     missing = subprocess.run([str(vigild_binary), "state", "inspect", str(tmp_path / "nope")], capture_output=True, text=True)
     assert missing.returncode == 1 and "no such file" in missing.stderr
+
+
+def _refused(vigild_binary, tmp_path: Path, state: Path) -> subprocess.CompletedProcess:
+    from vigilproc import write_config
+    cfg = write_config(tmp_path / "refused.yaml", config(state))
+    return subprocess.run([str(vigild_binary), "--config", str(cfg), "--listen", "127.0.0.1:0"],
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+
+
+def _flip_middle(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_every_snapshot_damaged_refuses_to_start(vigild, vigild_binary, tmp_path):
+    state = tmp_path / "state"
+    for _ in range(2):   # two graceful runs leave the newest snapshot and one fallback
+        d = vigild(config(state))
+        with PinClient(d.port) as c:
+            c.create(40.0, 40.0, "kept")
+        assert d.stop(signal.SIGTERM) == 0
+    snapshots = sorted(state.glob("snapshot-*.vgs"))
+    assert len(snapshots) == 2
+    for s in snapshots:
+        _flip_middle(s)
+    proc = _refused(vigild_binary, tmp_path, state)
+    assert proc.returncode == 1
+    assert "every snapshot is damaged" in proc.stderr, proc.stderr
+
+
+def test_damage_in_the_middle_of_the_journal_refuses_to_start(vigild, vigild_binary, tmp_path):
+    # Two crashed runs leave: the first run's snapshot and journal (kept as the fallback), and the
+    # second run's snapshot and journal. With the newest snapshot damaged, restore falls back to
+    # the first and must replay both journals; the first one is then damaged in its middle, which
+    # is not a torn write: vigild must refuse rather than drop what follows.
+    state = tmp_path / "state"
+    for run in range(2):
+        d = vigild(config(state))
+        with PinClient(d.port) as c:
+            for i in range(20):
+                c.create(41.0, 41.0 + i / 100, f"run {run} pin {i}")
+        d.proc.send_signal(signal.SIGKILL)
+        d.wait(10)
+        d.reported = True
+    snapshots = sorted(state.glob("snapshot-*.vgs"))
+    journals = sorted(state.glob("journal-*.vgj"))
+    assert len(snapshots) == 2 and len(journals) >= 2, (snapshots, journals)
+    _flip_middle(snapshots[-1])
+    _flip_middle(journals[0])
+    proc = _refused(vigild_binary, tmp_path, state)
+    assert proc.returncode == 1
+    assert "damaged before its end" in proc.stderr, proc.stderr
