@@ -26,17 +26,19 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
-        // The reactor: epoll, sockets, timers, signals, output buffers. Knows fds and bytes, nothing of WebSocket.
-        .target(name: "VigilLoop", dependencies: ["CLinux"]),
-        // Pure protocol over bytes: HTTP/1.1 request parsing, the RFC 6455 handshake, frames, UTF-8, close codes.
-        .target(name: "VigilWire", dependencies: ["COpenSSL"]),
+        // A heap block of bytes shared by reference: written once (a JSON event, a frame), queued on many sockets.
+        .target(name: "VigilBytes"),
+        // The reactor: epoll, byte streams, timers, signals, inboxes, output buffers. Knows fds and bytes, nothing of WebSocket.
+        .target(name: "VigilLoop", dependencies: ["CLinux", "VigilBytes"]),
+        // Pure protocol over bytes: HTTP/1.1 request parsing, the RFC 6455 handshake, frames, messages, UTF-8, close codes.
+        .target(name: "VigilWire", dependencies: ["COpenSSL", "VigilBytes"]),
         // Pure geometry: geohash encode/decode/neighbours, areas (bbox, circle), covers, distances.
         .target(name: "VigilGeo"),
         // The domain: pins, channels and fan-out, the JSON wire messages. No sockets.
         .target(
             name: "VigilCore",
             dependencies: [
-                "VigilGeo",
+                "VigilGeo", "VigilBytes",
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
@@ -46,7 +48,7 @@ let package = Package(
         .target(
             name: "VigilServer",
             dependencies: [
-                "VigilLoop", "VigilWire", "VigilCore", "VigilGeo", "VigilState", "CLinux",
+                "VigilLoop", "VigilWire", "VigilCore", "VigilGeo", "VigilState", "VigilBytes", "CLinux",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
             ]
@@ -63,7 +65,7 @@ let package = Package(
         .executableTarget(
             name: "vigil-bench",
             dependencies: [
-                "VigilCore", "VigilGeo", "VigilWire", "VigilLoop", "VigilState",
+                "VigilCore", "VigilGeo", "VigilWire", "VigilLoop", "VigilState", "VigilBytes",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -79,17 +81,17 @@ let package = Package(
         .executableTarget(
             name: "vigil-load",
             dependencies: [
-                "VigilLoad", "VigilLoop", "VigilWire", "VigilCore", "VigilGeo", "CLinux",
+                "VigilLoad", "VigilLoop", "VigilWire", "VigilCore", "VigilGeo", "VigilBytes", "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(name: "VigilWireTests", dependencies: ["VigilWire"]),
-        .testTarget(name: "VigilLoopTests", dependencies: ["VigilLoop"]),
-        .testTarget(name: "VigilServerTests", dependencies: ["VigilServer"]),
+        .testTarget(name: "VigilLoopTests", dependencies: ["VigilLoop", "VigilBytes", "CLinux"]),
+        .testTarget(name: "VigilServerTests", dependencies: ["VigilServer", "VigilLoop", "VigilWire", "VigilCore", "VigilState", "VigilBytes"]),
         .testTarget(name: "VigilGeoTests", dependencies: ["VigilGeo"]),
-        .testTarget(name: "VigilCoreTests", dependencies: ["VigilCore"]),
+        .testTarget(name: "VigilCoreTests", dependencies: ["VigilCore", "VigilBytes"]),
         .testTarget(name: "VigilStateTests", dependencies: ["VigilState", "VigilCore", "VigilGeo"]),
         .testTarget(name: "VigilLoadTests", dependencies: ["VigilLoad", "VigilCore", "VigilGeo"]),
     ],
-    swiftLanguageModes: [.v5]
+    swiftLanguageModes: [.v6]
 )

@@ -2,6 +2,7 @@
 #include "CLinux.h"
 #include <string.h>
 #include <pthread.h>
+#include <poll.h>
 
 int vigil_epoll_wait(int epfd, uint32_t *masks, uint64_t *datas, int maxevents, int timeout_ms) {
     // A bounded stack batch: the loop never asks for more than 1024 at once.
@@ -50,6 +51,17 @@ int64_t vigil_timerfd_read(int fd) {
     if (n == (ssize_t)sizeof count) return (int64_t)count;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
     return -1;
+}
+
+int vigil_eventfd_create(void) {
+    return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
+
+int vigil_wait_readable(int fd, int timeout_ms) {
+    struct pollfd p = { .fd = fd, .events = POLLIN, .revents = 0 };
+    int n;
+    do { n = poll(&p, 1, timeout_ms); } while (n < 0 && errno == EINTR);
+    return n;
 }
 
 int vigil_eventfd_signal(int fd) {

@@ -1,4 +1,5 @@
 import Glibc
+import VigilBytes
 
 /// What a flush achieved.
 public enum FlushResult: Equatable {
@@ -63,11 +64,12 @@ public struct OutputQueue {
         commit(bytes.count)
     }
 
-    /// Queues a reference to an immutable shared chunk (no copy).
+    /// Queues a reference to an immutable shared chunk's content, `start ..< count` (no copy).
     public mutating func append(shared chunk: ByteChunk) {
-        guard chunk.count > 0 else { return }
-        push(Entry(chunk: chunk, start: 0, end: chunk.count, owned: false))
-        byteCount += chunk.count
+        let length = chunk.count - chunk.start
+        guard length > 0 else { return }
+        push(Entry(chunk: chunk, start: chunk.start, end: chunk.count, owned: false))
+        byteCount += length
     }
 
     private mutating func push(_ entry: Entry) {

@@ -31,14 +31,17 @@ public struct ConfigError: Error, CustomStringConvertible {
 /// Every key is optional (the built-in default applies); unknown keys are errors, because a typo
 /// that silently keeps a default is how a production limit goes missing.
 public enum ConfigLoader {
-    enum Kind {
-        case integer(ClosedRange<Int>, WritableKeyPath<ServerConfig, Int>)
-        case boolean(WritableKeyPath<ServerConfig, Bool>)
-        case address(WritableKeyPath<ServerConfig, ListenAddress>)
-        case choice([String], WritableKeyPath<ServerConfig, String>)
-        case names(ClosedRange<Int>, WritableKeyPath<ServerConfig, [String]>)
-        case integer64(ClosedRange<Int64>, WritableKeyPath<ServerConfig, Int64>)
-        case path(WritableKeyPath<ServerConfig, String>)
+    /// A key path into the config; key path literals that capture nothing are Sendable (SE-0418).
+    typealias Path<Value> = WritableKeyPath<ServerConfig, Value> & Sendable
+
+    enum Kind: Sendable {
+        case integer(ClosedRange<Int>, Path<Int>)
+        case boolean(Path<Bool>)
+        case address(Path<ListenAddress>)
+        case choice([String], Path<String>)
+        case names(ClosedRange<Int>, Path<[String]>)
+        case integer64(ClosedRange<Int64>, Path<Int64>)
+        case path(Path<String>)
     }
 
     /// The schema: section → key → kind. `config/vigild.yaml` documents the same keys.

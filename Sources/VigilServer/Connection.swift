@@ -1,97 +1,106 @@
 import Glibc
+import VigilBytes
 import VigilLoop
 import VigilWire
 
 /// One client socket, from its first byte to its close.
 ///
-/// Phases: `http` (reading the request head) → `open` (WebSocket) → `closeSent` (we sent a close
-/// and wait for the peer's) → `draining` (nothing more to send: once the output is flushed the
-/// write side is shut and input is discarded until EOF or the close timeout; closing with unread
-/// input would make the kernel send RST and could destroy our last frame).
+/// It decides nothing about its own life: every event goes to its `ConnectionLifecycle` value,
+/// and the connection executes the actions that come back (queue a frame, arm the deadline, end
+/// the application's session, shut the write side, drop). Its I/O belongs to its `ByteStream`;
+/// the server only creates it, finds it by fd, and fires its deadline.
 ///
-/// Memory: an idle open connection owns this object only: reads go through the loop's shared
-/// buffer, output chunks come from the pool and go back when flushed, the HTTP parser is dropped
-/// after the handshake and the message buffer exists only while a message spans reads.
-public final class Connection: EventHandler {
-    enum Phase: UInt8 { case http, open, closeSent, draining, closed }
-
+/// Memory: an idle open connection owns this object and its stream only: reads go through the
+/// loop's shared buffer, output chunks come from the pool and go back when flushed, the HTTP parser
+/// is dropped after the handshake and a message is copied only while it spans reads.
+public final class Connection: ByteStreamHandler {
     /// The server outlives every connection it holds (it closes them all before it goes), so the
     /// reference is not counted: `unowned(unsafe)` spares an atomic retain/release on every send,
-    /// which the fan-out profile showed as the top user-space cost with plain `unowned`.
-    unowned(unsafe) let server: Server
-    /// `websocket.max_output_buffer_bytes`, read on every send.
-    private let maxOutputBufferBytes: Int
-    public let fd: Int32
-    var phase: Phase = .http
-    var http: HTTPState?
-    var reader: MessageReader
-    var app: WebSocketApplication?
-    var output = OutputQueue()
-    /// Message assembly: the first chunk stays a pointer into the read buffer (zero copy for a
-    /// message that arrives whole); bytes are copied into `message` only when it spans reads.
-    var pendingChunk: UnsafeRawBufferPointer?
-    var message: [UInt8] = []
-    var messageKind: MessageKind = .text
-    var messageOpen = false
-    var lastActivityMs: Int64
-    var pingSentAtMs: Int64 = 0
-    var interest: IOEvents = [.readable, .readHangup]
-    var queuedForFlush = false
-    var writeShut = false
-
-    /// The subprotocol agreed in the handshake, if any.
-    public internal(set) var subprotocol: String?
-
-    init(fd: Int32, server: Server, now: Int64) {
-        self.fd = fd
-        self.server = server
-        self.lastActivityMs = now
-        self.http = HTTPState(maxHeadBytes: server.config.maxRequestHeadBytes)
-        self.reader = MessageReader(role: .server, maxMessageBytes: server.config.maxMessageBytes)
-        self.maxOutputBufferBytes = server.config.maxOutputBufferBytes
-    }
-
-    /// The application may keep state per connection here (issue-level code owns its meaning).
+    /// which the fan-out profile showed as the top user-space cost with plain `unowned` (12%).
+    private unowned(unsafe) let server: Server
+    let stream: ByteStream
+    public var fd: Int32 { stream.fd }
+    public private(set) var lifecycle: ConnectionLifecycle
+    /// The request head parser, boxed so that an upgraded connection drops it whole.
+    private var http: HTTPState?
+    private var messages: MessageAssembler
+    /// The application behind the endpoint, from the upgrade until `endApplication`.
+    private var app: (any WebSocketApplication)?
+    /// The application's per-connection state (its session).
     public var userData: AnyObject?
+    /// The subprotocol agreed in the handshake, if any.
+    public private(set) var subprotocol: String?
 
-    // MARK: events
-
-    public func handleEvents(_ events: IOEvents) {
-        if events.contains(.writable) {
-            server.flush(self)
-            if phase == .closed { return }
-        }
-        if events.contains(.readable) || events.contains(.readHangup) || events.contains(.hangup) || events.contains(.error) {
-            readOnce()
-        }
+    private init(stream: ByteStream, server: Server, lifecycle: ConnectionLifecycle) {
+        self.stream = stream
+        self.server = server
+        self.lifecycle = lifecycle
+        self.http = HTTPState(maxHeadBytes: server.config.maxRequestHeadBytes)
+        self.messages = MessageAssembler(reader: MessageReader(role: .server, maxMessageBytes: server.config.maxMessageBytes))
     }
 
-    private func readOnce() {
-        let buffer = server.loop.readBuffer
-        let n = read(fd, buffer.baseAddress, buffer.count)
-        if n > 0 {
-            lastActivityMs = monotonicMilliseconds()
-            pingSentAtMs = 0
-            consume(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]))
-        } else if n == 0 {
-            peerClosed()
-        } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
-            server.abort(self)
-        }
+    /// A connection for a socket just accepted, and the actions that start its life (its
+    /// handshake deadline); the server performs them once the connection is registered.
+    static func accepted(_ stream: ByteStream, server: Server, nowMs: Int64) -> (Connection, ConnectionLifecycle.Actions) {
+        let (lifecycle, actions) = ConnectionLifecycle.accepted(nowMs: nowMs, server.timeouts)
+        return (Connection(stream: stream, server: server, lifecycle: lifecycle), actions)
     }
 
-    private func consume(_ bytes: UnsafeMutableRawBufferPointer) {
-        switch phase {
+    // MARK: what the application may do
+
+    /// Sends one message as a single frame, if the connection is open and its policy admits it.
+    @discardableResult
+    public func send(_ opcode: Opcode, payload: UnsafeRawBufferPointer, traffic: TrafficClass = .reply) -> SendResult {
+        guard lifecycle.isOpen else { return .dropped }
+        return queueFrame(opcode, payload, traffic)
+    }
+
+    /// Queues a frame encoded once for many connections (`SharedFrame`), by reference.
+    @discardableResult
+    public func send(shared frame: ByteChunk, traffic: TrafficClass) -> SendResult {
+        guard lifecycle.isOpen else { return .dropped }
+        guard server.policies[traffic].admits(frame.count - frame.start, queued: stream.queuedBytes) else {
+            return overflow(traffic)
+        }
+        stream.append(shared: frame)
+        return .queued
+    }
+
+    /// Starts the closing handshake from our side (a policy, or shutdown).
+    public func close(code: CloseCode, reason: String = "") {
+        perform(lifecycle.closeRequested(code, reason: reason, nowMs: monotonicMilliseconds(), server.timeouts))
+    }
+
+    /// Drops the connection now, without a closing handshake.
+    func abort() {
+        perform(lifecycle.gone())
+    }
+
+    /// The deadline the lifecycle armed last has passed.
+    func timerFired(nowMs: Int64) {
+        perform(lifecycle.timerFired(nowMs: nowMs, server.timeouts))
+    }
+
+    // MARK: ByteStreamHandler
+
+    public func received(_ bytes: UnsafeMutableRawBufferPointer) {
+        lifecycle.input(nowMs: monotonicMilliseconds())
+        switch lifecycle.phase {
         case .http: consumeRequest(bytes)
         case .open, .closeSent: consumeFrames(bytes)
-        case .draining, .closed: break  // discarded: we are only waiting for EOF
+        case .draining, .closed: break  // discarded: only EOF is awaited
         }
     }
 
-    /// The peer sent FIN (or reset). With nothing more to read, a WebSocket without a close frame
-    /// has ended abnormally (1006, which is never sent on the wire), so the socket simply goes.
-    private func peerClosed() {
-        server.abort(self)
+    /// The peer sent FIN. With nothing more to read, a WebSocket without a close frame has ended
+    /// abnormally (1006, which is never sent on the wire), so the socket simply goes.
+    public func peerClosed() {
+        perform(lifecycle.gone())
+    }
+
+    public func failed(_ error: SystemError) {
+        server.connectionFailed(error)
+        perform(lifecycle.gone())
     }
 
     // MARK: HTTP phase
@@ -109,157 +118,105 @@ public final class Connection: EventHandler {
             case .respond(let response):
                 respond(response)
             case .upgrade(let upgrade, let application):
-                let accept = Handshake.acceptValue(forKey: upgrade.key)
-                let response = Handshake.response(accept: accept, subprotocol: upgrade.subprotocol)
-                response.withUnsafeBytes { output.append($0, pool: server.pool) }
-                server.scheduleFlush(self)
+                let response = Handshake.response(accept: Handshake.acceptValue(forKey: upgrade.key), subprotocol: upgrade.subprotocol)
+                response.withUnsafeBytes { stream.append($0) }
                 subprotocol = upgrade.subprotocol
-                phase = .open
+                perform(lifecycle.upgraded(nowMs: monotonicMilliseconds(), server.timeouts))
                 app = application
-                server.upgraded(self)
+                server.webSocketOpened()
                 application.opened(self)
-                if leftover > 0, phase == .open {
+                if leftover > 0, lifecycle.readsFrames {
                     consumeFrames(UnsafeMutableRawBufferPointer(rebasing: bytes[(bytes.count - leftover)...]))
                 }
             }
         }
     }
 
-    /// Sends a complete HTTP response and ends the connection after it.
-    func respond(_ response: HTTPResponse) {
+    /// Sends a complete HTTP response; the connection ends after it.
+    private func respond(_ response: HTTPResponse) {
         http = nil
-        response.serialize().withUnsafeBytes { output.append($0, pool: server.pool) }
-        enterDraining()
+        response.serialize().withUnsafeBytes { stream.append($0) }
+        perform(lifecycle.responded(nowMs: monotonicMilliseconds(), server.timeouts))
     }
 
     // MARK: WebSocket phase
 
     private func consumeFrames(_ bytes: UnsafeMutableRawBufferPointer) {
         var offset = 0
-        while phase == .open || phase == .closeSent {
-            switch reader.next(bytes, offset: &offset) {
+        while lifecycle.readsFrames {
+            switch messages.next(bytes, offset: &offset) {
             case .needMore:
-                // The read buffer is reused by the next connection: keep the partial message.
-                if let chunk = pendingChunk {
-                    message.append(contentsOf: chunk)
-                    pendingChunk = nil
-                }
-                server.applyBackpressure(self)
                 return
-            case .messageStart(let kind, _):
-                messageKind = kind
-                messageOpen = true
-            case .messageData(let chunk):
-                if pendingChunk == nil && message.isEmpty {
-                    pendingChunk = chunk
-                } else {
-                    if let first = pendingChunk {
-                        message.append(contentsOf: first)
-                        pendingChunk = nil
-                    }
-                    message.append(contentsOf: chunk)
-                }
-            case .messageEnd:
-                messageOpen = false
-                let kind = messageKind
-                if phase == .open, let app {
-                    if let chunk = pendingChunk {
-                        app.received(self, kind: kind, payload: chunk)
-                    } else {
-                        message.withUnsafeBytes { app.received(self, kind: kind, payload: $0) }
-                    }
-                }
-                pendingChunk = nil
-                // Only messages that spanned reads were copied; an idle connection keeps no storage.
-                if message.capacity > 0 { message = [] }
+            case .message(let kind, let payload):
+                if lifecycle.isOpen, let app { app.received(self, kind: kind, payload: payload) }
             case .ping(let payload):
-                if phase == .open {
-                    payload.withUnsafeBytes { sendFrame(.pong, payload: $0) }
-                }
+                perform(lifecycle.pingReceived(payload))
             case .pong:
                 break  // any input already counts as liveness
             case .close(let code, _):
-                if phase == .open {
-                    // Echo the peer's code (RFC 6455 §5.5.1); a close without a code gets an empty close.
-                    let payload = code.map { FrameEncoder.closePayload(code: CloseCode(rawValue: $0), reason: "") } ?? []
-                    payload.withUnsafeBytes { sendFrame(.close, payload: $0) }
-                }
-                enterDraining()
-                return
+                perform(lifecycle.closeReceived(code: code, nowMs: monotonicMilliseconds(), server.timeouts))
             case .failure(let error):
-                if phase == .open {
-                    let payload = FrameEncoder.closePayload(code: error.closeCode, reason: error.reason)
-                    payload.withUnsafeBytes { sendFrame(.close, payload: $0) }
-                }
-                enterDraining()
-                return
+                perform(lifecycle.protocolViolation(error, nowMs: monotonicMilliseconds(), server.timeouts))
             }
         }
     }
 
-    /// Starts the closing handshake from our side: send close, wait for the peer's (or the timeout).
-    public func close(code: CloseCode, reason: String = "") {
-        guard phase == .open else { return }
-        let payload = FrameEncoder.closePayload(code: code, reason: reason)
-        payload.withUnsafeBytes { sendFrame(.close, payload: $0) }
-        phase = .closeSent
-        server.scheduleCloseTimeout(self)
-    }
+    // MARK: executing the lifecycle's actions
 
-    /// Sends one message as a single frame. Ignored unless the connection is open.
-    public func send(_ opcode: Opcode, payload: UnsafeRawBufferPointer) {
-        guard phase == .open else { return }
-        sendFrame(opcode, payload: payload)
-    }
-
-    /// Queues a frame encoded once for many connections (see `SharedFrame`). Ignored unless open.
-    public func send(shared frame: ByteChunk) {
-        guard phase == .open else { return }
-        if output.byteCount > 0 && output.byteCount + frame.count > maxOutputBufferBytes {
-            server.slowConsumer(self)
-            return
+    func perform(_ actions: ConnectionLifecycle.Actions) {
+        for action in actions {
+            if stream.isClosed { return }  // dropped by an earlier action (a control frame over the cap)
+            switch action {
+            case .armTimer(let at):
+                server.setDeadline(fd, atMs: at)
+            case .respondTimeout:
+                HTTPResponse(status: .requestTimeout, body: Array("request head not received in time\n".utf8),
+                             contentType: "text/plain; charset=utf-8").serialize().withUnsafeBytes { stream.append($0) }
+            case .sendPing:
+                queueFrame(.ping, UnsafeRawBufferPointer(start: nil, count: 0), .control)
+            case .sendPong(let payload):
+                payload.withUnsafeBytes { _ = queueFrame(.pong, $0, .control) }
+            case .sendClose(let code, let reason):
+                let payload = code.map { FrameEncoder.closePayload(code: $0, reason: reason) } ?? []
+                payload.withUnsafeBytes { _ = queueFrame(.close, $0, .control) }
+            case .endApplication:
+                messages.reset()
+                if let app {
+                    self.app = nil
+                    server.webSocketEnded()
+                    app.closed(self)
+                }
+            case .shutWrite:
+                stream.shutdownWriteAfterQueued()
+            case .drop:
+                server.remove(self)
+                stream.close()
+            }
         }
-        output.append(shared: frame)
-        server.scheduleFlush(self)
     }
 
-    /// Queues one frame; the bytes go out at the end of this loop turn.
-    func sendFrame(_ opcode: Opcode, payload: UnsafeRawBufferPointer) {
-        let headerSize = FrameEncoder.headerSize(payloadCount: payload.count, masked: false)
-        let total = headerSize + payload.count
-        if output.byteCount > 0 && output.byteCount + total > maxOutputBufferBytes {
-            // A consumer this far behind is not coming back; keeping its backlog hurts everyone else.
-            server.slowConsumer(self)
-            return
-        }
-        let p = output.reserve(total, pool: server.pool)
-        let written = FrameEncoder.writeHeader(into: p, opcode: opcode, fin: true, rsv1: false, payloadCount: payload.count, maskKey: nil)
+    /// Encodes one frame straight into the output queue, if the traffic class's policy admits it.
+    @discardableResult
+    private func queueFrame(_ opcode: Opcode, _ payload: UnsafeRawBufferPointer, _ traffic: TrafficClass) -> SendResult {
+        let total = FrameEncoder.headerSize(payloadCount: payload.count, masked: false) + payload.count
+        guard server.policies[traffic].admits(total, queued: stream.queuedBytes) else { return overflow(traffic) }
+        let p = stream.reserve(total)
+        let header = FrameEncoder.writeHeader(into: p, opcode: opcode, fin: true, rsv1: false, payloadCount: payload.count, maskKey: nil)
         if let src = payload.baseAddress, payload.count > 0 {
-            (p + written).copyMemory(from: src, byteCount: payload.count)
+            (p + header).copyMemory(from: src, byteCount: payload.count)
         }
-        output.commit(total)
-        server.scheduleFlush(self)
+        stream.commit(total)
+        return .queued
     }
 
-    /// Nothing more will be sent: flush, shut the write side, discard input until EOF.
-    func enterDraining() {
-        if phase == .open || phase == .closeSent, messageOpen || pendingChunk != nil {
-            pendingChunk = nil
-            message = []
+    /// A consumer this far behind is not coming back; keeping its backlog hurts everyone else.
+    private func overflow(_ traffic: TrafficClass) -> SendResult {
+        switch server.policies[traffic].overflow {
+        case .disconnect:
+            server.slowConsumer(traffic)
+            perform(lifecycle.gone())
         }
-        let wasWebSocket = phase == .open || phase == .closeSent
-        phase = .draining
-        if wasWebSocket { server.releasedApplication(self) }
-        server.scheduleCloseTimeout(self)
-        server.scheduleFlush(self)
-    }
-
-    /// Called by the server once the output queue is empty.
-    func outputDrained() {
-        if phase == .draining && !writeShut {
-            writeShut = true
-            shutdown(fd, Int32(SHUT_WR))
-        }
+        return .closing
     }
 }
 

@@ -25,7 +25,7 @@ final class Listener: EventHandler {
         while true {
             let client = vigil_accept(fd)
             if client >= 0 {
-                server.accepted(fd: client)
+                server.adopt(fd: client)
                 continue
             }
             switch errno {

@@ -7,40 +7,50 @@ import VigilWire
 
 /// `/v1`: the live map (`MapHub`) and panic-location streams (`PanicHub`) behind one endpoint.
 ///
-/// It owns the hubs and the per-connection sessions, decodes each message, applies it, answers,
-/// and fans the resulting events out: each event is encoded once into one frame, and that same
-/// chunk is queued on every recipient's connection. Subscribers and watchers are identified by
-/// their connection's fd, which is unique among open connections; the hubs forget a connection
-/// when it closes, before the fd can be reused.
+/// A message goes: rate limits → `RequestDecoder` → `dispatch` (one exhaustive switch; the
+/// handlers, by family, are in `V1Application+Pins`, `+Subscribe` and `+Panic`) → an `Outcome`
+/// (the reply, and the journal record of what changed) plus the deliveries the hubs produced →
+/// `apply`, the one place that journals and queues. Nothing is sent during the turn: the
+/// end-of-turn step (`endOfTurn`) fans the outbox out, then writes the journal, before the loop
+/// flushes (docs/ARCHITECTURE.md).
+///
+/// Subscribers, watchers and owners are named by their connection's fd, unique among open
+/// connections; the hubs forget a connection when it closes, before the fd can be reused.
 public final class V1Application: WebSocketApplication {
-    /// What one connection's anonymous session holds.
-    final class Session {
-        let serial: UInt64
-        let id: String
-        var writes: TokenBucket
-        var messages: TokenBucket
-        init(serial: UInt64, id: String, writes: TokenBucket, messages: TokenBucket) {
-            self.serial = serial
-            self.id = id
-            self.writes = writes
-            self.messages = messages
+    /// What a handler returns: the reply to its request, and the journal record of what changed
+    /// (nil when nothing did). Its deliveries are in `scratch`.
+    struct Outcome: Sendable {
+        var reply: Reply
+        var record: JournalRecord?
+
+        init(_ reply: Reply, record: JournalRecord? = nil) {
+            self.reply = reply
+            self.record = record
         }
     }
 
     public internal(set) var hub: MapHub
     public internal(set) var panic: PanicHub
     private let decoder: RequestDecoder
-    let secrets: Secrets
-    private let limits: ServerMessages.Limits
+    let secrets: any Secrets
+    let limits: ServerMessages.Limits
+    /// The server outlives the application it builds and mounts.
     unowned let server: Server
     private var nextSerial: UInt64 = 1
-    var writer = JSONWriter(capacity: 4096)
-    var deliveries: [PinDelivery] = []
-    var panicDeliveries: [PanicDelivery] = []
-    /// Snapshots and journal (nil: state in memory only).
-    var persistence: Persistence?
+    /// The deliveries of the operation being applied (the hubs' `out:`).
+    var scratch = Deliveries()
+    var outbox = Outbox()
+    /// Replies and welcomes: one reused buffer, copied into the recipient's queue.
+    var replyWriter = JSONWriter(capacity: 4096)
+    /// Events: each written straight into the chunk that all its recipients then share.
+    var eventWriter = JSONWriter(capacity: 1024, headroom: SharedFrame.headroom)
+    /// True while `fanOut` walks a batch (it may not re-enter).
+    var fanningOut = false
+    /// Where changes are recorded (nil: state in memory only).
+    var log: (any ChangeLog)?
+    private var persistence: Persistence?
 
-    public init(server: Server, settings: PinSettings, panic: PanicSettings, secrets: Secrets) {
+    init(server: Server, settings: PinSettings, panic: PanicSettings, secrets: any Secrets) {
         self.server = server
         self.hub = MapHub(settings: settings)
         self.panic = PanicHub(settings: panic)
@@ -49,179 +59,143 @@ public final class V1Application: WebSocketApplication {
         self.limits = ServerMessages.Limits(maxMessageBytes: server.config.maxMessageBytes,
                                             messagesPerSecond: server.config.messagesPerSecond,
                                             messageBurst: server.config.messageBurst)
-        server.addTickHook { [unowned self] in self.tick() }
+        server.addTickStep { [unowned self] in self.tick() }
     }
 
-    /// Takes over the state recovered from disk and journals every acknowledged write from now on.
+    /// Takes over the state recovered from disk and records every change from now on.
     func attach(_ p: Persistence) {
         hub = p.recovered.map
         panic = p.recovered.panic
         // Votes are kept per session serial: new sessions must not reuse a restored voter's number.
         nextSerial = max(nextSerial, p.recovered.highestVoteSession + 1)
         persistence = p
-        server.addBeforeFlushHook { [unowned p] in p.beforeFlush() }
-        server.addTickHook { [unowned self, unowned p] in p.tick(map: self.hub, panic: self.panic) }
-        server.addStopHook { [unowned self, unowned p] in p.shutdown(map: self.hub, panic: self.panic) }
+        log = p
+        server.addTickStep { [unowned self, unowned p] in p.tick(map: self.hub, panic: self.panic) }
+        server.addStopStep { [unowned self, unowned p] in p.shutdown(map: self.hub, panic: self.panic) }
     }
 
-    /// Journals the pin's state after a successful write (a removal when it is gone).
-    func journalPin(_ id: PinID) {
-        persistence?.record(.pinState(id, in: hub))
-    }
-
-    /// Wall-clock Unix milliseconds: pin times are client-visible dates.
+    /// Wall-clock Unix milliseconds: pin and stream times are client-visible dates.
     static func wallClockMs() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 
+    // MARK: sessions
+
     public func opened(_ connection: Connection) {
         let now = monotonicMilliseconds()
         let settings = hub.settings
-        let session = Session(
+        let session = V1Session(
             serial: nextSerial,
             id: Base64URL.encode(secrets.randomBytes(16)),
             writes: TokenBucket(capacity: settings.writeBurst, perMinute: settings.writesPerMinute, nowMs: now),
             messages: TokenBucket(capacity: server.config.messageBurst, perMinute: server.config.messagesPerSecond * 60, nowMs: now))
         nextSerial += 1
         connection.userData = session
-        send(connection) { w in ServerMessages.welcome(session: session.id, settings: settings, limits: limits, into: &w) }
+        outbox.append(.welcome(connection.fd, session: session.id))
     }
 
     public func closed(_ connection: Connection) {
         hub.unsubscribe(connection.fd)
-        panic.disconnected(connection.fd, out: &panicDeliveries)
+        panic.disconnected(connection.fd, out: &scratch.panic)
+        outbox.append(deliveries: &scratch)
         connection.userData = nil
-        fanOutPanic()
+        // Called from a flush too (a failed write), after this turn's fan-out: make sure another
+        // turn sends what the hubs just produced.
+        server.loop.requestTurn()
     }
 
     public func received(_ connection: Connection, kind: MessageKind, payload: UnsafeRawBufferPointer) {
-        guard let session = connection.userData as? Session else { return }
+        guard let session = connection.userData as? V1Session, !session.closing else { return }
         let now = monotonicMilliseconds()
         if session.messages.take(nowMs: now) != nil {
-            // Abuse, not a mistake: a client this far over the message rate is closed (1008).
-            connection.close(code: .policyViolation, reason: "message rate limit")
+            // Abuse, not a mistake: a client this far over the message rate is closed (1008),
+            // after whatever was already produced for it this turn.
+            session.closing = true
+            outbox.append(.close(connection.fd, .policyViolation, reason: "message rate limit"))
             return
         }
         guard kind == .text else {
-            reply(connection, error: RequestError("bad_message", "messages are JSON text; binary messages are not accepted"), ref: nil)
+            outbox.append(.reply(connection.fd, ref: nil, .error(RequestError("bad_message", "messages are JSON text; binary messages are not accepted"))))
             return
         }
         let request: ClientRequest
         switch decoder.decode(payload) {
         case .success(let r): request = r
         case .failure(let rejected):
-            reply(connection, error: rejected.error, ref: rejected.ref)
+            outbox.append(.reply(connection.fd, ref: rejected.ref, .error(rejected.error)))
             return
         }
         if request.operation.isWrite, let retry = session.writes.take(nowMs: now) {
-            reply(connection, error: RequestError("rate_limited", "too many writes; retry after \(retry) ms", retryAfterMs: retry), ref: request.ref)
+            outbox.append(.reply(connection.fd, ref: request.ref,
+                                 .error(RequestError("rate_limited", "too many writes; retry after \(retry) ms", retryAfterMs: retry))))
             return
         }
-        apply(request, session: session, connection: connection)
-        fanOut()
-        fanOutPanic()
+        apply(dispatch(request.operation, session: session, from: connection.fd, now: Self.wallClockMs()),
+              to: connection.fd, ref: request.ref)
     }
 
-    private func apply(_ request: ClientRequest, session: Session, connection: Connection) {
-        let ref = request.ref
-        let wallNow = Self.wallClockMs()
-        if applyPanic(request.operation, ref: ref, connection: connection, now: wallNow) { return }
-        switch request.operation {
+    /// The one place an operation's effects land: its record in the journal, its reply and then
+    /// its deliveries in the outbox.
+    private func apply(_ outcome: Outcome, to fd: Int32, ref: JSONValue?) {
+        if let record = outcome.record { log?.append(record) }
+        outbox.append(.reply(fd, ref: ref, outcome.reply))
+        outbox.append(deliveries: &scratch)
+    }
+
+    /// Every operation of protocol version 1, by family.
+    func dispatch(_ operation: ClientOperation, session: V1Session, from me: Int32, now: Int64) -> Outcome {
+        switch operation {
         case .subscribe(let area, let categories):
-            let result = hub.subscribe(connection.fd, area: area, categories: categories)
-            send(connection) { w in
-                ServerMessages.ok(ref: ref, into: &w) { w in
-                    w.key("pins")
-                    w.beginArray()
-                    for pin in result.pins { ServerMessages.pin(pin, into: &w) }
-                    w.endArray()
-                    if result.truncated { w.key("truncated"); w.bool(true) }
-                }
-            }
+            return subscribe(me, area: area, categories: categories)
         case .unsubscribe:
-            hub.unsubscribe(connection.fd)
-            send(connection) { w in ServerMessages.ok(ref: ref, into: &w) }
+            return unsubscribe(me)
         case .pinCreate(let draft):
-            let token = secrets.newToken()
-            let id = PinID(random: secrets.randomBytes(16))
-            switch hub.create(draft, id: id, editDigest: secrets.digest(ofToken: token), now: wallNow, out: &deliveries) {
-            case .success(let pin):
-                journalPin(pin.id)
-                send(connection) { w in
-                    ServerMessages.ok(ref: ref, into: &w) { w in
-                        w.key("pin"); ServerMessages.pin(pin, into: &w)
-                        w.key("edit_token"); w.string(token)
-                    }
-                }
-            case .failure(let failure):
-                reply(connection, error: .from(failure), ref: ref)
-            }
+            return createPin(draft, now: now)
         case .pinUpdate(let id, let token, let changes):
-            guard let id else { return reply(connection, error: .from(PinFailure.forbidden), ref: ref) }
-            let result = hub.update(id, digest: secrets.digest(ofToken: token), changes: changes, now: wallNow, out: &deliveries)
-            if case .success = result { journalPin(id) }
-            replyWithPin(connection, ref: ref, result)
+            return updatePin(id, token: token, changes: changes, now: now)
         case .pinDelete(let id, let token):
-            guard let id else { return reply(connection, error: .from(PinFailure.forbidden), ref: ref) }
-            switch hub.delete(id, digest: secrets.digest(ofToken: token), out: &deliveries) {
-            case .success(let pin):
-                journalPin(pin.id)
-                send(connection) { w in ServerMessages.ok(ref: ref, into: &w) { w in w.key("id"); w.string(pin.id.description) } }
-            case .failure(let failure):
-                reply(connection, error: .from(failure), ref: ref)
-            }
+            return deletePin(id, token: token)
         case .pinVote(let id, let value):
-            guard let id else { return reply(connection, error: .from(PinFailure.notFound), ref: ref) }
-            let result = hub.vote(id, session: session.serial, value: value, now: wallNow, out: &deliveries)
-            if case .success = result { journalPin(id) }
-            replyWithPin(connection, ref: ref, result)
-        default:
-            preconditionFailure("panic operations are applied by applyPanic")
+            return votePin(id, value: value, voter: session.serial, now: now)
+        case .panicStart(let status, let location, let note, let watchers):
+            return startStream(owner: me, status: status, location: location, note: note, watchers: watchers, now: now)
+        case .panicUpdate(let stream, let token, let location):
+            return updateStream(stream, by: me, token: token, location: location, now: now)
+        case .panicStatus(let stream, let token, let status):
+            return setStreamStatus(stream, by: me, token: token, status: status, now: now)
+        case .panicEnd(let stream, let token, let reason):
+            return endStream(stream, by: me, token: token, reason: reason, now: now)
+        case .panicResume(let stream, let token):
+            return resumeStream(stream, by: me, token: token)
+        case .panicWatch(let stream, let token, let since):
+            return watchStream(stream, watcher: me, token: token, since: since)
+        case .panicUnwatch(let stream):
+            return unwatchStream(stream, watcher: me)
+        case .panicInvite(let stream, let token):
+            return inviteToStream(stream, by: me, token: token)
+        case .panicRevoke(let stream, let token, let watchToken):
+            return revokeFromStream(stream, by: me, token: token, watchToken: watchToken)
         }
     }
 
-    private func replyWithPin(_ connection: Connection, ref: JSONValue?, _ result: Result<Pin, PinFailure>) {
-        switch result {
-        case .success(let pin):
-            send(connection) { w in ServerMessages.ok(ref: ref, into: &w) { w in w.key("pin"); ServerMessages.pin(pin, into: &w) } }
-        case .failure(let failure):
-            reply(connection, error: .from(failure), ref: ref)
-        }
+    // MARK: the turn
+
+    /// The end of the loop turn: send everything the turn produced, then record it durably
+    /// (the journal's write, and its fsync when due), before the loop flushes the replies.
+    public func endOfTurn() {
+        fanOut()
+        log?.commitTurn()
     }
 
-    func reply(_ connection: Connection, error: RequestError, ref: JSONValue?) {
-        send(connection) { w in ServerMessages.error(ref: ref, error, into: &w) }
-    }
-
-    /// Encodes one message into the reused writer and sends it as one text frame.
-    func send(_ connection: Connection, _ encode: (inout JSONWriter) -> Void) {
-        writer.reset()
-        encode(&writer)
-        writer.bytes.withUnsafeBytes { connection.send(.text, payload: $0) }
-    }
-
-    /// Encodes each pending delivery once and queues the same frame on every recipient.
-    private func fanOut() {
-        guard !deliveries.isEmpty else { return }
-        for delivery in deliveries {
-            writer.reset()
-            ServerMessages.pinEvent(delivery.kind, delivery.pin, into: &writer)
-            let frame = writer.bytes.withUnsafeBytes { SharedFrame.text($0) }
-            for subscriber in delivery.recipients {
-                server.connection(fd: subscriber)?.send(shared: frame)
-            }
-        }
-        deliveries.removeAll(keepingCapacity: true)
-    }
-
+    /// Every tick: pins that expired and panic streams' timers (stale notices, ended streams'
+    /// grace); their deliveries go out with this turn.
     private func tick() {
         let now = Self.wallClockMs()
-        hub.expire(now: now, out: &deliveries)
-        fanOut()
-        panic.tick(now: now, out: &panicDeliveries)
-        fanOutPanic()
+        hub.expire(now: now, out: &scratch.pins)
+        panic.tick(now: now, out: &scratch.panic)
+        outbox.append(deliveries: &scratch)
     }
 }
 

@@ -16,7 +16,7 @@ import VigilCore
 ///
 /// Pins and streams may be appended in any order (streams are kept apart and written after
 /// the pins); `finish` writes the counts and the checksum and hands over the bytes.
-public struct SnapshotWriter {
+public struct SnapshotWriter: Sendable {
     private var w: StateWriter
     private var streamBytes = StateWriter()
     private var pinCount: UInt32 = 0

@@ -6,7 +6,7 @@ import VigilCore
 /// (big-endian words), so a hex dump shows the same digits as their text forms. Strings are a
 /// u32 byte count and UTF-8. Every append goes through `withUnsafeBytes(of:)`, one bounds-checked
 /// `append(contentsOf:)` per field, which keeps a million-pin snapshot encode well under a second.
-struct StateWriter {
+struct StateWriter: Sendable {
     var bytes: [UInt8]
 
     init(capacity: Int = 0) {

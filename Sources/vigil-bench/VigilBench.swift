@@ -40,10 +40,11 @@ struct BenchSecrets: Secrets {
     func digest(ofToken token: String) -> TokenDigest { TokenDigest(bytes: Crypto.sha256(Array(token.utf8))) }
 }
 
-/// The daemon's fan-out step: encode once, frame once, queue the same chunk on every recipient.
+/// The daemon's fan-out step (`V1Application.fanOut`): encode once straight into a chunk, frame it
+/// in place, queue the same chunk on every recipient.
 struct FanOut {
     var queues: [OutputQueue]
-    var writer = JSONWriter(capacity: 4096)
+    var writer = JSONWriter(capacity: 1024, headroom: SharedFrame.headroom)
     let pool = ChunkPool()
     var deliveries = 0
     var bytes = 0
@@ -52,15 +53,11 @@ struct FanOut {
 
     mutating func deliver(_ out: inout [PinDelivery]) {
         for d in out {
-            writer.reset()
             ServerMessages.pinEvent(d.kind, d.pin, into: &writer)
-            let header = FrameEncoder.headerSize(payloadCount: writer.bytes.count, masked: false)
-            let chunk = ByteChunk(capacity: header + writer.bytes.count)
-            chunk.commit(FrameEncoder.writeHeader(into: chunk.base, opcode: .text, fin: true, rsv1: false, payloadCount: writer.bytes.count, maskKey: nil))
-            writer.bytes.withUnsafeBytes { chunk.append($0) }
+            let chunk = SharedFrame.text(writer.takeChunk())
             for r in d.recipients { queues[Int(r)].append(shared: chunk) }
             deliveries += d.recipients.count
-            bytes += d.recipients.count * chunk.count
+            bytes += d.recipients.count * (chunk.count - chunk.start)
         }
         out.removeAll(keepingCapacity: true)
     }

@@ -113,7 +113,7 @@ final class Driver {
         }
         timer = try PeriodicTimer(intervalMs: 5, loop: pool.loop) { [unowned self] in self.onTick() }
         try pool.loop.run()
-        if options.progress && !options.progressNewlines { fputs("\n", stderr) }
+        if options.progress && !options.progressNewlines { writeStandardError("\n") }
     }
 
     private func enter(_ next: Stage, nowNs: UInt64) {
@@ -222,7 +222,7 @@ final class Driver {
                 sent: c.sent, sentPerSecond: Double(c.sent &- lastSent) / seconds,
                 delivered: c.delivered, deliveredPerSecond: Double(c.delivered &- lastDelivered) / seconds,
                 p99Ns: p99, errors: c.errors) + "  " + stage.rawValue
-            fputs(options.progressNewlines ? "\(line)\n" : "\r\(line)\u{1B}[K", stderr)
+            writeStandardError(options.progressNewlines ? "\(line)\n" : "\r\(line)\u{1B}[K")
         }
         lastSent = c.sent
         lastDelivered = c.delivered

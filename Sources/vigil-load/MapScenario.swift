@@ -253,7 +253,7 @@ final class MapScenario: Scenario {
         pending[ref] = Pending(op: .create, pin: -1, publisher: p, sendNs: now)
         publisherCreating[p] += 1
         publisherInFlight[p] += 1
-        c.sendText(writer.bytes)
+        c.sendText(writer)
         counters.sent += 1
         return true
     }
@@ -294,7 +294,7 @@ final class MapScenario: Scenario {
         pins[i].inFlight = true
         pending[ref] = Pending(op: op, pin: i, publisher: p, sendNs: now)
         publisherInFlight[p] += 1
-        c.sendText(writer.bytes)
+        c.sendText(writer)
         counters.sent += 1
         return true
     }
@@ -320,7 +320,7 @@ final class MapScenario: Scenario {
         // Jittered (0.5x to 1.5x the interval), so panning subscribers do not move in lockstep.
         subscribers[i].nextPanNs = nowNs &+ UInt64(config.panIntervalSeconds * 1e9 * Double.random(in: 0.5...1.5, using: &rng))
         if subscribers[i].checked { logs[i, default: SubscriberLog(subscriber: i)].subscribeSent(area: .box(a), atNs: Clock.nowNs()) }
-        c.sendText(writer.bytes)
+        c.sendText(writer)
     }
 
     func stopSending(nowNs: UInt64) { stopped = true }
@@ -347,7 +347,7 @@ final class MapScenario: Scenario {
         writer.endObject()
         subscribers[i].awaitingRef = ref
         logs[i, default: SubscriberLog(subscriber: i)].unsubscribeSent(atNs: Clock.nowNs())
-        c.sendText(writer.bytes)
+        c.sendText(writer)
     }
 
     func verify() -> [CheckSummary] {

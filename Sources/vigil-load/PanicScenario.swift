@@ -211,7 +211,7 @@ final class PanicScenario: Scenario {
         let slot = s * ring + Int(seq % UInt64(ring))
         sentSeq[slot] = seq
         sentNs[slot] = Clock.nowNs()
-        c.sendText(writer.bytes)
+        c.sendText(writer)
         counters.sent += 1
     }
 
@@ -247,7 +247,7 @@ final class PanicScenario: Scenario {
             writer.field("stream", id)
             writer.field("reason", "safe")
             writer.endObject()
-            c.sendText(writer.bytes)
+            c.sendText(writer)
             counters.sent += 1
             ended[s] = true
         }
@@ -298,7 +298,7 @@ extension PanicScenario: ClientDelegate {
                 writer.field("watch_token", tokens[w.stream][w.token])
                 if let since = w.checker.lastSeq { writer.field("since", Int64(since)) }
                 writer.endObject()
-                connection.sendText(writer.bytes)
+                connection.sendText(writer)
             }
             return
         }
@@ -314,7 +314,7 @@ extension PanicScenario: ClientDelegate {
             writer.field("accuracy_m", 8.0)
             writer.field("watchers", Int64(config.watchersPerStream))
             writer.endObject()
-            connection.sendText(writer.bytes)
+            connection.sendText(writer)
         }
     }
 

@@ -68,7 +68,7 @@ struct CommonOptions: ParsableArguments {
         let fdLimit = (try? ProcessLimits.raiseFileDescriptorLimit()) ?? 1024
         let scenario = make()
         if scenario.targetConnections + 64 > fdLimit {
-            fputs("vigil-load: \(scenario.targetConnections) connections need more file descriptors than this process may open (\(fdLimit)); raise the hard limit (ulimit -Hn) first\n", stderr)
+            writeStandardError("vigil-load: \(scenario.targetConnections) connections need more file descriptors than this process may open (\(fdLimit)); raise the hard limit (ulimit -Hn) first\n")
             throw ExitCode(2)
         }
         let target = LoadURL(url)!

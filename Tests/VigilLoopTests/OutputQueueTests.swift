@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+import VigilBytes
 @testable import VigilLoop
 
 @Suite struct OutputQueueTests {

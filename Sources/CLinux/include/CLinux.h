@@ -49,6 +49,10 @@ int vigil_timerfd_periodic(int interval_ms);
 /// Reads the expiration count of a timerfd (0 when none, -1 on error).
 int64_t vigil_timerfd_read(int fd);
 
+/// A non-blocking, close-on-exec eventfd (counter 0), or -1.
+int vigil_eventfd_create(void);
+/// Waits up to `timeout_ms` (-1: forever) for `fd` to become readable: 1 readable, 0 timed out, -1 error.
+int vigil_wait_readable(int fd, int timeout_ms);
 /// eventfd helpers: add one to the counter / drain it.
 int vigil_eventfd_signal(int fd);
 int64_t vigil_eventfd_drain(int fd);

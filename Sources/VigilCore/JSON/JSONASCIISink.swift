@@ -1,4 +1,4 @@
-/// A `TextOutputStream` that appends to a byte array, so `Double.write(to:)` can hand over the
+/// A `TextOutputStream` that appends to the writer's output, so `Double.write(to:)` can hand over the
 /// shortest round-trip digits without building a String.
 ///
 /// `Double.write(to:)` formats into a stack buffer and passes it to `_writeASCII`, an underscored
@@ -6,13 +6,14 @@
 /// allocation-free; if a future standard library stops calling it, `write(_:)` still gives the
 /// same bytes, through a String (small, so usually still no allocation).
 struct JSONASCIISink: TextOutputStream {
-    var bytes: [UInt8]
+    var out: JSONOutput
 
     mutating func write(_ string: String) {
-        bytes.append(contentsOf: string.utf8)
+        var string = string
+        string.withUTF8 { out.append($0) }
     }
 
     mutating func _writeASCII(_ buffer: UnsafeBufferPointer<UInt8>) {
-        bytes.append(contentsOf: buffer)
+        out.append(buffer)
     }
 }

@@ -1,8 +1,11 @@
+import VigilBytes
+
 /// Appends JSON text to a byte buffer, inserting commas itself.
 ///
-/// Used on the hot path to serialize each event once before its bytes go to many subscribers, so
-/// it allocates nothing beyond the growth of `bytes`: strings are copied in escaped runs, integers
-/// written digit by digit from a stack buffer, doubles through `JSONASCIISink`.
+/// Used on the hot path to serialize each event once, straight into the chunk whose bytes then go
+/// to many subscribers (`takeChunk`), so it allocates nothing beyond that chunk and its growth:
+/// strings are copied in escaped runs, integers written digit by digit from a stack buffer,
+/// doubles through `JSONASCIISink`.
 ///
 /// Comma state is one Bool. A comma is due before a key or value exactly when something was
 /// written at the same level before it; closing a container always leaves its parent with "a value
@@ -13,47 +16,69 @@
 /// `1e-7` "1e-07" and `1e16` "1e+16" (all valid JSON); NaN and ±infinity, which JSON cannot
 /// express, are written as `null` rather than trapping the daemon. Control characters are escaped
 /// as \n \r \t \b \f or \u00xx (lowercase hex); everything else, U+2028/U+2029 included, is raw UTF-8.
-public struct JSONWriter: Sendable {
-    /// The text so far. Callers take it when done, or `reset()` to reuse the capacity.
-    public var bytes: [UInt8]
+public struct JSONWriter {
+    private var out: JSONOutput
     /// True when the next key or value at the current level must be preceded by a comma.
     private var needsComma = false
 
-    public init(capacity: Int = 256) {
-        bytes = []
-        bytes.reserveCapacity(capacity)
+    /// - Parameters:
+    ///   - capacity: bytes to allocate up front (the buffer doubles when it must).
+    ///   - headroom: bytes kept free in front of the text, for a frame header (see `takeChunk`).
+    public init(capacity: Int = 256, headroom: Int = 0) {
+        out = JSONOutput(capacity: capacity + headroom, headroom: headroom)
     }
+
+    /// The text so far, as a new array (tests and tools; the daemon uses `withUnsafeBytes` or `takeChunk`).
+    public var bytes: [UInt8] { Array(out.payload) }
+
+    /// The text so far, without a copy; valid during `body` only.
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(out.payload)
+    }
+
+    /// Bytes of text written so far.
+    public var count: Int { out.payload.count }
+
+    /// Bytes the current buffer holds before it must grow (headroom included).
+    public var capacity: Int { out.capacity }
 
     /// Empties the buffer, keeping its capacity, to write the next document.
     public mutating func reset() {
-        bytes.removeAll(keepingCapacity: true)
+        out.reset()
         needsComma = false
+    }
+
+    /// Hands over the chunk holding the text (its content is the text; `start` is the headroom,
+    /// free for a header in front) and continues in a fresh chunk, ready for the next document.
+    public mutating func takeChunk() -> ByteChunk {
+        needsComma = false
+        return out.take()
     }
 
     @inline(__always)
     private mutating func separate() {
-        if needsComma { bytes.append(0x2C) }
+        if needsComma { out.append(0x2C) }
     }
 
     public mutating func beginObject() {
         separate()
-        bytes.append(0x7B)
+        out.append(0x7B)
         needsComma = false
     }
 
     public mutating func endObject() {
-        bytes.append(0x7D)
+        out.append(0x7D)
         needsComma = true
     }
 
     public mutating func beginArray() {
         separate()
-        bytes.append(0x5B)
+        out.append(0x5B)
         needsComma = false
     }
 
     public mutating func endArray() {
-        bytes.append(0x5D)
+        out.append(0x5D)
         needsComma = true
     }
 
@@ -61,17 +86,17 @@ public struct JSONWriter: Sendable {
     /// (a scan of a few ASCII bytes), so a key with a quote in it still yields valid JSON.
     public mutating func key(_ name: StaticString) {
         separate()
-        bytes.append(0x22)
+        out.append(0x22)
         name.withUTF8Buffer { appendEscaped($0) }
-        bytes.append(0x22)
-        bytes.append(0x3A)
+        out.append(0x22)
+        out.append(0x3A)
         needsComma = false
     }
 
     public mutating func key(_ name: String) {
         separate()
         appendQuoted(name)
-        bytes.append(0x3A)
+        out.append(0x3A)
         needsComma = false
     }
 
@@ -137,7 +162,7 @@ public struct JSONWriter: Sendable {
     /// Splices pre-serialized JSON as one value. The bytes are trusted to be one valid JSON value.
     public mutating func raw(_ jsonBytes: [UInt8]) {
         separate()
-        bytes.append(contentsOf: jsonBytes)
+        jsonBytes.withUnsafeBufferPointer { out.append($0) }
         needsComma = true
     }
 
@@ -164,15 +189,15 @@ public struct JSONWriter: Sendable {
     // MARK: - Text
 
     private mutating func appendLiteral(_ literal: StaticString) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+        out.append(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
 
     private mutating func appendQuoted(_ s: String) {
-        bytes.append(0x22)
+        out.append(0x22)
         var s = s
         // withUTF8 copies only a non-contiguous (bridged) string, which Linux never has.
         s.withUTF8 { appendEscaped($0) }
-        bytes.append(0x22)
+        out.append(0x22)
     }
 
     private static let hexDigits: StaticString = "0123456789abcdef"
@@ -183,26 +208,26 @@ public struct JSONWriter: Sendable {
         for i in 0..<utf8.count {
             let b = utf8[i]
             guard b < 0x20 || b == 0x22 || b == 0x5C else { continue }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
+            out.append(UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
             runStart = i &+ 1
-            bytes.append(0x5C)
+            out.append(0x5C)
             switch b {
-            case 0x22, 0x5C: bytes.append(b)
-            case 0x0A: bytes.append(0x6E) // n
-            case 0x0D: bytes.append(0x72) // r
-            case 0x09: bytes.append(0x74) // t
-            case 0x08: bytes.append(0x62) // b
-            case 0x0C: bytes.append(0x66) // f
+            case 0x22, 0x5C: out.append(b)
+            case 0x0A: out.append(0x6E) // n
+            case 0x0D: out.append(0x72) // r
+            case 0x09: out.append(0x74) // t
+            case 0x08: out.append(0x62) // b
+            case 0x0C: out.append(0x66) // f
             default:
                 let hex = JSONWriter.hexDigits.utf8Start
-                bytes.append(0x75) // u
-                bytes.append(0x30)
-                bytes.append(0x30)
-                bytes.append(hex[Int(b >> 4)])
-                bytes.append(hex[Int(b & 0xF)])
+                out.append(0x75) // u
+                out.append(0x30)
+                out.append(0x30)
+                out.append(hex[Int(b >> 4)])
+                out.append(hex[Int(b & 0xF)])
             }
         }
-        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count]))
+        out.append(UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count]))
     }
 
     // MARK: - Numbers
@@ -222,7 +247,7 @@ public struct JSONWriter: Sendable {
                 start &-= 1
                 buffer[start] = 0x2D
             }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start..<20]))
+            out.append(UnsafeBufferPointer(rebasing: buffer[start..<20]))
         }
     }
 
@@ -232,9 +257,8 @@ public struct JSONWriter: Sendable {
             return
         }
         // Move the array into the sink and back (no copy: the array stays uniquely referenced).
-        var sink = JSONASCIISink(bytes: [])
-        swap(&sink.bytes, &bytes)
+        var sink = JSONASCIISink(out: out)
         v.write(to: &sink)
-        swap(&sink.bytes, &bytes)
+        out = sink.out
     }
 }

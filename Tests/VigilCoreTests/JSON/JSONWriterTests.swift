@@ -1,4 +1,5 @@
 import Testing
+import VigilBytes
 @testable import VigilCore
 
 /// `JSONWriter`: exact bytes for commas, nesting, escapes and numbers.
@@ -101,11 +102,35 @@ import Testing
     @Test func resetKeepsCapacityAndClearsCommaState() {
         var writer = JSONWriter(capacity: 64)
         writer.beginArray(); writer.int(1); writer.endArray()
-        let capacity = writer.bytes.capacity
+        let capacity = writer.capacity
         writer.reset()
         writer.int(2)
         #expect(writer.bytes == Array("2".utf8))
-        #expect(writer.bytes.capacity == capacity)
+        #expect(writer.capacity == capacity)
+    }
+
+    @Test func growsPastItsFirstCapacityKeepingWhatWasWritten() {
+        var writer = JSONWriter(capacity: 8)
+        let long = String(repeating: "x", count: 1_000)
+        writer.beginArray(); writer.string(long); writer.int(7); writer.endArray()
+        #expect(writer.bytes == Array("[\"\(long)\",7]".utf8))
+        #expect(writer.capacity >= 1_006)
+    }
+
+    /// An event is written once, straight into the chunk its recipients share: the chunk's content
+    /// is the text, with the headroom left free in front for a frame header.
+    @Test func takeChunkHandsOverTheTextWithItsHeadroomAndStartsAFreshBuffer() {
+        var writer = JSONWriter(capacity: 16, headroom: 10)
+        writer.beginObject(); writer.field("a", Int64(1)); writer.endObject()
+        let chunk = writer.takeChunk()
+        #expect(chunk.start == 10)
+        #expect(Array(chunk.bytes) == Array(#"{"a":1}"#.utf8))
+        // The next document starts clean (no comma carried over) in another chunk.
+        writer.beginArray(); writer.endArray()
+        #expect(writer.bytes == Array("[]".utf8))
+        #expect(Array(chunk.bytes) == Array(#"{"a":1}"#.utf8))
+        let second = writer.takeChunk()
+        #expect(second !== chunk)
     }
 
     /// Outputs re-parse to the same value and are never garbage, even for odd keys.

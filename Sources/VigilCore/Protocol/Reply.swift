@@ -1,0 +1,97 @@
+/// The answer to one client request, as a value: what a handler returns, what tests assert on,
+/// and what `ServerMessages.reply` encodes as `{"type":"ok",...}` or `{"type":"error",...}`.
+///
+/// Every request gets exactly one reply (docs/PROTOCOL.md). Messages that follow a reply to the
+/// same client (a watch's replayed events, a resumed owner's watcher count) are deliveries, not
+/// part of the reply.
+public enum Reply: Sendable {
+    /// `ok` with no members (unsubscribe, unwatch, revoke).
+    case ok
+    case error(RequestError)
+    /// `subscribe`: the pins inside the area, newest first, and whether the list was cut.
+    case subscribed(pins: [Pin], truncated: Bool)
+    /// `pin.create`: the pin and its edit token (shown once, never stored).
+    case pinCreated(Pin, editToken: String)
+    /// `pin.update`, `pin.vote`: the pin as it now is.
+    case pin(Pin)
+    /// `pin.delete`.
+    case pinDeleted(PinID)
+    /// `panic.start`: the stream, its owner token and one watch token per contact (shown once).
+    case panicStarted(stream: StreamID, seq: UInt64, ownerToken: String, watchTokens: [String])
+    /// `panic.update`, `panic.status`, `panic.end`: the stream's seq after the change.
+    case seq(UInt64)
+    /// `panic.watch`, `panic.resume`: the stream's state, and for a watch with `since` whether
+    /// events were lost (`gap`).
+    case panicState(PanicStream, gap: Bool)
+    /// `panic.invite`: the new contact's watch token.
+    case watchToken(String)
+}
+
+extension Reply {
+    public static func from(_ result: Result<Pin, PinFailure>) -> Reply {
+        switch result {
+        case .success(let pin): return .pin(pin)
+        case .failure(let failure): return .error(.from(failure))
+        }
+    }
+
+    public static func from(_ result: Result<UInt64, PanicFailure>) -> Reply {
+        switch result {
+        case .success(let seq): return .seq(seq)
+        case .failure(let failure): return .error(.from(failure))
+        }
+    }
+
+    public var isError: Bool {
+        if case .error = self { return true }
+        return false
+    }
+}
+
+extension ServerMessages {
+    /// Encodes a reply, echoing the request's `ref`.
+    public static func reply(_ reply: Reply, ref: JSONValue?, into w: inout JSONWriter) {
+        switch reply {
+        case .error(let e):
+            error(ref: ref, e, into: &w)
+        case .ok:
+            ok(ref: ref, into: &w)
+        case .subscribed(let pins, let truncated):
+            ok(ref: ref, into: &w) { w in
+                w.key("pins")
+                w.beginArray()
+                for p in pins { pin(p, into: &w) }
+                w.endArray()
+                if truncated { w.key("truncated"); w.bool(true) }
+            }
+        case .pinCreated(let p, let token):
+            ok(ref: ref, into: &w) { w in
+                w.key("pin"); pin(p, into: &w)
+                w.key("edit_token"); w.string(token)
+            }
+        case .pin(let p):
+            ok(ref: ref, into: &w) { w in w.key("pin"); pin(p, into: &w) }
+        case .pinDeleted(let id):
+            ok(ref: ref, into: &w) { w in w.key("id"); w.string(id.description) }
+        case .panicStarted(let stream, let seq, let ownerToken, let watchTokens):
+            ok(ref: ref, into: &w) { w in
+                w.key("stream"); w.string(stream.description)
+                w.key("seq"); w.int(Int64(seq))
+                w.key("owner_token"); w.string(ownerToken)
+                w.key("watch_tokens")
+                w.beginArray()
+                for t in watchTokens { w.string(t) }
+                w.endArray()
+            }
+        case .seq(let seq):
+            ok(ref: ref, into: &w) { w in w.key("seq"); w.int(Int64(seq)) }
+        case .panicState(let s, let gap):
+            ok(ref: ref, into: &w) { w in
+                w.key("state"); panicState(s, into: &w)
+                if gap { w.key("gap"); w.bool(true) }
+            }
+        case .watchToken(let token):
+            ok(ref: ref, into: &w) { w in w.key("watch_token"); w.string(token) }
+        }
+    }
+}

@@ -1,0 +1,216 @@
+import VigilWire
+
+/// A server connection's life as a value: which phase it is in, what each event does to it, and
+/// what the connection must do about it.
+///
+/// Phases: `http` (reading the request head) → `open` (WebSocket) → `closeSent` (we sent a close
+/// and wait for the peer's) → `draining` (nothing more to send: once the queued output is out the
+/// write side is shut, and input is discarded until EOF or the close timeout; closing with unread
+/// input would make the kernel send RST, which can destroy our last frame) → `closed`. A plain
+/// HTTP response goes straight from `http` to `draining`.
+///
+/// Each transition returns `Actions` and does no I/O; `Connection` executes them in order. The
+/// keep-alive rule lives here too: any input counts as liveness; after `pingIntervalMs` of
+/// silence the server pings, and if `pongTimeoutMs` then passes still silent the client is
+/// dropped. Every phase has exactly one deadline (handshake, next keep-alive check, or close
+/// timeout), returned as `.armTimer`.
+///
+/// 18 bytes of state: it lives in every connection.
+public struct ConnectionLifecycle: Equatable, Sendable {
+    public enum Phase: UInt8, Sendable {
+        case http, open, closeSent, draining, closed
+    }
+
+    /// The server's timeouts, passed to each transition (kept once per server, not per connection).
+    public struct Timeouts: Equatable, Sendable {
+        public var handshakeMs: Int64
+        public var pingIntervalMs: Int64
+        public var pongTimeoutMs: Int64
+        public var closeTimeoutMs: Int64
+
+        public init(handshakeMs: Int64, pingIntervalMs: Int64, pongTimeoutMs: Int64, closeTimeoutMs: Int64) {
+            self.handshakeMs = handshakeMs
+            self.pingIntervalMs = pingIntervalMs
+            self.pongTimeoutMs = pongTimeoutMs
+            self.closeTimeoutMs = closeTimeoutMs
+        }
+    }
+
+    /// One thing the connection must do.
+    public enum Action: Equatable, Sendable {
+        /// Replace the connection's deadline: `timerFired` is due at this time.
+        case armTimer(atMs: Int64)
+        /// Answer the unfinished request with 408 Request Timeout.
+        case respondTimeout
+        case sendPing
+        case sendPong([UInt8])
+        /// A close frame: with this code and reason, or empty when `code` is nil (the echo of a
+        /// close that carried no code, RFC 6455 §5.5.1).
+        case sendClose(code: CloseCode?, reason: String)
+        /// The WebSocket session is over: the application hears `closed`, and nothing more is
+        /// sent on its behalf.
+        case endApplication
+        /// Shut the write side once everything queued so far has reached the kernel.
+        case shutWrite
+        /// Close the socket now.
+        case drop
+    }
+
+    /// The actions of one transition, in order (at most four; no allocation).
+    public struct Actions: Sequence, Equatable, Sendable {
+        private var a: Action?, b: Action?, c: Action?, d: Action?
+
+        public init(_ actions: Action...) {
+            precondition(actions.count <= 4)
+            a = actions.count > 0 ? actions[0] : nil
+            b = actions.count > 1 ? actions[1] : nil
+            c = actions.count > 2 ? actions[2] : nil
+            d = actions.count > 3 ? actions[3] : nil
+        }
+
+        public static let none = Actions()
+
+        public struct Iterator: IteratorProtocol {
+            fileprivate var rest: Actions
+            public mutating func next() -> Action? {
+                let first = rest.a
+                rest.a = rest.b
+                rest.b = rest.c
+                rest.c = rest.d
+                rest.d = nil
+                return first
+            }
+        }
+
+        public func makeIterator() -> Iterator { Iterator(rest: self) }
+
+        public var isEmpty: Bool { a == nil }
+    }
+
+    public private(set) var phase: Phase = .http
+    private var lastInputMs: Int64
+    /// When the outstanding ping was sent; 0 when none is (input clears it).
+    private var pingSentAtMs: Int64 = 0
+
+    /// A connection just accepted, and its handshake deadline.
+    public static func accepted(nowMs: Int64, _ t: Timeouts) -> (ConnectionLifecycle, Actions) {
+        (ConnectionLifecycle(lastInputMs: nowMs), Actions(.armTimer(atMs: nowMs + t.handshakeMs)))
+    }
+
+    private init(lastInputMs: Int64) {
+        self.lastInputMs = lastInputMs
+    }
+
+    /// Whether frames are read (and control frames answered): open, or waiting for the peer's close.
+    public var readsFrames: Bool { phase == .open || phase == .closeSent }
+    /// Whether the application may send.
+    public var isOpen: Bool { phase == .open }
+
+    // MARK: events
+
+    /// Bytes arrived: the client is alive.
+    public mutating func input(nowMs: Int64) {
+        lastInputMs = nowMs
+        pingSentAtMs = 0
+    }
+
+    /// The 101 was queued: the WebSocket is open, and the keep-alive clock starts.
+    public mutating func upgraded(nowMs: Int64, _ t: Timeouts) -> Actions {
+        guard phase == .http else { return .none }
+        phase = .open
+        return Actions(.armTimer(atMs: nowMs + t.pingIntervalMs))
+    }
+
+    /// A final HTTP response was queued: nothing more will be sent.
+    public mutating func responded(nowMs: Int64, _ t: Timeouts) -> Actions {
+        guard phase == .http else { return .none }
+        phase = .draining
+        return Actions(.shutWrite, .armTimer(atMs: nowMs + t.closeTimeoutMs))
+    }
+
+    public mutating func pingReceived(_ payload: [UInt8]) -> Actions {
+        phase == .open ? Actions(.sendPong(payload)) : .none
+    }
+
+    /// The peer's close frame: echoed when it opened the handshake (its code, §5.5.1); the end
+    /// of the handshake when we opened it.
+    public mutating func closeReceived(code: UInt16?, nowMs: Int64, _ t: Timeouts) -> Actions {
+        switch phase {
+        case .open:
+            phase = .draining
+            return Actions(.sendClose(code: code.map(CloseCode.init(rawValue:)), reason: ""), .endApplication,
+                           .shutWrite, .armTimer(atMs: nowMs + t.closeTimeoutMs))
+        case .closeSent:
+            phase = .draining
+            return Actions(.endApplication, .shutWrite, .armTimer(atMs: nowMs + t.closeTimeoutMs))
+        case .http, .draining, .closed:
+            return .none
+        }
+    }
+
+    /// The peer broke RFC 6455: close with the error's code (1002, 1007, 1009) and stop reading frames.
+    public mutating func protocolViolation(_ error: WireError, nowMs: Int64, _ t: Timeouts) -> Actions {
+        switch phase {
+        case .open:
+            phase = .draining
+            return Actions(.sendClose(code: error.closeCode, reason: error.reason), .endApplication,
+                           .shutWrite, .armTimer(atMs: nowMs + t.closeTimeoutMs))
+        case .closeSent:
+            // Our close is out already; the handshake cannot complete cleanly.
+            phase = .draining
+            return Actions(.endApplication, .shutWrite, .armTimer(atMs: nowMs + t.closeTimeoutMs))
+        case .http, .draining, .closed:
+            return .none
+        }
+    }
+
+    /// The server closes (a policy, or shutdown): send close and wait for the peer's.
+    public mutating func closeRequested(_ code: CloseCode, reason: String, nowMs: Int64, _ t: Timeouts) -> Actions {
+        guard phase == .open else { return .none }
+        phase = .closeSent
+        return Actions(.sendClose(code: code, reason: reason), .armTimer(atMs: nowMs + t.closeTimeoutMs))
+    }
+
+    /// The deadline armed last has passed.
+    public mutating func timerFired(nowMs: Int64, _ t: Timeouts) -> Actions {
+        switch phase {
+        case .http:
+            phase = .draining
+            return Actions(.respondTimeout, .shutWrite, .armTimer(atMs: nowMs + t.closeTimeoutMs))
+        case .open:
+            if pingSentAtMs != 0 {
+                let dropAt = pingSentAtMs + t.pongTimeoutMs
+                if nowMs < dropAt { return Actions(.armTimer(atMs: dropAt)) }
+                phase = .closed
+                return Actions(.endApplication, .drop)
+            }
+            let pingAt = lastInputMs + t.pingIntervalMs
+            if nowMs < pingAt { return Actions(.armTimer(atMs: pingAt)) }
+            pingSentAtMs = nowMs
+            return Actions(.sendPing, .armTimer(atMs: nowMs + t.pongTimeoutMs))
+        case .closeSent:
+            phase = .closed
+            return Actions(.endApplication, .drop)
+        case .draining:
+            phase = .closed
+            return Actions(.drop)
+        case .closed:
+            return .none
+        }
+    }
+
+    /// The peer is gone (EOF, reset, or an I/O error), or the server drops the connection without
+    /// a handshake (a slow consumer, the end of the shutdown grace). 1006 for the peer: nothing is sent.
+    public mutating func gone() -> Actions {
+        switch phase {
+        case .open, .closeSent:
+            phase = .closed
+            return Actions(.endApplication, .drop)
+        case .http, .draining:
+            phase = .closed
+            return Actions(.drop)
+        case .closed:
+            return .none
+        }
+    }
+}

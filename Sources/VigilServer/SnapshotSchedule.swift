@@ -1,0 +1,136 @@
+import CLinux
+import Foundation
+import Logging
+import VigilCore
+import VigilLoop
+import VigilState
+
+/// Periodic snapshots that never stall the loop for long.
+///
+/// Every `snapshot_interval_s` the journal moves to a new segment N (`Persistence` does that and
+/// calls `begin`); then the pins are encoded a slice per tick on the loop (no copy-on-write copy
+/// of a million pins is ever made, see `SnapshotWriter`); then the streams, the final join, the
+/// write, the fsync and the cleanup of older files run on a background thread at the lowest CPU
+/// priority, which posts its outcome to an `Inbox` that the loop reads like any other event.
+/// Replay is idempotent, so records in segment N that the snapshot already reflects are harmless.
+final class SnapshotSchedule {
+    /// Pins encoded per timer tick while a snapshot is being built (about 2–3 ms of work).
+    static let pinsPerSlice = 2_000
+
+    /// What the background thread reports.
+    struct Outcome: Sendable {
+        let segment: UInt64
+        let pins: Int
+        let startedMs: Int64
+        let result: Result<Int, StateError>
+    }
+
+    private struct Job {
+        var ids: [PinID]
+        var position = 0
+        var writer: SnapshotWriter
+        let segment: UInt64
+        let startedMs: Int64
+    }
+
+    private let directory: StateDirectory
+    private let logger: Logger
+    private let intervalMs: Int64
+    private var nextMs: Int64
+    /// The snapshot being encoded on the loop, if any.
+    private var job: Job?
+    /// A snapshot is being written on the background thread.
+    private var writing = false
+    private let outcomes: Inbox<Outcome>
+    private var receiver: InboxReceiver<Outcome>?
+
+    init(directory: StateDirectory, intervalSeconds: Int, logger: Logger, loop: EventLoop) throws {
+        self.directory = directory
+        self.logger = logger
+        intervalMs = Int64(intervalSeconds) * 1000
+        nextMs = monotonicMilliseconds() + intervalMs
+        outcomes = try Inbox()
+        receiver = try outcomes.receive(on: loop) { [unowned self] outcome in self.finished(outcome) }
+    }
+
+    func isDue(nowMs: Int64) -> Bool {
+        job == nil && !writing && nowMs >= nextMs
+    }
+
+    /// Starts a snapshot that covers everything before journal segment `segment`.
+    func begin(segment: UInt64, map: MapHub, nowMs: Int64) {
+        job = Job(ids: map.pinIDs, writer: SnapshotWriter(takenAt: V1Application.wallClockMs(), journalSegment: segment),
+                  segment: segment, startedMs: nowMs)
+    }
+
+    /// Encodes the next slice of pins; after the last one, hands the rest to the background thread.
+    func advance(map: MapHub, panic: PanicHub) {
+        // Take the job out of `self` while it grows: a second reference to the snapshot buffer
+        // would make every append copy all of it (copy-on-write).
+        guard var current = job.take() else { return }
+        let end = min(current.position + Self.pinsPerSlice, current.ids.count)
+        for i in current.position..<end {
+            if let pin = map.store[current.ids[i]] { current.writer.append(pin) }
+        }
+        current.position = end
+        guard end == current.ids.count else {
+            job = current
+            return
+        }
+        // The rest runs off the loop: the streams are values (a copy is a reference until the hub
+        // next changes one), and encoding them, joining the buffer and writing the file would
+        // otherwise hold the loop for a good part of a second with a large state.
+        writing = true
+        let streams = panic.exportStreams()
+        let writer = current.writer
+        let directory = self.directory, outcomes = self.outcomes
+        let segment = current.segment, startedMs = current.startedMs, pins = writer.pinsWritten
+        let thread = Thread {
+            // Lowest CPU priority for this thread only (Linux applies nice per thread): on a small
+            // machine the snapshot must take spare CPU, never the loop's.
+            _ = vigil_lower_thread_priority()
+            var writer = writer
+            for stream in streams { writer.append(stream) }
+            let bytes = writer.finish()
+            let result: Result<Int, StateError>
+            do throws(StateError) {
+                try directory.writeSnapshot(bytes, segment: segment)
+                // Older segments and snapshots go (the previous snapshot and the journal since it
+                // stay, as the fallback); this reads the previous snapshot, so not on the loop.
+                try directory.removeObsolete(before: segment)
+                result = .success(bytes.count)
+            } catch {
+                result = .failure(error)
+            }
+            outcomes.post(Outcome(segment: segment, pins: pins, startedMs: startedMs, result: result))
+        }
+        thread.name = "vigil-snapshot"
+        thread.start()
+    }
+
+    /// On the loop thread, in the turn after the background thread posted.
+    private func finished(_ outcome: Outcome) {
+        writing = false
+        let now = monotonicMilliseconds()
+        nextMs = now + intervalMs
+        switch outcome.result {
+        case .success(let bytes):
+            logger.info("snapshot written", metadata: ["segment": "\(outcome.segment)", "bytes": "\(bytes)",
+                                                       "pins": "\(outcome.pins)", "ms": "\(now - outcome.startedMs)"])
+        case .failure(let error):
+            // The journal still holds everything since the last good snapshot; try again next time.
+            logger.error("snapshot failed; the journal keeps the state until the next attempt", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// At shutdown (the loop has stopped): blocks until a write still running on its thread has
+    /// finished, so the final snapshot does not race it.
+    func waitForRunningWrite() {
+        job = nil
+        while writing {
+            for outcome in outcomes.wait(timeoutMs: -1) { finished(outcome) }
+        }
+        receiver?.cancel()
+        receiver = nil
+    }
+}

@@ -1,0 +1,55 @@
+import VigilBytes
+import VigilCore
+import VigilWire
+
+/// The end-of-turn fan-out of `/v1`.
+extension V1Application {
+    /// Sends everything in the outbox: each reply to its client, each event to all its recipients.
+    ///
+    /// It swaps the outbox's list out and walks it; anything appended meanwhile (a consumer
+    /// dropped by its send policy runs `closed`, whose watcher counts are new deliveries) forms the
+    /// next batch, walked by the same loop: the step never nests.
+    ///
+    /// May not re-enter: nothing it calls may call `fanOut`. Sends only queue bytes; a connection
+    /// that closes during the walk only appends to the outbox (`WebSocketApplication.closed`).
+    /// The precondition below enforces it.
+    func fanOut() {
+        precondition(!fanningOut, "the fan-out may not re-enter itself")
+        fanningOut = true
+        defer { fanningOut = false }
+        while !outbox.isEmpty {
+            var batch = outbox.takeBatch()
+            for item in batch { send(item) }
+            outbox.recycle(&batch)
+        }
+    }
+
+    private func send(_ item: Outbox.Item) {
+        switch item {
+        case .welcome(let fd, let session):
+            guard let connection = server.connection(fd: fd) else { return }
+            replyWriter.reset()
+            ServerMessages.welcome(session: session, settings: hub.settings, limits: limits, into: &replyWriter)
+            replyWriter.withUnsafeBytes { _ = connection.send(.text, payload: $0, traffic: .reply) }
+        case .reply(let fd, let ref, let reply):
+            guard let connection = server.connection(fd: fd) else { return }
+            replyWriter.reset()
+            ServerMessages.reply(reply, ref: ref, into: &replyWriter)
+            replyWriter.withUnsafeBytes { _ = connection.send(.text, payload: $0, traffic: .reply) }
+        case .pins(let delivery):
+            ServerMessages.pinEvent(delivery.kind, delivery.pin, into: &eventWriter)
+            let frame = SharedFrame.text(eventWriter.takeChunk())
+            for fd in delivery.recipients {
+                server.connection(fd: fd)?.send(shared: frame, traffic: .mapEvent)
+            }
+        case .panic(let delivery):
+            ServerMessages.panicDelivery(delivery, now: Self.wallClockMs(), into: &eventWriter)
+            let frame = SharedFrame.text(eventWriter.takeChunk())
+            for fd in delivery.recipients {
+                server.connection(fd: fd)?.send(shared: frame, traffic: .panicEvent)
+            }
+        case .close(let fd, let code, let reason):
+            server.connection(fd: fd)?.close(code: code, reason: reason)
+        }
+    }
+}

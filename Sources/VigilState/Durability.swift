@@ -1,0 +1,26 @@
+import VigilCore
+
+/// How soon a journal record must be on disk, decided once per kind of record (not per call site).
+public enum Durability: Sendable, Equatable {
+    /// Handed to the kernel before the turn's replies go out (so it survives the process being
+    /// killed), and fsynced as `state.fsync` says: pins, and a stream's location updates.
+    case standard
+    /// Also fsynced before the turn's replies, whatever `state.fsync` says: the life of a panic
+    /// stream (start, status, end) and who may watch it (contacts added or cut). Losing one of
+    /// these to a power cut would tell a contact that someone is safe who is not, or the reverse.
+    case critical
+}
+
+extension JournalRecord {
+    public var durability: Durability {
+        switch self {
+        case .pinPut, .pinRemove, .panicRemove:
+            return .standard
+        case .panicEvent(_, let event):
+            if case .location = event.kind { return .standard }
+            return .critical
+        case .panicStart, .panicInvite, .panicRevoke:
+            return .critical
+        }
+    }
+}
