@@ -87,7 +87,13 @@ let package = Package(
         ),
         .testTarget(name: "VigilWireTests", dependencies: ["VigilWire"]),
         .testTarget(name: "VigilLoopTests", dependencies: ["VigilLoop", "VigilBytes", "CLinux"]),
-        .testTarget(name: "VigilServerTests", dependencies: ["VigilServer", "VigilLoop", "VigilWire", "VigilCore", "VigilState", "VigilBytes"]),
+        .testTarget(
+            name: "VigilServerTests",
+            dependencies: [
+                "VigilServer", "VigilLoop", "VigilWire", "VigilCore", "VigilState", "VigilBytes",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(name: "VigilGeoTests", dependencies: ["VigilGeo"]),
         .testTarget(name: "VigilCoreTests", dependencies: ["VigilCore", "VigilBytes"]),
         .testTarget(name: "VigilStateTests", dependencies: ["VigilState", "VigilCore", "VigilGeo"]),

@@ -1,0 +1,217 @@
+import Foundation
+import Glibc
+import Testing
+import VigilCore
+import VigilLoop
+import VigilState
+import VigilWire
+@testable import VigilServer
+
+/// The glue (connections, dispatch, fan-out, persistence hand-off) driven over socketpairs.
+@Suite struct ServerGlueTests {
+    // MARK: the close handshake
+
+    @Test func aClientCloseIsEchoedAndTheSocketDrainsToEOF() throws {
+        let h = try ServerHarness()
+        let client = try h.open("/echo")
+        client.write(client.frame(.close, FrameEncoder.closePayload(code: .normal, reason: "bye")))
+        try h.run(until: { client.poll(); return client.ended })
+        #expect(client.closes == [1000])
+        #expect(h.server.webSocketCount == 0)
+        // The server shut its write side; our FIN ends the connection.
+        shutdown(client.fd, Int32(SHUT_WR))
+        try h.run(until: { h.server.connectionCount == 0 })
+    }
+
+    @Test func aProtocolViolationClosesWith1002AndNothingAfterIt() throws {
+        let h = try ServerHarness()
+        let client = try h.open("/echo")
+        // An unmasked frame from a client (RFC 6455 §5.1), then a frame that must not be echoed.
+        client.write(FrameEncoder.frame(opcode: .text, payload: Array("unmasked".utf8)) + client.frame(.text, Array("late".utf8)))
+        try h.run(until: { client.poll(); return client.ended })
+        #expect(client.closes == [1002])
+        #expect(client.messages.isEmpty)
+    }
+
+    @Test func messagesSplitAcrossReadsAreEchoedWhole() throws {
+        let h = try ServerHarness()
+        let client = try h.open("/echo")
+        let frame = client.frame(.text, Array(String(repeating: "ü", count: 3_000).utf8))
+        for piece in stride(from: 0, to: frame.count, by: 777) {
+            client.write(Array(frame[piece..<min(piece + 777, frame.count)]))
+            try h.turn()
+        }
+        try h.read(client, count: 1)
+        #expect(client.messages.map(\.text) == [String(repeating: "ü", count: 3_000)])
+    }
+
+    // MARK: ordering within a turn
+
+    @Test func aPolicyCloseFollowsTheRepliesAlreadyProducedForTheClient() throws {
+        let h = try ServerHarness { $0.messageBurst = 3; $0.messagesPerSecond = 1 }
+        let client = try h.open()
+        // Four requests in one write, read in one turn: three are answered, the fourth is over
+        // the message limit; the close must come after the three replies, not before them.
+        client.write((1...4).flatMap { client.frame(.text, Array(#"{"op":"unsubscribe","ref":\#($0)}"#.utf8)) })
+        try h.run(until: { client.poll(); return !client.closes.isEmpty })
+        #expect(client.messages.map { $0["ref"]?.int } == [1, 2, 3])
+        #expect(client.closes == [1008])
+    }
+
+    @Test func anEventProducedBeforeARequestIsAnsweredReachesTheClientBeforeTheAnswer() throws {
+        let h = try ServerHarness()
+        let subscriber = try h.open()
+        let publisher = try h.open()
+        subscriber.send(#"{"op":"subscribe","ref":"s","area":{"bbox":[52.0,13.0,53.0,14.0]}}"#)
+        try h.read(subscriber, count: 1)
+        // Both requests land in one turn; whichever is applied first, the subscriber must never
+        // see the event after the answer to its unsubscribe.
+        publisher.send(#"{"op":"pin.create","ref":"p","pin":{"lat":52.5,"lon":13.4,"title":"t"}}"#)
+        subscriber.send(#"{"op":"unsubscribe","ref":"u"}"#)
+        try h.read(subscriber, count: 2)
+        try h.read(publisher, count: 1)
+        try h.turn()
+        subscriber.poll()
+        let kinds = subscriber.messages.dropFirst().map { $0.type == "ok" ? "ok:\($0["ref"]?.string ?? "")" : $0.type ?? "?" }
+        #expect(kinds == ["ok:u"] || kinds == ["pin.added", "ok:u"])
+    }
+
+    // MARK: slow consumers during the fan-out
+
+    /// A watcher that stops reading is dropped during the fan-out; the other watcher gets every
+    /// seq exactly once (before the rebuild, the drop re-entered the fan-out and sent the batch
+    /// again: duplicate seqs), and the owner hears the new watcher count.
+    @Test func aWatcherDroppedDuringTheFanOutCostsTheOtherWatcherNothing() throws {
+        let h = try ServerHarness { $0.maxOutputBufferBytes = 65_536 }
+        let owner = try h.open()
+        owner.send(#"{"op":"panic.start","ref":0,"status":"red","lat":52.5,"lon":13.4,"watchers":2}"#)
+        try h.read(owner, count: 1)
+        let started = owner.messages.removeFirst()
+        let stream = try #require(started["stream"]?.string)
+        let tokens = (started["watch_tokens"]?.array ?? []).compactMap { $0.string }
+        try #require(tokens.count == 2)
+        let stalled = try h.open(serverSendBuffer: 2_048)
+        let reader = try h.open()
+        for (client, token) in [(stalled, tokens[0]), (reader, tokens[1])] {
+            client.send(#"{"op":"panic.watch","ref":"w","stream":"\#(stream)","watch_token":"\#(token)"}"#)
+            try h.read(client, count: 1)
+            client.messages.removeAll()
+        }
+        try h.run(until: { owner.poll(); return owner.all("panic.watchers").last?["count"]?.int == 2 })
+        owner.messages.removeAll()
+
+        // Bursts of 300 updates (about 45 KB of events), each read and applied in one turn, until
+        // the stalled watcher's queue overflows its 64 KiB part-way through a fan-out; the reader
+        // drains its socket between bursts.
+        var updates = 0
+        while h.v1.panic.watcherCount(try #require(StreamID(stream))) == 2 && updates < 6_000 {
+            owner.write((updates..<updates + 300).flatMap { i in
+                owner.frame(.text, Array(#"{"op":"panic.update","ref":\#(i),"stream":"\#(stream)","lat":52.5,"lon":13.\#(4000 + i)}"#.utf8))
+            })
+            updates += 300
+            try h.run(until: { reader.poll(); owner.poll(); return reader.messages.count >= updates && owner.all("ok").count >= updates })
+        }
+        try h.run(until: { owner.poll(); return owner.all("panic.watchers").last?["count"]?.int == 1 })
+        for _ in 0..<5 { try h.turn() }
+        reader.poll()
+        let seqs = reader.all("panic.location").compactMap { $0["seq"]?.int }
+        #expect(seqs == Array(2...(updates + 1)))
+        #expect(reader.messages.count == updates)
+        #expect(owner.all("ok").compactMap { $0["seq"]?.int } == Array(2...(updates + 1)))
+        stalled.poll()
+        #expect(stalled.ended)
+    }
+
+    /// The same for the map: a subscriber that stops reading is dropped, the others see each pin once.
+    @Test func aSubscriberDroppedDuringTheFanOutCostsTheOtherSubscriberNothing() throws {
+        let h = try ServerHarness { $0.maxOutputBufferBytes = 65_536 }
+        let stalled = try h.open(serverSendBuffer: 2_048)
+        let reader = try h.open()
+        let publisher = try h.open()
+        for client in [stalled, reader] {
+            client.send(#"{"op":"subscribe","ref":"s","area":{"bbox":[52.0,13.0,53.0,14.0]}}"#)
+            try h.read(client, count: 1)
+            client.messages.removeAll()
+        }
+        // Bursts of 120 pins (about 40 KB of events), until one overflows the stalled subscriber's
+        // 64 KiB queue during the fan-out.
+        var pins = 0
+        while h.v1.hub.subscriptions.count == 2 && pins < 2_400 {
+            publisher.write((pins..<pins + 120).flatMap { i in
+                publisher.frame(.text, Array(#"{"op":"pin.create","ref":\#(i),"pin":{"lat":52.5,"lon":13.4,"title":"pin \#(i)"}}"#.utf8))
+            })
+            pins += 120
+            try h.run(until: { reader.poll(); return reader.messages.count >= pins })
+        }
+        for _ in 0..<5 { try h.turn() }
+        reader.poll()
+        let titles = reader.all("pin.added").compactMap { $0["pin"]?.object?["title"]?.string }
+        #expect(titles == (0..<pins).map { "pin \($0)" })
+        #expect(reader.messages.count == pins)
+        stalled.poll()
+        #expect(stalled.ended)
+        #expect(h.v1.hub.subscriptions.count == 1)
+    }
+
+    // MARK: journal before reply
+
+    /// Under `fsync: always`, the journal's bytes are written (and synced) before the reply's bytes
+    /// leave: the log's commit sees an empty client socket, and the file holds the record after it.
+    @Test(arguments: [
+        #"{"op":"pin.create","ref":1,"pin":{"lat":52.5,"lon":13.4,"title":"t"}}"#,
+        #"{"op":"panic.start","ref":1,"status":"red","lat":52.5,"lon":13.4,"watchers":1}"#,
+    ])
+    func theJournalIsWrittenBeforeTheReplyLeaves(request: String) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("vigil-glue-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let h = try ServerHarness {
+            $0.stateDirectory = directory
+            $0.fsyncPolicy = "always"
+        }
+        let client = try h.open()
+        let journal = try #require(try FileManager.default.contentsOfDirectory(atPath: directory).first { $0.hasPrefix("journal-") })
+        let path = directory + "/" + journal
+        let sizeBefore = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+        let witness = CommitWitness(inner: try #require(h.v1.log), client: client.fd, journal: path)
+        h.v1.log = witness
+        client.send(request)
+        try h.read(client, count: 1)
+        #expect(client.messages.first?.type == "ok")
+        #expect(witness.commits >= 1)
+        #expect(witness.clientHadBytesAtCommit == false)
+        #expect(try #require(witness.sizeAfterCommit) > sizeBefore)
+    }
+}
+
+/// A `ChangeLog` that checks, at each commit, that no reply has reached the client yet, then
+/// commits for real and notes the journal's size.
+final class CommitWitness: ChangeLog {
+    let inner: any ChangeLog
+    let client: Int32
+    let journal: String
+    private(set) var commits = 0
+    private(set) var clientHadBytesAtCommit = false
+    private(set) var sizeAfterCommit: Int?
+    private var appended = 0
+
+    init(inner: any ChangeLog, client: Int32, journal: String) {
+        self.inner = inner
+        self.client = client
+        self.journal = journal
+    }
+
+    func append(_ record: JournalRecord) {
+        appended += 1
+        inner.append(record)
+    }
+
+    func commitTurn() {
+        guard appended > 0 else { return inner.commitTurn() }
+        appended = 0
+        commits += 1
+        var byte: UInt8 = 0
+        if recv(client, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0 { clientHadBytesAtCommit = true }
+        inner.commitTurn()
+        sizeAfterCommit = (try? FileManager.default.attributesOfItem(atPath: journal)[.size]) as? Int
+    }
+}

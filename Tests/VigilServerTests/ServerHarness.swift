@@ -1,0 +1,187 @@
+import Glibc
+import Logging
+import VigilCore
+import VigilLoop
+import VigilWire
+@testable import VigilServer
+
+/// A real `Server` whose clients are socketpairs, driven one loop turn at a time by the test:
+/// no listener, no threads, no sleeps. Everything the server does between two `turn()` calls is
+/// exactly one loop turn (events, fan-out, journal, flush, deferred closes).
+final class ServerHarness {
+    let server: Server
+    private var clients: [TestClient] = []
+
+    init(_ configure: (inout ServerConfig) -> Void = { _ in }) throws {
+        ProcessLimits.ignoreSIGPIPE()
+        var config = ServerConfig()
+        config.echoEnabled = true
+        config.messageBurst = 100_000
+        config.messagesPerSecond = 100_000
+        config.pins.writeBurst = 100_000
+        config.pins.writesPerMinute = 1_000_000
+        configure(&config)
+        server = try Server(config: config, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+    }
+
+    deinit {
+        for client in clients { close(client.fd) }
+    }
+
+    var v1: V1Application { server.v1! }
+
+    /// A client socket adopted by the server. `serverSendBuffer` shrinks the server end's kernel
+    /// buffer, so that a client that stops reading backs up the server's queue quickly.
+    func connect(serverSendBuffer: Int32? = nil) -> TestClient {
+        var fds: [Int32] = [0, 0]
+        let rc = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds)
+        precondition(rc == 0, "socketpair")
+        if var size = serverSendBuffer {
+            setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(4))
+        }
+        server.adopt(fd: fds[0])
+        let client = TestClient(fd: fds[1])
+        clients.append(client)
+        return client
+    }
+
+    /// A client that completed the WebSocket handshake on `path` (and, on /v1, read its welcome).
+    func open(_ path: String = "/v1", serverSendBuffer: Int32? = nil) throws -> TestClient {
+        let client = connect(serverSendBuffer: serverSendBuffer)
+        client.write(Handshake.clientRequest(host: "test", path: path, key: "dGhlIHNhbXBsZSBub25jZQ==", subprotocols: []))
+        try run(until: { client.poll(); return client.upgraded })
+        if path == "/v1" {
+            try run(until: { client.poll(); return !client.messages.isEmpty })
+            let welcome = client.messages.removeFirst()
+            precondition(welcome.type == "welcome", "expected the welcome, got \(welcome.text)")
+        }
+        return client
+    }
+
+    /// One loop turn, not waiting for events that are not there yet.
+    func turn() throws {
+        try server.loop.turn(timeoutMs: 0)
+    }
+
+    /// Turns until `done` holds (each turn waits at most 100 ms for an event); fails after `maxTurns`.
+    func run(maxTurns: Int = 500, until done: () -> Bool) throws {
+        for _ in 0..<maxTurns {
+            if done() { return }
+            try server.loop.turn(timeoutMs: 100)
+        }
+        if done() { return }
+        throw HarnessError("condition not reached in \(maxTurns) turns")
+    }
+
+    /// Turns until `client` holds `count` messages.
+    func read(_ client: TestClient, count: Int) throws {
+        try run(until: { client.poll(); return client.messages.count >= count })
+    }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The test's end of a socketpair: writes masked frames, reads and decodes what the server sends.
+final class TestClient {
+    /// A message from the server.
+    struct Message {
+        let text: String
+        let json: JSONValue?
+        var type: String? { json?.object?["type"]?.string }
+        subscript(_ key: String) -> JSONValue? { json?.object?[key] }
+    }
+
+    let fd: Int32
+    private var response: [UInt8] = []
+    private(set) var upgraded = false
+    private var assembler = MessageAssembler(reader: MessageReader(role: .client, maxMessageBytes: 1 << 24))
+    var messages: [Message] = []
+    /// Close frames received: their codes (nil for an empty close).
+    private(set) var closes: [UInt16?] = []
+    /// Pings received.
+    private(set) var pings = 0
+    /// The server closed or reset its side.
+    private(set) var ended = false
+    /// Raw bytes received after the handshake (for tests of the HTTP phase).
+    private(set) var raw: [UInt8] = []
+    private var maskKey: UInt32 = 0x1234_5678
+
+    init(fd: Int32) { self.fd = fd }
+
+    func write(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            precondition(n > 0, "a test client's write failed (errno \(errno))")
+            offset += n
+        }
+    }
+
+    /// One masked frame.
+    func frame(_ opcode: Opcode, _ payload: [UInt8]) -> [UInt8] {
+        maskKey = maskKey &* 2_654_435_761 &+ 1
+        return FrameEncoder.frame(opcode: opcode, payload: payload, maskKey: maskKey | 1)
+    }
+
+    func send(_ text: String) { write(frame(.text, Array(text.utf8))) }
+
+    /// Reads everything available now and decodes it.
+    func poll() {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n > 0 {
+                consume(Array(buffer[0..<n]))
+            } else {
+                if n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) { ended = true }
+                return
+            }
+        }
+    }
+
+    private func consume(_ bytes: [UInt8]) {
+        var bytes = bytes
+        if !upgraded {
+            response += bytes
+            guard let end = Self.headEnd(response) else { return }
+            upgraded = response.starts(with: Array("HTTP/1.1 101".utf8))
+            bytes = Array(response[end...])
+            response = Array(response[..<end])
+            if !upgraded { raw = bytes; return }
+        }
+        raw += bytes
+        bytes.withUnsafeMutableBytes { buffer in
+            var offset = 0
+            while true {
+                switch assembler.next(buffer, offset: &offset) {
+                case .needMore: return
+                case .message(_, let payload):
+                    let text = String(decoding: payload, as: UTF8.self)
+                    messages.append(Message(text: text, json: try? JSONParser.parse(Array(payload))))
+                case .ping: pings += 1
+                case .pong: break
+                case .close(let code, _): closes.append(code); return
+                case .failure(let error): preconditionFailure("the server broke RFC 6455: \(error)")
+                }
+            }
+        }
+    }
+
+    private static func headEnd(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 4 else { return nil }
+        for i in 3..<bytes.count where bytes[i - 3] == 13 && bytes[i - 2] == 10 && bytes[i - 1] == 13 && bytes[i] == 10 {
+            return i + 1
+        }
+        return nil
+    }
+
+    /// The messages of one type, in order.
+    func all(_ type: String) -> [Message] { messages.filter { $0.type == type } }
+}
+
+extension JSONValue {
+    var int: Int? { int64.map(Int.init) }
+}
