@@ -2,35 +2,19 @@ import CLinux
 import Glibc
 import VigilBytes
 
-/// What a `ByteStream` tells its owner. Called on the loop thread, from the stream's event
-/// handling or from the end-of-turn flush; the owner may send, pause or close the stream from any
-/// of these calls.
-public protocol ByteStreamHandler: AnyObject {
-    /// A non-blocking connect finished (client streams only).
-    func connected()
-    /// Bytes read into the loop's shared buffer: valid only during the call, and the owner may
-    /// change them in place (a WebSocket unmasks there).
-    func received(_ bytes: UnsafeMutableRawBufferPointer)
-    /// The peer shut its write side (read returned 0).
-    func peerClosed()
-    /// A system call on the stream failed: `connect`, `read`, `writev` or `epoll_ctl`. The stream
-    /// is not closed by itself: the owner decides (it always should close it).
-    func failed(_ error: SystemError)
-    /// Every queued byte is in the kernel (after a flush that had something to write).
-    func drained()
-}
-
-extension ByteStreamHandler {
-    public func connected() {}
-    public func drained() {}
-}
-
 /// One connection's I/O, owned in one place: the fd, its output queue, its epoll interest, the
 /// read into the loop's shared buffer, the `writev`, shutdown and close.
 ///
-/// uSockets' shape: the stream does the I/O and its handler only hears `received`, `peerClosed`,
-/// `failed` (and `connected`/`drained`). vigild's connections and vigil-load's client connections
-/// both sit on it, so neither keeps its own flush, interest or read logic.
+/// uSockets' shape: the stream does the I/O and its owner only hears `received`, `peerClosed`,
+/// `failed` (and `connected`, `drained`). vigild's connections and vigil-load's client
+/// connections both are streams, so neither keeps its own flush, interest or read logic.
+///
+/// The owner subclasses the stream and overrides those five methods (uSockets keeps a socket's
+/// owner data in the socket's own allocation for the same reason): a connection is then one heap
+/// object, not a connection and a stream pointing at each other. That saved about 100 bytes per
+/// idle connection (benchmarks/compare_builds.py, docs/BENCHMARKS.md). The callbacks run on the
+/// loop thread, from the stream's event handling or from the end-of-turn flush; an owner may
+/// send, pause or close the stream from any of them.
 ///
 /// - Output is queued during the turn (`append`, `reserve`/`commit`) and written at the end of
 ///   the turn, one `writev` per stream (`EventLoop` step 4). If the socket is full the rest stays
@@ -42,26 +26,24 @@ extension ByteStreamHandler {
 /// The transport seam: `readSome` and `writeQueued` are the only places that move bytes between
 /// the kernel and the stream; a TLS transport replaces those two (encrypting the queue's bytes on
 /// their way out, decrypting into the shared buffer on their way in) and adds the handshake's own
-/// interest, leaving the queue, the flush schedule and the handler protocol as they are.
-public final class ByteStream: EventHandler {
-    public let fd: Int32
+/// interest, leaving the queue, the flush schedule and the owner's callbacks as they are.
+open class ByteStream: EventHandler {
     /// The loop outlives every stream registered on it (the server and the load client close all
     /// their streams before they let the loop go), so the reference is not counted: a stream is
     /// created per connection and `unowned(unsafe)` spares the atomic retain/release that every
     /// send would otherwise pay on it (measured with perf in the fan-out profile: plain `unowned`
     /// cost 12% of the daemon's time on the connection's server reference, the same pattern).
     private unowned(unsafe) let loop: EventLoop
-    /// The owner, which holds this stream strongly; cleared by `close()`. Not counted for the same
-    /// reason as `loop`, and because counting it would make a cycle.
-    private unowned(unsafe) var handler: (any ByteStreamHandler)?
     private var output = OutputQueue()
-    private var interest: IOEvents = []
-    private var state: State = []
-    /// An `epoll_ctl` failure noticed while changing interest, reported at the flush (not from
-    /// inside whatever call changed the interest, so the handler is never re-entered).
-    private var pendingFailure: Int32 = 0
     /// Unsent bytes above which reading pauses (the default never pauses).
     public var pauseReadingAbove = Int.max
+    // The small fields last, packed together (this object is allocated per connection).
+    public let fd: Int32
+    private var interest: IOEvents = []
+    /// An `epoll_ctl` failure noticed while changing interest, reported at the flush (not from
+    /// inside whatever call changed the interest, so the owner is never re-entered).
+    private var pendingFailure: Int32 = 0
+    private var state: State = []
 
     private struct State: OptionSet {
         let rawValue: UInt8
@@ -81,10 +63,28 @@ public final class ByteStream: EventHandler {
         self.loop = loop
     }
 
-    /// Registers with the loop and starts reporting to `handler`. With `connecting`, the stream
-    /// first waits for the non-blocking connect to finish (`connected()` or `failed`).
-    public func start(handler: any ByteStreamHandler, connecting: Bool = false) throws(SystemError) {
-        self.handler = handler
+    // MARK: what the owner hears (override)
+
+    /// A non-blocking connect finished (client streams only).
+    open func connected() {}
+
+    /// Bytes read into the loop's shared buffer: valid only during the call, and the owner may
+    /// change them in place (a WebSocket unmasks there).
+    open func received(_ bytes: UnsafeMutableRawBufferPointer) {}
+
+    /// The peer shut its write side (read returned 0). The default closes the stream.
+    open func peerClosed() { close() }
+
+    /// A system call on the stream failed: `connect`, `read`, `writev` or `epoll_ctl`. The stream
+    /// is not closed by itself; the default closes it.
+    open func failed(_ error: SystemError) { close() }
+
+    /// Every queued byte is in the kernel (after a flush that had something to write).
+    open func drained() {}
+
+    /// Registers with the loop and starts reporting. With `connecting`, the stream first waits for
+    /// the non-blocking connect to finish (`connected()` or `failed`).
+    public final func start(connecting: Bool = false) throws(SystemError) {
         if connecting { state.insert(.connecting) }
         interest = wantedInterest
         try loop.register(fd: fd, events: interest, handler: self)
@@ -97,24 +97,24 @@ public final class ByteStream: EventHandler {
     // MARK: output
 
     /// A pointer where `n` contiguous bytes may be written; `commit(n)` after writing them.
-    public func reserve(_ n: Int) -> UnsafeMutableRawPointer {
+    public final func reserve(_ n: Int) -> UnsafeMutableRawPointer {
         output.reserve(n, pool: loop.chunks)
     }
 
     /// Adds the `n` bytes written at the pointer the last `reserve` returned, for this turn's flush.
-    public func commit(_ n: Int) {
+    public final func commit(_ n: Int) {
         output.commit(n)
         scheduleFlush()
     }
 
     /// Copies `bytes` into the queue.
-    public func append(_ bytes: UnsafeRawBufferPointer) {
+    public final func append(_ bytes: UnsafeRawBufferPointer) {
         output.append(bytes, pool: loop.chunks)
         scheduleFlush()
     }
 
     /// Queues a reference to an immutable chunk shared with other streams (no copy).
-    public func append(shared chunk: ByteChunk) {
+    public final func append(shared chunk: ByteChunk) {
         output.append(shared: chunk)
         scheduleFlush()
     }
@@ -132,7 +132,7 @@ public final class ByteStream: EventHandler {
         if pendingFailure != 0 {
             let error = pendingFailure
             pendingFailure = 0
-            handler?.failed(SystemError("epoll_ctl(MOD)", errno: error))
+            failed(SystemError("epoll_ctl(MOD)", errno: error))
             return
         }
         // Waiting for EPOLLOUT: the socket is full, the writable event will flush.
@@ -147,13 +147,13 @@ public final class ByteStream: EventHandler {
             state.remove(.readPaused)
             if state.contains(.shutWhenDrained) { shutdownWrite() }
             updateInterest()
-            handler?.drained()
+            drained()
         case .pending:
             state.insert(.waitingWritable)
             if output.byteCount > pauseReadingAbove { state.insert(.readPaused) }
             updateInterest()
         case .failed(let error):
-            handler?.failed(SystemError("writev", errno: error))
+            failed(SystemError("writev", errno: error))
         }
     }
 
@@ -176,7 +176,7 @@ public final class ByteStream: EventHandler {
 
     // MARK: events
 
-    public func handleEvents(_ events: IOEvents) {
+    public final func handleEvents(_ events: IOEvents) {
         if state.contains(.connecting) {
             guard !events.isDisjoint(with: [.writable, .error, .hangup]) else { return }
             finishConnect()
@@ -196,12 +196,12 @@ public final class ByteStream: EventHandler {
         var length = socklen_t(MemoryLayout<Int32>.size)
         if getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 { error = errno }
         if error != 0 {
-            handler?.failed(SystemError("connect", errno: error))
+            failed(SystemError("connect", errno: error))
             return
         }
         state.remove(.connecting)
         updateInterest()
-        handler?.connected()
+        connected()
         // Output queued before the connect finished (a handshake request) goes out with this turn.
         if output.byteCount > 0, !state.contains(.closed) { scheduleFlush() }
     }
@@ -211,16 +211,16 @@ public final class ByteStream: EventHandler {
         for _ in 0..<loop.readsPerWake {
             let n = readSome(buffer)
             if n > 0 {
-                handler?.received(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]))
+                received(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]))
                 if state.contains(.closed) || n < buffer.count { break }
                 if output.byteCount > pauseReadingAbove { break }
             } else if n == 0 {
-                handler?.peerClosed()
+                peerClosed()
                 return
             } else if -n == Int(EAGAIN) || -n == Int(EWOULDBLOCK) {
                 break
             } else {
-                handler?.failed(SystemError("read", errno: Int32(-n)))
+                failed(SystemError("read", errno: Int32(-n)))
                 return
             }
         }
@@ -254,7 +254,7 @@ public final class ByteStream: EventHandler {
     }
 
     /// Sends FIN after the bytes already given to the kernel; the stream keeps reading.
-    public func shutdownWrite() {
+    public final func shutdownWrite() {
         guard !state.contains(.writeShut), !state.contains(.closed) else { return }
         state.insert(.writeShut)
         Glibc.shutdown(fd, Int32(SHUT_WR))
@@ -262,7 +262,7 @@ public final class ByteStream: EventHandler {
 
     /// Sends FIN once every byte queued so far has reached the kernel (at once when none is
     /// waiting); the stream keeps reading. Nothing may be queued after it.
-    public func shutdownWriteAfterQueued() {
+    public final func shutdownWriteAfterQueued() {
         if output.byteCount == 0 {
             shutdownWrite()
         } else {
@@ -272,19 +272,18 @@ public final class ByteStream: EventHandler {
 
     /// Writes what the kernel takes of the queue now (one attempt, no waiting), then closes: a
     /// best-effort last frame on a connection that is going anyway.
-    public func closeAfterWritingQueued() {
+    public final func closeAfterWritingQueued() {
         guard !state.contains(.closed) else { return }
         if output.byteCount > 0 { _ = writeQueued() }
         close()
     }
 
     /// Drops whatever is still queued, stops all events and closes the fd at the end of the turn.
-    /// Idempotent; nothing is reported to the handler after it.
-    public func close() {
+    /// Idempotent; nothing is reported to the owner after it.
+    public final func close() {
         guard !state.contains(.closed) else { return }
         state.insert(.closed)
         output.removeAll(pool: loop.chunks)
-        handler = nil
         loop.closeAfterTurn(fd)
     }
 }

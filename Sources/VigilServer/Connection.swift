@@ -7,43 +7,40 @@ import VigilWire
 ///
 /// It decides nothing about its own life: every event goes to its `ConnectionLifecycle` value,
 /// and the connection executes the actions that come back (queue a frame, arm the deadline, end
-/// the application's session, shut the write side, drop). Its I/O belongs to its `ByteStream`;
-/// the server only creates it, finds it by fd, and fires its deadline.
+/// the application's session, shut the write side, drop). Its I/O is its `ByteStream` base
+/// class's; the server only creates it, finds it by fd, and fires its deadline.
 ///
-/// Memory: an idle open connection owns this object and its stream only: reads go through the
-/// loop's shared buffer, output chunks come from the pool and go back when flushed, the HTTP parser
-/// is dropped after the handshake and a message is copied only while it spans reads.
-public final class Connection: ByteStreamHandler {
+/// Memory: an idle open connection is this one object: reads go through the loop's shared buffer,
+/// output chunks come from the pool and go back when flushed, the HTTP parser is dropped after
+/// the handshake, a message is copied only while it spans reads, and the application keeps its
+/// per-connection state in its own table.
+public final class Connection: ByteStream {
     /// The server outlives every connection it holds (it closes them all before it goes), so the
     /// reference is not counted: `unowned(unsafe)` spares an atomic retain/release on every send,
     /// which the fan-out profile showed as the top user-space cost with plain `unowned` (12%).
     private unowned(unsafe) let server: Server
-    let stream: ByteStream
-    public var fd: Int32 { stream.fd }
     public private(set) var lifecycle: ConnectionLifecycle
     /// The request head parser, boxed so that an upgraded connection drops it whole.
     private var http: HTTPState?
     private var messages: MessageAssembler
     /// The application behind the endpoint, from the upgrade until `endApplication`.
     private var app: (any WebSocketApplication)?
-    /// The application's per-connection state (its session).
-    public var userData: AnyObject?
     /// The subprotocol agreed in the handshake, if any.
     public private(set) var subprotocol: String?
 
-    private init(stream: ByteStream, server: Server, lifecycle: ConnectionLifecycle) {
-        self.stream = stream
+    private init(fd: Int32, server: Server, lifecycle: ConnectionLifecycle) {
         self.server = server
         self.lifecycle = lifecycle
         self.http = HTTPState(maxHeadBytes: server.config.maxRequestHeadBytes)
         self.messages = MessageAssembler(reader: MessageReader(role: .server, maxMessageBytes: server.config.maxMessageBytes))
+        super.init(fd: fd, loop: server.loop)
     }
 
     /// A connection for a socket just accepted, and the actions that start its life (its
     /// handshake deadline); the server performs them once the connection is registered.
-    static func accepted(_ stream: ByteStream, server: Server, nowMs: Int64) -> (Connection, ConnectionLifecycle.Actions) {
+    static func accepted(fd: Int32, server: Server, nowMs: Int64) -> (Connection, ConnectionLifecycle.Actions) {
         let (lifecycle, actions) = ConnectionLifecycle.accepted(nowMs: nowMs, server.timeouts)
-        return (Connection(stream: stream, server: server, lifecycle: lifecycle), actions)
+        return (Connection(fd: fd, server: server, lifecycle: lifecycle), actions)
     }
 
     // MARK: what the application may do
@@ -59,10 +56,10 @@ public final class Connection: ByteStreamHandler {
     @discardableResult
     public func send(shared frame: ByteChunk, traffic: TrafficClass) -> SendResult {
         guard lifecycle.isOpen else { return .dropped }
-        guard server.policies[traffic].admits(frame.count - frame.start, queued: stream.queuedBytes) else {
+        guard server.policies[traffic].admits(frame.count - frame.start, queued: queuedBytes) else {
             return overflow(traffic)
         }
-        stream.append(shared: frame)
+        append(shared: frame)
         return .queued
     }
 
@@ -81,9 +78,9 @@ public final class Connection: ByteStreamHandler {
         perform(lifecycle.timerFired(nowMs: nowMs, server.timeouts))
     }
 
-    // MARK: ByteStreamHandler
+    // MARK: what the stream reports
 
-    public func received(_ bytes: UnsafeMutableRawBufferPointer) {
+    public override func received(_ bytes: UnsafeMutableRawBufferPointer) {
         lifecycle.input(nowMs: monotonicMilliseconds())
         switch lifecycle.phase {
         case .http: consumeRequest(bytes)
@@ -94,11 +91,11 @@ public final class Connection: ByteStreamHandler {
 
     /// The peer sent FIN. With nothing more to read, a WebSocket without a close frame has ended
     /// abnormally (1006, which is never sent on the wire), so the socket simply goes.
-    public func peerClosed() {
+    public override func peerClosed() {
         perform(lifecycle.gone())
     }
 
-    public func failed(_ error: SystemError) {
+    public override func failed(_ error: SystemError) {
         server.connectionFailed(error)
         perform(lifecycle.gone())
     }
@@ -119,7 +116,7 @@ public final class Connection: ByteStreamHandler {
                 respond(response)
             case .upgrade(let upgrade, let application):
                 let response = Handshake.response(accept: Handshake.acceptValue(forKey: upgrade.key), subprotocol: upgrade.subprotocol)
-                response.withUnsafeBytes { stream.append($0) }
+                response.withUnsafeBytes { append($0) }
                 subprotocol = upgrade.subprotocol
                 perform(lifecycle.upgraded(nowMs: monotonicMilliseconds(), server.timeouts))
                 app = application
@@ -135,7 +132,7 @@ public final class Connection: ByteStreamHandler {
     /// Sends a complete HTTP response; the connection ends after it.
     private func respond(_ response: HTTPResponse) {
         http = nil
-        response.serialize().withUnsafeBytes { stream.append($0) }
+        response.serialize().withUnsafeBytes { append($0) }
         perform(lifecycle.responded(nowMs: monotonicMilliseconds(), server.timeouts))
     }
 
@@ -165,13 +162,13 @@ public final class Connection: ByteStreamHandler {
 
     func perform(_ actions: ConnectionLifecycle.Actions) {
         for action in actions {
-            if stream.isClosed { return }  // dropped by an earlier action (a control frame over the cap)
+            if isClosed { return }  // dropped by an earlier action (a control frame over the cap)
             switch action {
             case .armTimer(let at):
                 server.setDeadline(fd, atMs: at)
             case .respondTimeout:
                 HTTPResponse(status: .requestTimeout, body: Array("request head not received in time\n".utf8),
-                             contentType: "text/plain; charset=utf-8").serialize().withUnsafeBytes { stream.append($0) }
+                             contentType: "text/plain; charset=utf-8").serialize().withUnsafeBytes { append($0) }
             case .sendPing:
                 queueFrame(.ping, UnsafeRawBufferPointer(start: nil, count: 0), .control)
             case .sendPong(let payload):
@@ -187,10 +184,10 @@ public final class Connection: ByteStreamHandler {
                     app.closed(self)
                 }
             case .shutWrite:
-                stream.shutdownWriteAfterQueued()
+                shutdownWriteAfterQueued()
             case .drop:
                 server.remove(self)
-                stream.close()
+                close()
             }
         }
     }
@@ -199,13 +196,13 @@ public final class Connection: ByteStreamHandler {
     @discardableResult
     private func queueFrame(_ opcode: Opcode, _ payload: UnsafeRawBufferPointer, _ traffic: TrafficClass) -> SendResult {
         let total = FrameEncoder.headerSize(payloadCount: payload.count, masked: false) + payload.count
-        guard server.policies[traffic].admits(total, queued: stream.queuedBytes) else { return overflow(traffic) }
-        let p = stream.reserve(total)
+        guard server.policies[traffic].admits(total, queued: queuedBytes) else { return overflow(traffic) }
+        let p = reserve(total)
         let header = FrameEncoder.writeHeader(into: p, opcode: opcode, fin: true, rsv1: false, payloadCount: payload.count, maskKey: nil)
         if let src = payload.baseAddress, payload.count > 0 {
             (p + header).copyMemory(from: src, byteCount: payload.count)
         }
-        stream.commit(total)
+        commit(total)
         return .queued
     }
 

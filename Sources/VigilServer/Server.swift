@@ -134,13 +134,12 @@ public final class Server {
             return nil
         }
         Socket.setNoDelay(fd)
-        let stream = ByteStream(fd: fd, loop: loop)
+        let (connection, actions) = Connection.accepted(fd: fd, server: self, nowMs: monotonicMilliseconds())
         // Reading pauses while a connection's own output is backed up: an echo client that never
         // reads must not make us buffer without bound. It resumes when the output drains.
-        stream.pauseReadingAbove = min(config.maxOutputBufferBytes / 2, 1 << 20)
-        let (connection, actions) = Connection.accepted(stream, server: self, nowMs: monotonicMilliseconds())
+        connection.pauseReadingAbove = min(config.maxOutputBufferBytes / 2, 1 << 20)
         do {
-            try stream.start(handler: connection)
+            try connection.start()
         } catch {
             logger.warning("cannot watch a new connection", metadata: ["error": "\(error)"])
             Glibc.close(fd)

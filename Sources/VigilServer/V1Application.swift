@@ -37,6 +37,7 @@ public final class V1Application: WebSocketApplication {
     /// The server outlives the application it builds and mounts.
     unowned let server: Server
     private var nextSerial: UInt64 = 1
+    private var sessions = V1Sessions()
     /// The deliveries of the operation being applied (the hubs' `out:`).
     var scratch = Deliveries()
     var outbox = Outbox()
@@ -86,54 +87,54 @@ public final class V1Application: WebSocketApplication {
     public func opened(_ connection: Connection) {
         let now = monotonicMilliseconds()
         let settings = hub.settings
-        let session = V1Session(
+        sessions[connection.fd] = V1Session(
             serial: nextSerial,
-            id: Base64URL.encode(secrets.randomBytes(16)),
             writes: TokenBucket(capacity: settings.writeBurst, perMinute: settings.writesPerMinute, nowMs: now),
             messages: TokenBucket(capacity: server.config.messageBurst, perMinute: server.config.messagesPerSecond * 60, nowMs: now))
         nextSerial += 1
-        connection.userData = session
-        outbox.append(.welcome(connection.fd, session: session.id))
+        // The session id is random and shown once; nothing refers to it later, so it is not kept.
+        outbox.append(.welcome(connection.fd, session: Base64URL.encode(secrets.randomBytes(16))))
     }
 
     public func closed(_ connection: Connection) {
         hub.unsubscribe(connection.fd)
         panic.disconnected(connection.fd, out: &scratch.panic)
         outbox.append(deliveries: &scratch)
-        connection.userData = nil
+        sessions[connection.fd] = nil
         // Called from a flush too (a failed write), after this turn's fan-out: make sure another
         // turn sends what the hubs just produced.
         server.loop.requestTurn()
     }
 
     public func received(_ connection: Connection, kind: MessageKind, payload: UnsafeRawBufferPointer) {
-        guard let session = connection.userData as? V1Session, !session.closing else { return }
+        let fd = connection.fd
+        guard var session = sessions[fd], !session.closing else { return }
         let now = monotonicMilliseconds()
+        defer { sessions[fd] = session }
         if session.messages.take(nowMs: now) != nil {
             // Abuse, not a mistake: a client this far over the message rate is closed (1008),
             // after whatever was already produced for it this turn.
             session.closing = true
-            outbox.append(.close(connection.fd, .policyViolation, reason: "message rate limit"))
+            outbox.append(.close(fd, .policyViolation, reason: "message rate limit"))
             return
         }
         guard kind == .text else {
-            outbox.append(.reply(connection.fd, ref: nil, .error(RequestError("bad_message", "messages are JSON text; binary messages are not accepted"))))
+            outbox.append(.reply(fd, ref: nil, .error(RequestError("bad_message", "messages are JSON text; binary messages are not accepted"))))
             return
         }
         let request: ClientRequest
         switch decoder.decode(payload) {
         case .success(let r): request = r
         case .failure(let rejected):
-            outbox.append(.reply(connection.fd, ref: rejected.ref, .error(rejected.error)))
+            outbox.append(.reply(fd, ref: rejected.ref, .error(rejected.error)))
             return
         }
         if request.operation.isWrite, let retry = session.writes.take(nowMs: now) {
-            outbox.append(.reply(connection.fd, ref: request.ref,
+            outbox.append(.reply(fd, ref: request.ref,
                                  .error(RequestError("rate_limited", "too many writes; retry after \(retry) ms", retryAfterMs: retry))))
             return
         }
-        apply(dispatch(request.operation, session: session, from: connection.fd, now: Self.wallClockMs()),
-              to: connection.fd, ref: request.ref)
+        apply(dispatch(request.operation, voter: session.serial, from: fd, now: Self.wallClockMs()), to: fd, ref: request.ref)
     }
 
     /// The one place an operation's effects land: its record in the journal, its reply and then
@@ -145,7 +146,7 @@ public final class V1Application: WebSocketApplication {
     }
 
     /// Every operation of protocol version 1, by family.
-    func dispatch(_ operation: ClientOperation, session: V1Session, from me: Int32, now: Int64) -> Outcome {
+    func dispatch(_ operation: ClientOperation, voter: UInt64, from me: Int32, now: Int64) -> Outcome {
         switch operation {
         case .subscribe(let area, let categories):
             return subscribe(me, area: area, categories: categories)
@@ -158,7 +159,7 @@ public final class V1Application: WebSocketApplication {
         case .pinDelete(let id, let token):
             return deletePin(id, token: token)
         case .pinVote(let id, let value):
-            return votePin(id, value: value, voter: session.serial, now: now)
+            return votePin(id, value: value, voter: voter, now: now)
         case .panicStart(let status, let location, let note, let watchers):
             return startStream(owner: me, status: status, location: location, note: note, watchers: watchers, now: now)
         case .panicUpdate(let stream, let token, let location):

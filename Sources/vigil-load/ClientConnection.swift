@@ -17,14 +17,12 @@ protocol ClientDelegate: AnyObject {
 
 /// A WebSocket client connection (RFC 6455 client side) on the project's own loop and codec.
 ///
-/// Its I/O is a `ByteStream` and its message assembly a `MessageAssembler`, the same types as
-/// vigild's connections: this file holds only what a client does differently (the connect and
-/// handshake, masking every frame it sends with a fresh key, §5.3, and its side of the close).
-final class ClientConnection: ByteStreamHandler {
+/// It is a `ByteStream` and assembles messages with a `MessageAssembler`, like vigild's
+/// connections: this file holds only what a client does differently (the connect and handshake,
+/// masking every frame it sends with a fresh key, §5.3, and its side of the close).
+final class ClientConnection: ByteStream {
     enum Phase { case connecting, handshaking, open, closing, closed }
 
-    let stream: ByteStream
-    var fd: Int32 { stream.fd }
     /// The scenario's index for this connection (its role and slot).
     let tag: Int
     private(set) var phase = Phase.connecting
@@ -41,7 +39,6 @@ final class ClientConnection: ByteStreamHandler {
     private var rng: SplitMix64
 
     init(fd: Int32, tag: Int, pool: ClientPool, delegate: any ClientDelegate, seed: UInt64) {
-        self.stream = ByteStream(fd: fd, loop: pool.loop)
         self.tag = tag
         self.pool = pool
         self.delegate = delegate
@@ -53,15 +50,10 @@ final class ClientConnection: ByteStreamHandler {
         var reader = MessageReader(role: .client, maxMessageBytes: 16 << 20)
         reader.validatesText = pool.validateText
         messages = MessageAssembler(reader: reader)
-    }
-
-    /// Registers the connecting socket; `opened` or `closed(failure:)` follows.
-    func start() throws(SystemError) {
-        try stream.start(handler: self, connecting: true)
+        super.init(fd: fd, loop: pool.loop)
     }
 
     var isOpen: Bool { phase == .open }
-    var queuedBytes: Int { stream.queuedBytes }
 
     // MARK: sending
 
@@ -74,18 +66,18 @@ final class ClientConnection: ByteStreamHandler {
     private func queueFrame(_ opcode: Opcode, _ payload: UnsafeRawBufferPointer) {
         let maskKey = UInt32(truncatingIfNeeded: rng.next()) | 1
         let total = FrameEncoder.headerSize(payloadCount: payload.count, masked: true) + payload.count
-        let p = stream.reserve(total)
+        let p = reserve(total)
         let written = FrameEncoder.writeHeader(into: p, opcode: opcode, fin: true, rsv1: false,
                                                payloadCount: payload.count, maskKey: maskKey)
         if let base = payload.baseAddress, payload.count > 0 {
             (p + written).copyMemory(from: base, byteCount: payload.count)
             FrameEncoder.applyMask(UnsafeMutableRawBufferPointer(start: p + written, count: payload.count), key: maskKey, phase: 0)
         }
-        stream.commit(total)
+        commit(total)
     }
 
     /// Starts the closing handshake (code 1000); the connection finishes when the server answers.
-    func close() {
+    func closeHandshake() {
         switch phase {
         case .open:
             phase = .closing
@@ -107,14 +99,14 @@ final class ClientConnection: ByteStreamHandler {
         finish(failure: nil)
     }
 
-    // MARK: ByteStreamHandler
+    // MARK: what the stream reports
 
-    func connected() {
+    override func connected() {
         phase = .handshaking
-        Handshake.clientRequest(host: pool.hostHeader, path: pool.path, key: key, subprotocols: []).withUnsafeBytes { stream.append($0) }
+        Handshake.clientRequest(host: pool.hostHeader, path: pool.path, key: key, subprotocols: []).withUnsafeBytes { append($0) }
     }
 
-    func received(_ bytes: UnsafeMutableRawBufferPointer) {
+    override func received(_ bytes: UnsafeMutableRawBufferPointer) {
         var offset = 0
         if phase == .handshaking {
             switch response.feed(UnsafeRawBufferPointer(bytes)) {
@@ -156,11 +148,11 @@ final class ClientConnection: ByteStreamHandler {
         }
     }
 
-    func peerClosed() {
+    override func peerClosed() {
         finish(failure: phase == .closing ? nil : "server closed the TCP connection")
     }
 
-    func failed(_ error: SystemError) {
+    override func failed(_ error: SystemError) {
         finish(failure: "\(error.call): \(String(cString: strerror(error.errno)))")
     }
 
@@ -168,7 +160,7 @@ final class ClientConnection: ByteStreamHandler {
         guard phase != .closed else { return }
         let wasOpen = phase == .open || phase == .closing
         phase = .closed
-        if flushFirst { stream.closeAfterWritingQueued() } else { stream.close() }
+        if flushFirst { closeAfterWritingQueued() } else { close() }
         pool.connectionClosed(self, wasOpen: wasOpen)
         delegate?.closed(self, failure: failure)
     }

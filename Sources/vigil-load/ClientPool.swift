@@ -91,7 +91,7 @@ final class ClientPool {
         seed = seed &+ 0x9E37_79B9_7F4A_7C15
         let connection = ClientConnection(fd: fd, tag: tag, pool: self, delegate: delegate, seed: seed)
         do {
-            try connection.start()
+            try connection.start(connecting: true)
         } catch {
             close(fd)
             return nil

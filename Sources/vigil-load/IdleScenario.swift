@@ -46,7 +46,7 @@ final class IdleScenario: Scenario {
     }
 
     func closeAll() {
-        for c in connections { c?.close() }
+        for c in connections { c?.closeHandshake() }
     }
 }
 

@@ -357,8 +357,8 @@ final class MapScenario: Scenario {
     }
 
     func closeAll() {
-        for c in publisherConnections { c?.close() }
-        for c in subscriberConnections { c?.close() }
+        for c in publisherConnections { c?.closeHandshake() }
+        for c in subscriberConnections { c?.closeHandshake() }
     }
 }
 

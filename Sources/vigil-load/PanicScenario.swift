@@ -279,8 +279,8 @@ final class PanicScenario: Scenario {
     }
 
     func closeAll() {
-        for c in owners { c?.close() }
-        for c in watchers { c?.close() }
+        for c in owners { c?.closeHandshake() }
+        for c in watchers { c?.closeHandshake() }
     }
 }
 

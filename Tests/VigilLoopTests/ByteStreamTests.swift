@@ -4,19 +4,19 @@ import Testing
 import VigilBytes
 @testable import VigilLoop
 
-/// Records what a `ByteStream` reports to its handler.
-final class StreamRecorder: ByteStreamHandler {
+/// A stream whose owner records what it is told.
+final class RecordingStream: ByteStream {
     var received: [UInt8] = []
     var peerClosedCount = 0
     var failures: [SystemError] = []
     var drainedCount = 0
     var connectedCount = 0
 
-    func received(_ bytes: UnsafeMutableRawBufferPointer) { received.append(contentsOf: bytes) }
-    func peerClosed() { peerClosedCount += 1 }
-    func failed(_ error: SystemError) { failures.append(error) }
-    func drained() { drainedCount += 1 }
-    func connected() { connectedCount += 1 }
+    override func received(_ bytes: UnsafeMutableRawBufferPointer) { received.append(contentsOf: bytes) }
+    override func peerClosed() { peerClosedCount += 1 }
+    override func failed(_ error: SystemError) { failures.append(error) }
+    override func drained() { drainedCount += 1 }
+    override func connected() { connectedCount += 1 }
 }
 
 /// Socket helpers for driving a stream from the other end.
@@ -60,18 +60,17 @@ enum Sockets {
 /// A started stream on one end of a socketpair, the other end for the test.
 struct StreamFixture {
     let loop: EventLoop
-    let stream: ByteStream
-    let recorder = StreamRecorder()
+    let stream: RecordingStream
     /// The test's end of the socketpair.
     let peer: Int32
 
     init(sendBuffer: Int32? = nil, pauseReadingAbove: Int = .max) throws {
         loop = try EventLoop()
         let (a, b) = Sockets.pair(sendBuffer: sendBuffer)
-        stream = ByteStream(fd: a, loop: loop)
+        stream = RecordingStream(fd: a, loop: loop)
         stream.pauseReadingAbove = pauseReadingAbove
         peer = b
-        try stream.start(handler: recorder)
+        try stream.start()
     }
 
     /// Closes both ends (the stream's at the end of one more turn).
@@ -86,7 +85,7 @@ struct StreamFixture {
 @Suite struct ByteStreamTests {
     @Test func bytesReadAreHandedOverAndEOFIsReported() throws {
         let f = try StreamFixture()
-        let (loop, stream, recorder, b) = (f.loop, f.stream, f.recorder, f.peer)
+        let (loop, stream, recorder, b) = (f.loop, f.stream, f.stream, f.peer)
         defer { try? f.finish() }
         Sockets.write(b, Array("hello".utf8))
         try loop.turn(timeoutMs: 1_000)
@@ -99,7 +98,7 @@ struct StreamFixture {
 
     @Test func outputWaitsForTheEndOfTheTurnThenGoesOutInOrder() throws {
         let f = try StreamFixture()
-        let (loop, stream, recorder, b) = (f.loop, f.stream, f.recorder, f.peer)
+        let (loop, stream, recorder, b) = (f.loop, f.stream, f.stream, f.peer)
         defer { try? f.finish() }
         Array("one,".utf8).withUnsafeBytes { stream.append($0) }
         let p = stream.reserve(4)
@@ -118,7 +117,7 @@ struct StreamFixture {
 
     @Test func aFullSocketKeepsTheRestQueuedAndTheWritableEventFinishesIt() throws {
         let f = try StreamFixture(sendBuffer: 4_096)
-        let (loop, stream, recorder, b) = (f.loop, f.stream, f.recorder, f.peer)
+        let (loop, stream, recorder, b) = (f.loop, f.stream, f.stream, f.peer)
         defer { try? f.finish() }
         let payload = (0..<600_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
         payload.withUnsafeBytes { stream.append($0) }
@@ -137,7 +136,7 @@ struct StreamFixture {
 
     @Test func readingPausesWhileTheStreamsOwnOutputIsBackedUpAndResumesWhenItDrains() throws {
         let f = try StreamFixture(sendBuffer: 4_096, pauseReadingAbove: 10_000)
-        let (loop, stream, recorder, b) = (f.loop, f.stream, f.recorder, f.peer)
+        let (loop, stream, recorder, b) = (f.loop, f.stream, f.stream, f.peer)
         defer { try? f.finish() }
         [UInt8](repeating: 7, count: 300_000).withUnsafeBytes { stream.append($0) }
         try loop.turn(timeoutMs: 0)  // flush: the socket takes a little, the rest stays queued
@@ -159,7 +158,7 @@ struct StreamFixture {
 
     @Test func shutdownAfterQueuedSendsEverythingThenFIN() throws {
         let f = try StreamFixture()
-        let (loop, stream, recorder, b) = (f.loop, f.stream, f.recorder, f.peer)
+        let (loop, stream, recorder, b) = (f.loop, f.stream, f.stream, f.peer)
         defer { try? f.finish() }
         Array("last words".utf8).withUnsafeBytes { stream.append($0) }
         stream.shutdownWriteAfterQueued()
@@ -174,7 +173,7 @@ struct StreamFixture {
 
     @Test func closeDropsTheQueueAtOnceAndTheFdAtTheEndOfTheTurn() throws {
         let f = try StreamFixture()
-        let (loop, stream, recorder, b) = (f.loop, f.stream, f.recorder, f.peer)
+        let (loop, stream, recorder, b) = (f.loop, f.stream, f.stream, f.peer)
         defer { try? f.finish() }
         let socket = Sockets.inode(stream.fd)
         Array("never sent".utf8).withUnsafeBytes { stream.append($0) }
@@ -193,9 +192,9 @@ struct StreamFixture {
     @Test func anEpollCtlFailureIsReportedNotDropped() throws {
         let loop = try EventLoop()
         let (a, b) = Sockets.pair()
-        let stream = ByteStream(fd: a, loop: loop)
-        let recorder = StreamRecorder()
-        try stream.start(handler: recorder)
+        let stream = RecordingStream(fd: a, loop: loop)
+        let recorder = stream
+        try stream.start()
         // Put a pipe's write end on fd `a` behind the loop's back (dup2 closes the socket in the same
         // step, so no other test can take the number meanwhile): epoll forgets the closed socket, so
         // changing the interest of fd `a` now fails with ENOENT.
@@ -219,9 +218,9 @@ struct StreamFixture {
         let loop = try EventLoop()
         let listener = try Socket.listen(on: ListenAddress(host: "127.0.0.1", port: 0), backlog: 4)
         let port = try #require(Socket.localPort(listener))
-        let stream = ByteStream(fd: try Socket.connect(to: ListenAddress(host: "127.0.0.1", port: port)), loop: loop)
-        let recorder = StreamRecorder()
-        try stream.start(handler: recorder, connecting: true)
+        let stream = RecordingStream(fd: try Socket.connect(to: ListenAddress(host: "127.0.0.1", port: port)), loop: loop)
+        let recorder = stream
+        try stream.start(connecting: true)
         Array("queued before connect".utf8).withUnsafeBytes { stream.append($0) }
         for _ in 0..<100 where recorder.connectedCount == 0 { try loop.turn(timeoutMs: 100) }
         #expect(recorder.connectedCount == 1)
@@ -237,9 +236,9 @@ struct StreamFixture {
         stream.close()
         close(accepted)
         close(listener)  // the port is free again: a second connect is refused
-        let refused = ByteStream(fd: try Socket.connect(to: ListenAddress(host: "127.0.0.1", port: port)), loop: loop)
-        let second = StreamRecorder()
-        try refused.start(handler: second, connecting: true)
+        let refused = RecordingStream(fd: try Socket.connect(to: ListenAddress(host: "127.0.0.1", port: port)), loop: loop)
+        let second = refused
+        try refused.start(connecting: true)
         for _ in 0..<100 where second.failures.isEmpty { try loop.turn(timeoutMs: 100) }
         #expect(second.failures.map(\.call) == ["connect"])
         #expect(second.failures.first?.errno == ECONNREFUSED)
