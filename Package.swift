@@ -20,7 +20,7 @@ let package = Package(
     targets: [
         // Linux syscalls Swift's Glibc module does not export (epoll, eventfd, timerfd, signalfd).
         .target(name: "CLinux"),
-        // OpenSSL's libcrypto (SHA-1, base64, RAND_bytes); libssl joins for TLS.
+        // OpenSSL: libcrypto (SHA-1, SHA-256, base64, RAND_bytes) and libssl (TLS for wss://).
         .systemLibrary(
             name: "COpenSSL",
             pkgConfig: "openssl",
@@ -29,7 +29,7 @@ let package = Package(
         // A heap block of bytes shared by reference: written once (a JSON event, a frame), queued on many sockets.
         .target(name: "VigilBytes"),
         // The reactor: epoll, byte streams, timers, signals, inboxes, output buffers. Knows fds and bytes, nothing of WebSocket.
-        .target(name: "VigilLoop", dependencies: ["CLinux", "VigilBytes"]),
+        .target(name: "VigilLoop", dependencies: ["CLinux", "COpenSSL", "VigilBytes"]),
         // Pure protocol over bytes: HTTP/1.1 request parsing, the RFC 6455 handshake, frames, messages, UTF-8, close codes.
         .target(name: "VigilWire", dependencies: ["COpenSSL", "VigilBytes"]),
         // Pure geometry: geohash encode/decode/neighbours, areas (bbox, circle), covers, distances.

@@ -1,16 +1,17 @@
 import CLinux
+import COpenSSL
 import Glibc
 import VigilBytes
 
 /// One connection's I/O, owned in one place: the fd, its output queue, its epoll interest, the
-/// read into the loop's shared buffer, the `writev`, shutdown and close.
+/// read into the loop's shared buffer, the `writev`, TLS, shutdown and close.
 ///
 /// uSockets' shape: the stream does the I/O and its owner only hears `received`, `peerClosed`,
 /// `failed` (and `connected`, `drained`). vigild's connections and vigil-load's client
 /// connections both are streams, so neither keeps its own flush, interest or read logic.
 ///
-/// The owner subclasses the stream and overrides those five methods (uSockets keeps a socket's
-/// owner data in the socket's own allocation for the same reason): a connection is then one heap
+/// The owner subclasses the stream and overrides those methods (uSockets keeps a socket's owner
+/// data in the socket's own allocation for the same reason): a connection is then one heap
 /// object, not a connection and a stream pointing at each other. That saved about 100 bytes per
 /// idle connection (benchmarks/compare_builds.py, docs/BENCHMARKS.md). The callbacks run on the
 /// loop thread, from the stream's event handling or from the end-of-turn flush; an owner may
@@ -23,10 +24,13 @@ import VigilBytes
 ///   sends but never reads must not make us buffer without bound) and resumes once it drains.
 /// - `close()` releases the queue at once and the fd at the end of the turn.
 ///
-/// The transport seam: `readSome` and `writeQueued` are the only places that move bytes between
-/// the kernel and the stream; a TLS transport replaces those two (encrypting the queue's bytes on
-/// their way out, decrypting into the shared buffer on their way in) and adds the handshake's own
-/// interest, leaving the queue, the flush schedule and the owner's callbacks as they are.
+/// The transport: `readSome` and `writeQueued` are the only places that move bytes between the
+/// kernel and the stream. With a `TLSContext` they go through OpenSSL on the same socket: the
+/// handshake runs first, non-blocking, with OpenSSL's WANT_READ / WANT_WRITE mapped onto the
+/// epoll interest; reads decrypt into the shared buffer; writes hand the queue's head to
+/// `SSL_write` (small frames coalesced into one record of up to 16 KiB), and a write that must be
+/// retried is retried with the same bytes, which stay at the head of the queue until written.
+/// The owner sees the same callbacks, plaintext in and out, either way.
 open class ByteStream: EventHandler {
     /// The loop outlives every stream registered on it (the server and the load client close all
     /// their streams before they let the loop go), so the reference is not counted: a stream is
@@ -37,23 +41,33 @@ open class ByteStream: EventHandler {
     private var output = OutputQueue()
     /// Unsent bytes above which reading pauses (the default never pauses).
     public var pauseReadingAbove = Int.max
+    /// The TLS session (OpenSSL's `SSL*`), nil for a plain stream.
+    private var tls: OpaquePointer?
     // The small fields last, packed together (this object is allocated per connection).
     public let fd: Int32
     private var interest: IOEvents = []
     /// An `epoll_ctl` failure noticed while changing interest, reported at the flush (not from
     /// inside whatever call changed the interest, so the owner is never re-entered).
     private var pendingFailure: Int32 = 0
+    /// Bytes of the queue's head handed to an `SSL_write` that must be retried (0: none).
+    private var pendingTLSWrite: Int32 = 0
     private var state: State = []
 
     private struct State: OptionSet {
-        let rawValue: UInt8
-        static let connecting = State(rawValue: 1)
-        static let queuedForFlush = State(rawValue: 2)
-        static let waitingWritable = State(rawValue: 4)
-        static let readPaused = State(rawValue: 8)
-        static let writeShut = State(rawValue: 16)
-        static let closed = State(rawValue: 32)
-        static let shutWhenDrained = State(rawValue: 64)
+        let rawValue: UInt16
+        static let connecting = State(rawValue: 1 << 0)
+        static let queuedForFlush = State(rawValue: 1 << 1)
+        static let waitingWritable = State(rawValue: 1 << 2)
+        static let readPaused = State(rawValue: 1 << 3)
+        static let writeShut = State(rawValue: 1 << 4)
+        static let closed = State(rawValue: 1 << 5)
+        static let shutWhenDrained = State(rawValue: 1 << 6)
+        /// The TLS handshake is not finished: nothing is read or written for the owner yet.
+        static let tlsHandshaking = State(rawValue: 1 << 7)
+        /// A server stream has not yet seen the client's first byte (a TLS record, or plain HTTP).
+        static let tlsAwaitingHello = State(rawValue: 1 << 8)
+        /// OpenSSL wants the socket writable to go on reading or handshaking.
+        static let tlsWantsWrite = State(rawValue: 1 << 9)
     }
 
     /// Wraps a connected (or, with `connecting`, connecting) non-blocking socket. Nothing happens
@@ -63,29 +77,49 @@ open class ByteStream: EventHandler {
         self.loop = loop
     }
 
+    deinit {
+        if let tls { SSL_free(tls) }
+    }
+
     // MARK: what the owner hears (override)
 
-    /// A non-blocking connect finished (client streams only).
+    /// A non-blocking connect finished (client streams only), TLS handshake included when there is one.
     open func connected() {}
 
     /// Bytes read into the loop's shared buffer: valid only during the call, and the owner may
     /// change them in place (a WebSocket unmasks there).
     open func received(_ bytes: UnsafeMutableRawBufferPointer) {}
 
-    /// The peer shut its write side (read returned 0). The default closes the stream.
+    /// The peer shut its write side (read returned 0, or TLS close_notify). The default closes the stream.
     open func peerClosed() { close() }
 
-    /// A system call on the stream failed: `connect`, `read`, `writev` or `epoll_ctl`. The stream
-    /// is not closed by itself; the default closes it.
+    /// A system call on the stream failed: `connect`, `read`, `writev`, `epoll_ctl`, or a TLS step
+    /// (then `errno` is EPROTO and `detail` holds OpenSSL's reasons). The stream is not closed by
+    /// itself; the default closes it.
     open func failed(_ error: SystemError) { close() }
 
     /// Every queued byte is in the kernel (after a flush that had something to write).
     open func drained() {}
 
+    /// A server stream expecting TLS got plain bytes instead (an `http://` client on the `wss://`
+    /// port). TLS is dropped from the stream, so what the owner sends now goes out as plaintext: a
+    /// short error response, then close. The default closes at once.
+    open func plaintextOnTLSPort() { close() }
+
     /// Registers with the loop and starts reporting. With `connecting`, the stream first waits for
-    /// the non-blocking connect to finish (`connected()` or `failed`).
-    public final func start(connecting: Bool = false) throws(SystemError) {
+    /// the non-blocking connect to finish. With `tls`, a TLS session in the context's role is set
+    /// up on the socket and its handshake runs before anything reaches the owner.
+    public final func start(connecting: Bool = false, tls context: TLSContext? = nil) throws(SystemError) {
         if connecting { state.insert(.connecting) }
+        if let context {
+            do {
+                tls = try context.makeSession(fd: fd)
+            } catch {
+                throw SystemError("TLS session", errno: ENOMEM, detail: error.description)
+            }
+            state.insert(.tlsHandshaking)
+            if context.isServer { state.insert(.tlsAwaitingHello) }
+        }
         interest = wantedInterest
         try loop.register(fd: fd, events: interest, handler: self)
     }
@@ -93,6 +127,17 @@ open class ByteStream: EventHandler {
     /// Bytes queued and not yet taken by the kernel.
     public var queuedBytes: Int { output.byteCount }
     public var isClosed: Bool { state.contains(.closed) }
+    /// Whether bytes can move for the owner: no TLS, or its handshake is done.
+    public var isTransportReady: Bool { !state.contains(.tlsHandshaking) }
+    public var usesTLS: Bool { tls != nil }
+
+    /// The ALPN protocol the TLS handshake selected ("" when none, or for a plain stream).
+    public var negotiatedALPN: String {
+        guard let tls else { return "" }
+        var buffer = [CChar](repeating: 0, count: 64)
+        vigil_ssl_alpn_selected(tls, &buffer, buffer.count)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 
     // MARK: output
 
@@ -135,8 +180,9 @@ open class ByteStream: EventHandler {
             failed(SystemError("epoll_ctl(MOD)", errno: error))
             return
         }
-        // Waiting for EPOLLOUT: the socket is full, the writable event will flush.
-        guard !state.contains(.waitingWritable), !state.contains(.connecting) else { return }
+        // Waiting for EPOLLOUT (the socket is full, the writable event will flush), for the
+        // connect, or for the TLS handshake (which flushes when it completes).
+        guard state.isDisjoint(with: [.waitingWritable, .connecting, .tlsHandshaking]) else { return }
         flush()
     }
 
@@ -153,14 +199,15 @@ open class ByteStream: EventHandler {
             if output.byteCount > pauseReadingAbove { state.insert(.readPaused) }
             updateInterest()
         case .failed(let error):
-            failed(SystemError("writev", errno: error))
+            failed(SystemError(tls == nil ? "writev" : "SSL_write", errno: error, detail: tlsDetail(error)))
         }
     }
 
-    // MARK: the transport seam
+    // MARK: the transport
 
     /// Reads once into the loop's shared buffer: a byte count, 0 at end of stream, or -errno.
     private func readSome(_ buffer: UnsafeMutableRawBufferPointer) -> Int {
+        if let tls { return tlsRead(tls, buffer) }
         while true {
             let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
             if n >= 0 { return n }
@@ -171,7 +218,119 @@ open class ByteStream: EventHandler {
 
     /// Writes as much of the queue as the kernel takes.
     private func writeQueued() -> FlushResult {
-        output.flush(fd: fd, iovecs: loop.iovecs, maxIovecs: EventLoop.maxIovecs, pool: loop.chunks)
+        if let tls { return tlsWrite(tls) }
+        return output.flush(fd: fd, iovecs: loop.iovecs, maxIovecs: EventLoop.maxIovecs, pool: loop.chunks)
+    }
+
+    /// One `SSL_read` (at most one record, 16 KiB, so OpenSSL never holds decrypted bytes that
+    /// the 64 KiB buffer did not take: level-triggered epoll stays truthful).
+    private func tlsRead(_ tls: OpaquePointer, _ buffer: UnsafeMutableRawBufferPointer) -> Int {
+        ERR_clear_error()
+        let n = SSL_read(tls, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
+        if n > 0 { return Int(n) }
+        switch SSL_get_error(tls, n) {
+        case SSL_ERROR_WANT_READ:
+            return -Int(EAGAIN)
+        case SSL_ERROR_WANT_WRITE:
+            state.insert(.tlsWantsWrite)
+            updateInterest()
+            return -Int(EAGAIN)
+        case SSL_ERROR_ZERO_RETURN:
+            return 0  // close_notify
+        case SSL_ERROR_SYSCALL:
+            return errno == 0 ? 0 : -Int(errno)  // 0: EOF without close_notify, a common way to hang up
+        default:
+            return -Int(EPROTO)  // OpenSSL's reasons stay in its error queue for the report
+        }
+    }
+
+    /// OpenSSL's reasons for a TLS failure just reported by `tlsRead` or `tlsWrite` (its error
+    /// queue, read right away), nil for a plain stream.
+    private func tlsDetail(_ errno: Int32) -> String? {
+        guard tls != nil, errno == EPROTO else { return nil }
+        return TLSError("").reasons.joined(separator: "; ")
+    }
+
+    private func tlsWrite(_ tls: OpaquePointer) -> FlushResult {
+        while output.byteCount > 0 {
+            let head: UnsafeRawBufferPointer
+            if pendingTLSWrite > 0 {
+                // OpenSSL's rule: retry with the same bytes (they are still the queue's head).
+                head = output.coalescedHead(limit: Int(pendingTLSWrite), pool: loop.chunks)
+            } else {
+                head = output.coalescedHead(limit: 16_384, pool: loop.chunks)
+            }
+            ERR_clear_error()
+            let n = SSL_write(tls, head.baseAddress, Int32(head.count))
+            if n > 0 {
+                pendingTLSWrite = 0
+                output.consumeSent(Int(n), pool: loop.chunks)
+                continue
+            }
+            switch SSL_get_error(tls, n) {
+            case SSL_ERROR_WANT_WRITE, SSL_ERROR_WANT_READ:
+                pendingTLSWrite = Int32(head.count)
+                return .pending
+            case SSL_ERROR_SYSCALL:
+                return .failed(errno == 0 ? EPIPE : errno)
+            default:
+                return .failed(EPROTO)  // OpenSSL's reasons stay in its error queue for the report
+            }
+        }
+        return .drained
+    }
+
+    /// Advances the TLS handshake; true once it is complete.
+    private func driveHandshake(_ tls: OpaquePointer) -> Bool {
+        ERR_clear_error()
+        let rc = SSL_do_handshake(tls)
+        if rc == 1 {
+            state.remove(.tlsHandshaking)
+            state.remove(.tlsWantsWrite)
+            updateInterest()
+            if state.contains(.connecting) == false, output.byteCount > 0 { scheduleFlush() }
+            return true
+        }
+        switch SSL_get_error(tls, rc) {
+        case SSL_ERROR_WANT_READ:
+            state.remove(.tlsWantsWrite)
+            updateInterest()
+        case SSL_ERROR_WANT_WRITE:
+            state.insert(.tlsWantsWrite)
+            updateInterest()
+        case SSL_ERROR_SYSCALL where errno == 0:
+            peerClosed()  // the peer hung up during the handshake
+        default:
+            let detail = TLSError("TLS handshake").description
+            failed(SystemError("TLS handshake", errno: errno == 0 ? EPROTO : errno, detail: detail))
+        }
+        return false
+    }
+
+    /// A server's first look at a new connection: a TLS record starts with 0x16 (handshake); an
+    /// `http://` client sends ASCII (a method name). Peeked, not read.
+    private func checkForPlaintext() -> Bool {
+        var first: UInt8 = 0
+        let n = recv(fd, &first, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        if n < 0 {
+            if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return true }
+            failed(SystemError("recv"))
+            return false
+        }
+        if n == 0 {
+            peerClosed()
+            return false
+        }
+        state.remove(.tlsAwaitingHello)
+        if first != 0x16 {
+            if let tls { SSL_free(tls) }
+            tls = nil
+            state.remove(.tlsHandshaking)
+            updateInterest()
+            plaintextOnTLSPort()
+            return false
+        }
+        return true
     }
 
     // MARK: events
@@ -182,13 +341,39 @@ open class ByteStream: EventHandler {
             finishConnect()
             return
         }
-        if events.contains(.writable) && state.contains(.waitingWritable) {
-            flush()
-            if state.contains(.closed) { return }
+        if state.contains(.tlsHandshaking), let tls {
+            if state.contains(.tlsAwaitingHello) {
+                guard checkForPlaintext(), state.contains(.tlsHandshaking) else { return }
+            }
+            guard driveHandshake(tls), !state.contains(.closed) else { return }
+            // A server goes on to read: the client's request may already be in the socket.
+            if tlsIsClient {
+                connected()
+                if state.contains(.closed) { return }
+            }
+        }
+        if events.contains(.writable) {
+            if state.contains(.tlsWantsWrite) {
+                // A read was waiting for the socket to become writable: read again.
+                state.remove(.tlsWantsWrite)
+                updateInterest()
+                readAvailable()
+                if state.contains(.closed) { return }
+            }
+            if state.contains(.waitingWritable) {
+                flush()
+                if state.contains(.closed) { return }
+            }
         }
         if !events.isDisjoint(with: [.readable, .readHangup, .hangup, .error]) && !state.contains(.readPaused) {
             readAvailable()
         }
+    }
+
+    /// Whether this stream's TLS session is in the client role.
+    private var tlsIsClient: Bool {
+        guard let tls else { return false }
+        return SSL_is_server(tls) == 0
     }
 
     private func finishConnect() {
@@ -201,6 +386,10 @@ open class ByteStream: EventHandler {
         }
         state.remove(.connecting)
         updateInterest()
+        if let tls {
+            // The ClientHello goes out now; `connected` follows the handshake.
+            guard driveHandshake(tls), !state.contains(.closed) else { return }
+        }
         connected()
         // Output queued before the connect finished (a handshake request) goes out with this turn.
         if output.byteCount > 0, !state.contains(.closed) { scheduleFlush() }
@@ -212,15 +401,18 @@ open class ByteStream: EventHandler {
             let n = readSome(buffer)
             if n > 0 {
                 received(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]))
-                if state.contains(.closed) || n < buffer.count { break }
+                if state.contains(.closed) { return }
                 if output.byteCount > pauseReadingAbove { break }
+                // A short read drained the socket; with TLS, a full record may still be waiting
+                // in the kernel, and epoll (level-triggered) says so next turn.
+                if n < buffer.count && tls == nil { break }
             } else if n == 0 {
                 peerClosed()
                 return
             } else if -n == Int(EAGAIN) || -n == Int(EWOULDBLOCK) {
                 break
             } else {
-                failed(SystemError("read", errno: Int32(-n)))
+                failed(SystemError(tls == nil ? "read" : "SSL_read", errno: Int32(-n), detail: tlsDetail(Int32(-n))))
                 return
             }
         }
@@ -235,8 +427,8 @@ open class ByteStream: EventHandler {
     private var wantedInterest: IOEvents {
         if state.contains(.connecting) { return [.writable] }
         var events: IOEvents = [.readHangup]
-        if !state.contains(.readPaused) { events.insert(.readable) }
-        if state.contains(.waitingWritable) { events.insert(.writable) }
+        if !state.contains(.readPaused) || state.contains(.tlsHandshaking) { events.insert(.readable) }
+        if state.contains(.waitingWritable) || state.contains(.tlsWantsWrite) { events.insert(.writable) }
         return events
     }
 
@@ -253,10 +445,15 @@ open class ByteStream: EventHandler {
         }
     }
 
-    /// Sends FIN after the bytes already given to the kernel; the stream keeps reading.
+    /// Sends FIN (after TLS's close_notify, on a TLS stream) after the bytes already given to the
+    /// kernel; the stream keeps reading.
     public final func shutdownWrite() {
         guard !state.contains(.writeShut), !state.contains(.closed) else { return }
         state.insert(.writeShut)
+        if let tls, !state.contains(.tlsHandshaking) {
+            ERR_clear_error()
+            _ = SSL_shutdown(tls)  // sends close_notify; the peer's is not awaited
+        }
         Glibc.shutdown(fd, Int32(SHUT_WR))
     }
 
@@ -274,7 +471,7 @@ open class ByteStream: EventHandler {
     /// best-effort last frame on a connection that is going anyway.
     public final func closeAfterWritingQueued() {
         guard !state.contains(.closed) else { return }
-        if output.byteCount > 0 { _ = writeQueued() }
+        if output.byteCount > 0 && isTransportReady { _ = writeQueued() }
         close()
     }
 
@@ -284,6 +481,10 @@ open class ByteStream: EventHandler {
         guard !state.contains(.closed) else { return }
         state.insert(.closed)
         output.removeAll(pool: loop.chunks)
+        if let tls {
+            SSL_free(tls)  // SSL_set_fd's socket BIO does not close the fd
+            self.tls = nil
+        }
         loop.closeAfterTurn(fd)
     }
 }

@@ -110,6 +110,42 @@ public struct OutputQueue {
         return .drained
     }
 
+    /// The first bytes to send, as one contiguous region of at most `limit` bytes: when the head
+    /// entry is shorter than that and more entries follow, they are first copied together into one
+    /// pooled chunk. For a transport that must hand over one buffer per call (TLS: one record per
+    /// `SSL_write`), so that many small frames become one record instead of one record each.
+    public mutating func coalescedHead(limit: Int, pool: ChunkPool) -> UnsafeRawBufferPointer {
+        guard let head = first else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        let headLength = head.end - head.start
+        if headLength < limit && !rest.isEmpty {
+            let merged = pool.take()
+            let room = min(limit, merged.capacity)
+            var taken = 0
+            while let entry = first, taken < room {
+                let length = min(entry.end - entry.start, room - taken)
+                (merged.base + taken).copyMemory(from: entry.chunk.base + entry.start, byteCount: length)
+                taken += length
+                if length < entry.end - entry.start {
+                    first!.start += length
+                    break
+                }
+                if entry.owned { pool.give(entry.chunk) }
+                first = rest.isEmpty ? nil : rest.removeFirst()
+            }
+            merged.count = taken
+            let entry = Entry(chunk: merged, start: 0, end: taken, owned: true)
+            if let next = first { rest.insert(next, at: 0) }
+            first = entry
+        }
+        let entry = first!
+        return UnsafeRawBufferPointer(start: entry.chunk.base + entry.start, count: min(entry.end - entry.start, limit))
+    }
+
+    /// Marks the first `count` bytes as sent (after a transport wrote them from `coalescedHead`).
+    public mutating func consumeSent(_ count: Int, pool: ChunkPool) {
+        consume(count, pool: pool)
+    }
+
     private mutating func consume(_ count: Int, pool: ChunkPool) {
         var left = count
         byteCount -= count

@@ -1,17 +1,24 @@
 import Glibc
 
 /// A failed system call: names the call and carries errno, so every log line says what failed and why.
-public struct SystemError: Error, CustomStringConvertible, Equatable {
+///
+/// A TLS failure is reported the same way (`call` names the TLS step, `errno` is EPROTO) with
+/// OpenSSL's reasons in `detail`.
+public struct SystemError: Error, CustomStringConvertible, Equatable, Sendable {
     public let call: String
     public let errno: Int32
+    public let detail: String?
 
-    public init(_ call: String, errno: Int32 = Glibc.errno) {
+    public init(_ call: String, errno: Int32 = Glibc.errno, detail: String? = nil) {
         self.call = call
         self.errno = errno
+        self.detail = detail
     }
 
     public var description: String {
-        "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))"
+        let base = "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))"
+        guard let detail else { return base }
+        return "\(base): \(detail)"
     }
 }
 

@@ -38,6 +38,10 @@ public enum ConfigLoader {
         case integer(ClosedRange<Int>, Path<Int>)
         case boolean(Path<Bool>)
         case address(Path<ListenAddress>)
+        /// An address, or "off" (or empty) for none.
+        case optionalAddress(Path<ListenAddress?>)
+        /// Free text of at most 4096 bytes (cipher lists).
+        case text(Path<String>)
         case choice([String], Path<String>)
         case names(ClosedRange<Int>, Path<[String]>)
         case integer64(ClosedRange<Int64>, Path<Int64>)
@@ -47,10 +51,18 @@ public enum ConfigLoader {
     /// The schema: section → key → kind. `config/vigild.yaml` documents the same keys.
     static let schema: [(section: String, keys: [(String, Kind)])] = [
         ("server", [
-            ("listen", .address(\.listen)),
+            ("listen", .optionalAddress(\.listen)),
             ("backlog", .integer(1...65_535, \.backlog)),
             ("max_connections", .integer(1...10_000_000, \.maxConnections)),
             ("shutdown_grace_ms", .integer(0...600_000, \.shutdownGraceMs)),
+        ]),
+        ("tls", [
+            ("listen", .optionalAddress(\.tlsListen)),
+            ("certificate", .path(\.tlsCertificate)),
+            ("private_key", .path(\.tlsPrivateKey)),
+            ("min_version", .choice(TLSVersion.allCases.map(\.rawValue), \.tlsMinVersion)),
+            ("ciphers", .text(\.tlsCiphers)),
+            ("ciphersuites", .text(\.tlsCiphersuites)),
         ]),
         ("http", [
             ("handshake_timeout_ms", .integer(100...600_000, \.handshakeTimeoutMs)),
@@ -180,6 +192,18 @@ public enum ConfigLoader {
                 return "must be HOST:PORT with a numeric IPv4 address or a bracketed IPv6 one (e.g. 127.0.0.1:8080, [::]:8080), got \"\(text)\""
             }
             config[keyPath: path] = address
+        case .optionalAddress(let path):
+            if text.isEmpty || text == "off" {
+                config[keyPath: path] = nil
+                return nil
+            }
+            guard let address = ListenAddress(parsing: text) else {
+                return "must be HOST:PORT with a numeric IPv4 address or a bracketed IPv6 one (e.g. 127.0.0.1:8080, [::]:8443), or off, got \"\(text)\""
+            }
+            config[keyPath: path] = address
+        case .text(let path):
+            guard text.utf8.count <= 4096, !text.utf8.contains(0) else { return "must be text of at most 4096 bytes" }
+            config[keyPath: path] = text
         case .choice(let options, let path):
             guard options.contains(text) else { return "must be one of \(options.joined(separator: ", ")), got \"\(text)\"" }
             config[keyPath: path] = text
@@ -216,6 +240,12 @@ public enum ConfigLoader {
         }
         if p.cellPrecisionMin > p.cellPrecisionMax {
             issues.append(ConfigIssue(key: "pins.cell_precision_min", message: "must not exceed pins.cell_precision_max (\(p.cellPrecisionMax))"))
+        }
+        if c.listen == nil && c.tlsListen == nil {
+            issues.append(ConfigIssue(key: "server.listen", message: "is off and tls.listen is not set: vigild would accept no connections"))
+        }
+        if c.tlsListen != nil && (c.tlsCertificate.isEmpty || c.tlsPrivateKey.isEmpty) {
+            issues.append(ConfigIssue(key: "tls.listen", message: "needs tls.certificate and tls.private_key (PEM files)"))
         }
         if c.maxOutputBufferBytes < c.maxMessageBytes {
             issues.append(ConfigIssue(key: "websocket.max_output_buffer_bytes", message: "must be at least websocket.max_message_bytes (\(c.maxMessageBytes))"))

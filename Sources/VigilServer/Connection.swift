@@ -75,7 +75,7 @@ public final class Connection: ByteStream {
 
     /// The deadline the lifecycle armed last has passed.
     func timerFired(nowMs: Int64) {
-        perform(lifecycle.timerFired(nowMs: nowMs, server.timeouts))
+        perform(lifecycle.timerFired(nowMs: nowMs, server.timeouts, canRespond: isTransportReady))
     }
 
     // MARK: what the stream reports
@@ -93,6 +93,12 @@ public final class Connection: ByteStream {
     /// abnormally (1006, which is never sent on the wire), so the socket simply goes.
     public override func peerClosed() {
         perform(lifecycle.gone())
+    }
+
+    /// An `http://` request on the TLS port: a plain 400 that says so, then close.
+    public override func plaintextOnTLSPort() {
+        respond(HTTPResponse(status: .badRequest, body: Array("this port speaks TLS: use wss:// (or https://)\n".utf8),
+                             contentType: "text/plain; charset=utf-8"))
     }
 
     public override func failed(_ error: SystemError) {

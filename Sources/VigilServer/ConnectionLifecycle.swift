@@ -171,10 +171,15 @@ public struct ConnectionLifecycle: Equatable, Sendable {
         return Actions(.sendClose(code: code, reason: reason), .armTimer(atMs: nowMs + t.closeTimeoutMs))
     }
 
-    /// The deadline armed last has passed.
-    public mutating func timerFired(nowMs: Int64, _ t: Timeouts) -> Actions {
+    /// The deadline armed last has passed. `canRespond` is false while a TLS handshake is
+    /// unfinished: no HTTP response can reach that client, so it is dropped instead.
+    public mutating func timerFired(nowMs: Int64, _ t: Timeouts, canRespond: Bool = true) -> Actions {
         switch phase {
         case .http:
+            guard canRespond else {
+                phase = .closed
+                return Actions(.drop)
+            }
             phase = .draining
             return Actions(.respondTimeout, .shutWrite, .armTimer(atMs: nowMs + t.closeTimeoutMs))
         case .open:

@@ -10,13 +10,17 @@ import VigilLoop
 final class Listener: EventHandler {
     let fd: Int32
     unowned let server: Server
+    /// The TLS setup new connections start with (nil: a plain listener). Replaced on reload;
+    /// connections keep the context they started with.
+    var tls: TLSContext?
     private var reserveFd: Int32
     var refused = 0
     private var lastExhaustionLogMs: Int64 = 0
 
-    init(address: ListenAddress, backlog: Int32, server: Server) throws {
+    init(address: ListenAddress, backlog: Int32, server: Server, tls: TLSContext?) throws {
         fd = try Socket.listen(on: address, backlog: backlog)
         self.server = server
+        self.tls = tls
         reserveFd = open("/dev/null", O_RDONLY | O_CLOEXEC)
         try server.loop.register(fd: fd, events: .readable, handler: self)
     }
@@ -25,7 +29,7 @@ final class Listener: EventHandler {
         while true {
             let client = vigil_accept(fd)
             if client >= 0 {
-                server.adopt(fd: client)
+                server.adopt(fd: client, tls: tls)
                 continue
             }
             switch errno {

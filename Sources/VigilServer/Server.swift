@@ -23,6 +23,7 @@ public final class Server {
     let timeouts: ConnectionLifecycle.Timeouts
     let policies: SendPolicies
     private var listener: Listener?
+    private var tlsListener: Listener?
     private var connections: ContiguousArray<Connection?> = []
     private var wheel: TimerWheel
     private var due: [Int32] = []
@@ -42,8 +43,9 @@ public final class Server {
     public private(set) var connectionCount = 0
     /// Open WebSocket connections.
     public private(set) var webSocketCount = 0
-    /// The address actually bound (with the real port when the config asked for port 0).
+    /// The addresses actually bound (with the real port when the config asked for port 0).
     public private(set) var boundAddress: ListenAddress?
+    public private(set) var boundTLSAddress: ListenAddress?
     /// Connections refused because `max_connections` were held or shutdown had begun.
     private(set) var refusedCount = 0
 
@@ -104,14 +106,26 @@ public final class Server {
         ProcessLimits.ignoreSIGPIPE()
         let limit = try ProcessLimits.raiseFileDescriptorLimit()
         logger.info("file descriptor limit raised", metadata: ["nofile": "\(limit)"])
-        signals = try SignalSource(signals: [SIGTERM, SIGINT], loop: loop) { [unowned self] signal in
-            self.beginShutdown(reason: signal == SIGTERM ? "SIGTERM" : "SIGINT")
+        signals = try SignalSource(signals: [SIGTERM, SIGINT, SIGHUP], loop: loop) { [unowned self] signal in
+            if signal == SIGHUP {
+                self.reloadTLS()
+            } else {
+                self.beginShutdown(reason: signal == SIGTERM ? "SIGTERM" : "SIGINT")
+            }
         }
         try startTicker()
-        let listener = try Listener(address: config.listen, backlog: Int32(config.backlog), server: self)
-        self.listener = listener
-        boundAddress = ListenAddress(host: config.listen.host, port: Socket.localPort(listener.fd) ?? config.listen.port)
-        logger.info("listening on \(boundAddress!)", metadata: ["echo": "\(config.echoEnabled)", "max_connections": "\(config.maxConnections)"])
+        if let address = config.listen {
+            let listener = try Listener(address: address, backlog: Int32(config.backlog), server: self, tls: nil)
+            self.listener = listener
+            boundAddress = ListenAddress(host: address.host, port: Socket.localPort(listener.fd) ?? address.port)
+            logger.info("listening on \(boundAddress!)", metadata: ["echo": "\(config.echoEnabled)", "max_connections": "\(config.maxConnections)"])
+        }
+        if let address = config.tlsListen {
+            let listener = try Listener(address: address, backlog: Int32(config.backlog), server: self, tls: try Self.tlsContext(config))
+            tlsListener = listener
+            boundTLSAddress = ListenAddress(host: address.host, port: Socket.localPort(listener.fd) ?? address.port)
+            logger.info("listening for TLS on \(boundTLSAddress!)", metadata: ["certificate": "\(config.tlsCertificate)", "min_version": "\(config.tlsMinVersion)"])
+        }
         try loop.run()
         for step in stopSteps { step() }
         logger.info("stopped", metadata: ["connections_left": "\(connectionCount)"])
@@ -125,9 +139,32 @@ public final class Server {
 
     // MARK: connections
 
-    /// Takes over a connected socket (from the listener, or a socketpair end in tests).
+    /// The TLS context the config describes (certificate, key, versions, ciphers); the error names the file.
+    static func tlsContext(_ config: ServerConfig) throws(TLSError) -> TLSContext {
+        try TLSContext.server(certificateChain: config.tlsCertificate, privateKey: config.tlsPrivateKey,
+                              minimumVersion: TLSVersion(rawValue: config.tlsMinVersion) ?? .tls12,
+                              ciphers: config.tlsCiphers, ciphersuites: config.tlsCiphersuites)
+    }
+
+    /// SIGHUP: the certificate and key are read again; new handshakes use the new pair, open
+    /// connections keep theirs. A file that cannot be used is refused and the old pair kept.
+    func reloadTLS() {
+        guard let listener = tlsListener else {
+            logger.notice("SIGHUP: no TLS listener, nothing to reload")
+            return
+        }
+        do {
+            listener.tls = try Self.tlsContext(config)
+            logger.notice("TLS certificate reloaded", metadata: ["certificate": "\(config.tlsCertificate)"])
+        } catch {
+            logger.error("TLS reload refused; the previous certificate stays in use", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Takes over a connected socket (from a listener, or a socketpair end in tests), with a TLS
+    /// session when `tls` is given.
     @discardableResult
-    func adopt(fd: Int32) -> Connection? {
+    func adopt(fd: Int32, tls: TLSContext? = nil) -> Connection? {
         if connectionCount >= config.maxConnections || shutdownRequested != nil {
             Glibc.close(fd)
             refusedCount += 1
@@ -139,7 +176,7 @@ public final class Server {
         // reads must not make us buffer without bound. It resumes when the output drains.
         connection.pauseReadingAbove = min(config.maxOutputBufferBytes / 2, 1 << 20)
         do {
-            try connection.start()
+            try connection.start(tls: tls)
         } catch {
             logger.warning("cannot watch a new connection", metadata: ["error": "\(error)"])
             Glibc.close(fd)
@@ -217,6 +254,8 @@ public final class Server {
         logger.notice("shutting down", metadata: ["signal": "\(reason)", "connections": "\(connectionCount)"])
         listener?.close()
         listener = nil
+        tlsListener?.close()
+        tlsListener = nil
     }
 
     private func closeEveryone(reason: String) {

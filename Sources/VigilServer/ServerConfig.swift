@@ -7,10 +7,22 @@ import VigilLoop
 /// its explanation, and `ConfigLoader` is the only place that reads a file into this struct.
 public struct ServerConfig: Equatable, Sendable {
     // server
-    public var listen = ListenAddress(host: "127.0.0.1", port: 8080)
+    /// The plain (ws://) listener; nil ("off") when only the TLS listener is wanted.
+    public var listen: ListenAddress? = ListenAddress(host: "127.0.0.1", port: 8080)
     public var backlog = 1024
     public var maxConnections = 100_000
     public var shutdownGraceMs = 5_000
+    // tls
+    /// The TLS (wss://) listener; nil (the default) for none.
+    public var tlsListen: ListenAddress?
+    /// PEM files: the certificate chain (leaf first) and its private key.
+    public var tlsCertificate = ""
+    public var tlsPrivateKey = ""
+    /// "1.2" or "1.3": the lowest TLS version accepted.
+    public var tlsMinVersion = "1.2"
+    /// OpenSSL cipher strings for TLS 1.2 and the TLS 1.3 suites.
+    public var tlsCiphers = TLSContext.defaultCiphers
+    public var tlsCiphersuites = TLSContext.defaultCiphersuites
     // http
     public var handshakeTimeoutMs = 10_000
     public var maxRequestHeadBytes = 8_192

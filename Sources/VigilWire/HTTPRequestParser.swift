@@ -41,6 +41,12 @@ public struct HTTPRequestParser {
             }
             switch lines.nextLine(bytes, index: &index) {
             case .needMore:
+                // A request line is visible ASCII and spaces: a byte outside that fails now,
+                // not when a line end that may never come arrives (a TLS ClientHello on the
+                // plain port would otherwise wait for the handshake timeout).
+                if case .requestLine = state, !HTTPRequestParser.couldStartRequestLine(lines.line) {
+                    return fail(.badRequest, "not an HTTP request (a TLS client on the plain port? use ws:// here)")
+                }
                 return .needMore
             case .tooLong:
                 return fail(.headerFieldsTooLarge, "request head larger than \(lines.maxBytes) bytes")
@@ -104,6 +110,19 @@ public struct HTTPRequestParser {
     /// A request-line error message (wrapped so it can travel in a `Result`).
     private struct LineError: Error {
         var text: String
+    }
+
+    /// Whether `partial` (the start of a request line, before its line end) can still become one:
+    /// only SP and visible ASCII, and the method part (up to the first SP) only token characters.
+    static func couldStartRequestLine(_ partial: [UInt8]) -> Bool {
+        var inMethod = true
+        for b in partial {
+            if b == 0x0D { continue }  // the line reader judges CRs (a CR may be the end's first half)
+            if b == 0x20 { inMethod = false; continue }
+            guard b > 0x20 && b < 0x7F else { return false }
+            if inMethod && !HTTPSyntax.isTokenChar(b) { return false }
+        }
+        return true
     }
 
     /// `method SP request-target SP HTTP-version` (§3), single spaces only.

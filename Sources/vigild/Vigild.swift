@@ -34,7 +34,16 @@ struct Vigild: ParsableCommand {
     func run() throws {
         if let path = checkConfig {
             do {
-                _ = try Self.loadConfig(path: path)
+                let config = try Self.loadConfig(path: path)
+                if config.tlsListen != nil {
+                    // The files are part of the config: a key that does not match its certificate
+                    // is an invalid config, found before the restart that would fail on it.
+                    do {
+                        _ = try TLSContext.server(certificateChain: config.tlsCertificate, privateKey: config.tlsPrivateKey)
+                    } catch {
+                        throw ConfigError(issues: [ConfigIssue(key: "tls.certificate", message: "\(error)")])
+                    }
+                }
                 print("\(path): ok")
                 return
             } catch {

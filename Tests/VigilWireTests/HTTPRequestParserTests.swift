@@ -57,6 +57,27 @@ import Testing
         #expect(again == frame.count)
     }
 
+    /// Bytes that cannot be in a request line fail at once, not at a line end that may never
+    /// come: a TLS ClientHello sent to the plain port is answered with 400 right away.
+    @Test func bytesThatCannotStartARequestLineFailBeforeTheLineEnds() {
+        let clientHello: [UInt8] = [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03]
+        for prefix in [clientHello, Array("GE\u{7F}".utf8), Array("GET /a\u{1}".utf8), Array("G(T".utf8), [0xC3, 0xA9]] {
+            var parser = HTTPRequestParser()
+            guard case .failure(.badRequest, _) = prefix.withUnsafeBytes({ parser.feed($0) }) else {
+                Issue.record("\(prefix) was not refused before its line end")
+                continue
+            }
+        }
+        // What can still become a request line waits for more.
+        for prefix in ["G", "GET", "GET ", "GET /chat?x=1 HTT", "\r\n", "M-SEARCH * "] {
+            var parser = HTTPRequestParser()
+            guard case .needMore = Array(prefix.utf8).withUnsafeBytes({ parser.feed($0) }) else {
+                Issue.record("\(prefix.debugDescription) was refused")
+                continue
+            }
+        }
+    }
+
     @Test func bareLFAndLeadingEmptyLines() {
         let result = parseRequest("\r\n\nGET / HTTP/1.1\nHost: a\n\n")
         #expect(head(result)?.value("host") == "a")

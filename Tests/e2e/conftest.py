@@ -23,6 +23,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 from vigilproc import Vigild, default_binary, write_config  # noqa: E402
+import transport  # noqa: E402
 import wsraw  # noqa: E402
 
 # Short timeouts shared by modules that exercise them; each module picks what it needs.
@@ -56,11 +57,17 @@ class Launcher:
                  env: dict[str, str] | None = None, extra_args: list[str] | None = None,
                  config_path: Path | None = None) -> Vigild:
         cfg = config or {}
+        tls = transport.SCHEME == "wss" and config_path is None and "tls" not in cfg
+        if tls:  # every daemon of a wss run also listens for TLS (transport.py)
+            cfg = dict(cfg, tls=transport.tls_section())
+        tls = tls or "listen" in cfg.get("tls", {})
         if config_path is None:
             config_path = write_config(self.tmpdir / f"vigil-{next(self._ids)}.yaml", cfg)
-        d = Vigild(self.binary, config_path, listen=listen, env=env, extra_args=extra_args)
+        d = Vigild(self.binary, config_path, listen=listen, env=env, extra_args=extra_args, tls=tls)
         self.started.append((d, cfg))
         d.start()
+        if d.tls_port is not None:
+            transport.TLS_PORTS[d.port] = d.tls_port
         return d
 
     def teardown(self) -> None:

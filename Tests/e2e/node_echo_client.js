@@ -1,5 +1,6 @@
 // Independent client #2: Debian's node-ws against vigild's /echo.
 // Usage: node node_echo_client.js ws://127.0.0.1:PORT/echo
+//        node node_echo_client.js wss://localhost:PORT/echo CA.pem   (TLS, trusting the test CA)
 // Prints one JSON line {"ok":true,...} and exits 0 on success; prints the reason and
 // exits 1 on any mismatch, 2 on the overall deadline.
 'use strict';
@@ -7,6 +8,7 @@ let WebSocket;
 try { WebSocket = require('ws'); } catch (e) { WebSocket = require('/usr/share/nodejs/ws'); }
 
 const url = process.argv[2];
+const ca = process.argv[3] ? require('fs').readFileSync(process.argv[3]) : undefined;
 const deadline = setTimeout(() => { console.log(JSON.stringify({ ok: false, error: 'deadline (10 s)' })); process.exit(2); }, 10000);
 
 function fail(msg) {
@@ -25,7 +27,7 @@ const messages = [
   { data: big, binary: true },                           // 65500 bytes, 16-bit length
 ];
 
-const ws = new WebSocket(url, { perMessageDeflate: false });
+const ws = new WebSocket(url, { perMessageDeflate: false, ca });
 let next = 0;
 let pongs = 0;
 ws.on('error', (e) => fail('socket error: ' + e.message));

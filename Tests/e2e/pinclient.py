@@ -27,6 +27,7 @@ from pathlib import Path
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
+import transport
 from vigilproc import write_config  # noqa: F401  (re-exported for the pin tests)
 
 PIN_KEYS = {"id", "lat", "lon", "title", "description", "category", "created_at", "updated_at",
@@ -77,10 +78,12 @@ class PinClient:
                     close_timeout=3, max_size=16 * 1024 * 1024)
         if subprotocol:
             opts["subprotocols"] = ["vigil.v1"]
+        url, tls = transport.ws_url(port)  # ws:// or wss:// (VIGIL_E2E_SCHEME)
+        opts.update(tls)
         try:
-            self.ws = connect(f"ws://127.0.0.1:{port}/v1", legacy=True, **opts)
+            self.ws = connect(url, legacy=True, **opts)
         except TypeError:  # websockets without the legacy flag: connect() returns the connection
-            self.ws = connect(f"ws://127.0.0.1:{port}/v1", **opts)
+            self.ws = connect(url, **opts)
         self.events: deque[dict] = deque()
         self.log: list[tuple[str, object]] = []  # ("sent"/"recv", payload) for failure messages
         self._refs = itertools.count(1)
@@ -311,14 +314,12 @@ def deg_lat(metres: float) -> float:
 # ---------------------------------------------------------------------------------------
 # daemons
 # ---------------------------------------------------------------------------------------
-_config_ids = itertools.count()
 
 
 def start_daemon(launcher, config: dict):
-    """Start a daemon through a conftest launcher (``vigild`` / ``vigild_module``) with a
-    config written by ``write_config`` (lists included)."""
-    path = write_config(Path(launcher.tmpdir) / f"pins-{next(_config_ids)}.yaml", config)
-    return launcher(config, config_path=path)
+    """Start a daemon through a conftest launcher (``vigild`` / ``vigild_module``), which writes
+    the config (and adds the TLS listener in a wss run)."""
+    return launcher(config)
 
 
 class _SharedPinDaemon:

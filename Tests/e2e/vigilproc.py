@@ -20,6 +20,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 LISTEN_RE = re.compile(r"listening on (\S+):(\d+)")
+TLS_LISTEN_RE = re.compile(r"listening for TLS on (\S+):(\d+)")
 # What a Swift runtime trap or a native crash leaves in the log.
 CRASH_MARKERS = ("Fatal error", "Program crashed", "Segmentation fault", "Illegal instruction",
                  "Current stack trace", "Assertion failed", "Precondition failed",
@@ -76,7 +77,9 @@ class Vigild:
     """One running daemon.  ``start()`` returns once it logged its listening line."""
 
     def __init__(self, binary: Path, config: Path | None, *, listen: str | None = "127.0.0.1:0",
-                 env: dict[str, str] | None = None, extra_args: list[str] | None = None):
+                 env: dict[str, str] | None = None, extra_args: list[str] | None = None, tls: bool = False):
+        self.tls = tls  # the config has a TLS listener: wait for its line too
+        self.tls_port: int | None = None
         self.binary = Path(binary)
         self.config = config
         self.listen = listen
@@ -114,6 +117,9 @@ class Vigild:
             self._threads.append(t)
         m = self.wait_for_log(LISTEN_RE, ready_timeout, what="the 'listening on HOST:PORT' line")
         self.host, self.port = m.group(1), int(m.group(2))
+        if self.tls:
+            m = self.wait_for_log(TLS_LISTEN_RE, ready_timeout, what="the 'listening for TLS on HOST:PORT' line")
+            self.tls_port = int(m.group(2))
         return self
 
     def _drain(self, stream, tag: str, is_stderr: bool) -> None:

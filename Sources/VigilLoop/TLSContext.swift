@@ -1,0 +1,151 @@
+import COpenSSL
+import Glibc
+
+/// A TLS setup shared by the streams of one listener (or of a load client): OpenSSL's `SSL_CTX`
+/// with Vigil's choices made once.
+///
+/// Server: TLS 1.2 minimum and 1.3 preferred, a modern cipher list (AEAD with forward secrecy
+/// only) unless the config names another, ALPN `http/1.1` (RFC 7301; clients that offer only
+/// other protocols proceed without ALPN), SNI accepted (any name: one certificate serves all),
+/// no TLS compression, no renegotiation. `SSL_MODE_RELEASE_BUFFERS` lets an idle connection give
+/// its record buffers back (about 34 KiB each otherwise; docs/BENCHMARKS.md has the measured
+/// cost of an idle wss connection). Partial writes and a moving write buffer are allowed, which
+/// makes OpenSSL's retry rule (retry a write with the same bytes) hold by construction for
+/// `ByteStream`'s queue (its head bytes do not move until they are written).
+///
+/// Reloading (SIGHUP) builds a new context; connections keep the one they started with (OpenSSL
+/// counts the references), new handshakes use the new one.
+public final class TLSContext {
+    let ctx: OpaquePointer
+    public let isServer: Bool
+    /// The host name a client sends as SNI (client contexts only).
+    let serverName: String?
+
+    /// The ciphers offered with TLS 1.2 (OpenSSL's syntax): ECDHE key exchange and AEAD only.
+    public static let defaultCiphers = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+    /// TLS 1.3's suites (all three are AEAD; the order is the server's preference).
+    public static let defaultCiphersuites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+
+    private init(ctx: OpaquePointer, isServer: Bool, serverName: String?) {
+        self.ctx = ctx
+        self.isServer = isServer
+        self.serverName = serverName
+    }
+
+    deinit { SSL_CTX_free(ctx) }
+
+    /// A server context from PEM files: the certificate chain (leaf first) and its private key.
+    /// Every failure names the file and OpenSSL's reason.
+    public static func server(certificateChain: String, privateKey: String, minimumVersion: TLSVersion = .tls12,
+                              ciphers: String = defaultCiphers, ciphersuites: String = defaultCiphersuites) throws(TLSError) -> TLSContext {
+        guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TLSError("SSL_CTX_new") }
+        let context = TLSContext(ctx: ctx, isServer: true, serverName: nil)
+        try context.configure(minimumVersion: minimumVersion, ciphers: ciphers, ciphersuites: ciphersuites)
+        guard SSL_CTX_use_certificate_chain_file(ctx, certificateChain) == 1 else {
+            throw TLSError("cannot load the certificate chain \(certificateChain)")
+        }
+        guard SSL_CTX_use_PrivateKey_file(ctx, privateKey, VIGIL_SSL_FILETYPE_PEM) == 1 else {
+            let error = TLSError("cannot load the private key \(privateKey)")
+            if error.reasons.contains(where: { $0.contains("key values mismatch") }) {
+                throw TLSError("the private key \(privateKey) does not match the certificate \(certificateChain)", reasons: error.reasons)
+            }
+            throw error
+        }
+        guard SSL_CTX_check_private_key(ctx) == 1 else {
+            throw TLSError("the private key \(privateKey) does not match the certificate \(certificateChain)")
+        }
+        SSL_CTX_set_options(ctx, VIGIL_SSL_OP_CIPHER_SERVER_PREFERENCE | VIGIL_SSL_OP_NO_RENEGOTIATION)
+        vigil_ssl_ctx_select_http11(ctx)
+        return context
+    }
+
+    /// A client context (the load client, tests): verifies the server against `caFile` (PEM) when
+    /// given, otherwise does not verify (loopback benchmarks with a throwaway certificate).
+    public static func client(caFile: String?, serverName: String? = nil) throws(TLSError) -> TLSContext {
+        guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw TLSError("SSL_CTX_new") }
+        let context = TLSContext(ctx: ctx, isServer: false, serverName: serverName)
+        try context.configure(minimumVersion: .tls12, ciphers: defaultCiphers, ciphersuites: defaultCiphersuites)
+        if let caFile {
+            guard SSL_CTX_load_verify_locations(ctx, caFile, nil) == 1 else { throw TLSError("cannot load the CA file \(caFile)") }
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+        } else {
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nil)
+        }
+        _ = vigil_ssl_ctx_offer_http11(ctx)
+        return context
+    }
+
+    private func configure(minimumVersion: TLSVersion, ciphers: String, ciphersuites: String) throws(TLSError) {
+        guard vigil_ssl_ctx_set_min_proto_version(ctx, minimumVersion.openSSL) == 1 else {
+            throw TLSError("cannot set the minimum TLS version")
+        }
+        guard SSL_CTX_set_cipher_list(ctx, ciphers) == 1 else { throw TLSError("invalid TLS 1.2 cipher list \"\(ciphers)\"") }
+        guard SSL_CTX_set_ciphersuites(ctx, ciphersuites) == 1 else {
+            throw TLSError("invalid TLS 1.3 ciphersuites \"\(ciphersuites)\"")
+        }
+        SSL_CTX_set_options(ctx, VIGIL_SSL_OP_NO_COMPRESSION)
+        _ = vigil_ssl_ctx_set_mode(ctx, VIGIL_SSL_MODE_RELEASE_BUFFERS | VIGIL_SSL_MODE_ENABLE_PARTIAL_WRITE
+                                       | VIGIL_SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER)
+    }
+
+    /// A new session for a connected socket, in the server or client role of this context.
+    func makeSession(fd: Int32) throws(TLSError) -> OpaquePointer {
+        guard let ssl = SSL_new(ctx) else { throw TLSError("SSL_new") }
+        guard SSL_set_fd(ssl, fd) == 1 else {
+            SSL_free(ssl)
+            throw TLSError("SSL_set_fd")
+        }
+        if isServer {
+            SSL_set_accept_state(ssl)
+        } else {
+            if let serverName { _ = vigil_ssl_set_tlsext_host_name(ssl, serverName) }
+            SSL_set_connect_state(ssl)
+        }
+        return ssl
+    }
+}
+
+/// The lowest TLS version a context accepts.
+public enum TLSVersion: String, Sendable, CaseIterable {
+    case tls12 = "1.2"
+    case tls13 = "1.3"
+
+    var openSSL: Int32 {
+        switch self {
+        case .tls12: return VIGIL_TLS1_2_VERSION
+        case .tls13: return VIGIL_TLS1_3_VERSION
+        }
+    }
+}
+
+/// A TLS setup or handshake failure, with OpenSSL's own reasons (its error queue, drained).
+public struct TLSError: Error, CustomStringConvertible, Sendable {
+    public let what: String
+    public let reasons: [String]
+
+    /// `what` failed; OpenSSL's reasons are taken from its error queue (which is emptied).
+    public init(_ what: String) {
+        self.init(what, reasons: TLSError.drainErrorQueue())
+    }
+
+    public init(_ what: String, reasons: [String]) {
+        self.what = what
+        self.reasons = reasons
+    }
+
+    public var description: String {
+        reasons.isEmpty ? what : "\(what): \(reasons.joined(separator: "; "))"
+    }
+
+    /// OpenSSL's pending errors for this thread, oldest first (the queue is emptied).
+    static func drainErrorQueue() -> [String] {
+        var out: [String] = []
+        while true {
+            let code = ERR_get_error()
+            if code == 0 { return out }
+            var buffer = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &buffer, buffer.count)
+            out.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+    }
+}
