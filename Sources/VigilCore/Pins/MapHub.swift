@@ -39,8 +39,7 @@ public struct MapHub: Sendable {
         let pin = Pin(id: id, point: draft.point, title: draft.title, description: draft.description,
                       category: draft.category, createdAt: now, expiresAt: now + Int64(draft.ttlSeconds) * 1000,
                       editDigest: editDigest)
-        store.insert(pin)
-        let stored = store[id]!
+        let stored = store.insert(pin)
         deliver(.added, stored, out: &out)
         return .success(stored)
     }
