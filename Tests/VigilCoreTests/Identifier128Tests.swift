@@ -1,5 +1,6 @@
 import Testing
 @testable import VigilCore
+import VigilTestSupport
 
 /// What `Identifier128` does once for both kinds of id: words, bytes, order, hashing, and parsing
 /// from bytes. The text forms have their own tests (`PinIDTests`, `StreamIDTests`).

@@ -1,6 +1,7 @@
 import Testing
 import VigilGeo
 @testable import VigilCore
+import VigilTestSupport
 
 @Suite struct MapHubTests {
     let secrets = TestSecrets()
@@ -197,7 +198,7 @@ import VigilGeo
     /// Random operations checked against brute force: every delivery goes to exactly the
     /// subscribers whose area and categories hold the pin, and subscribe replies are exact.
     @Test func randomOperationsMatchBruteForce() {
-        var rng = SplitMix(seed: 42)
+        var rng = SplitMix64(state: 42)
         var settings = PinSettings()
         settings.maxSubscribePins = 100_000
         var hub = MapHub(settings: settings)
@@ -259,21 +260,5 @@ import VigilGeo
                 areas[sub] = nil
             }
         }
-    }
-}
-
-/// A tiny deterministic generator for property tests.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func double(_ lo: Double, _ hi: Double) -> Double {
-        lo + (hi - lo) * Double(next() >> 11) / Double(1 << 53)
     }
 }

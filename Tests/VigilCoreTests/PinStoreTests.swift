@@ -1,6 +1,7 @@
 import Testing
 import VigilGeo
 @testable import VigilCore
+import VigilTestSupport
 
 @Suite struct PinStoreTests {
     let secrets = TestSecrets(seed: 17)
