@@ -104,6 +104,24 @@ import VigilTestSupport
         #expect(out.contains { $0.kind == .updated && $0.recipients == [2] })
     }
 
+    /// Found by the hub fuzz target: a pin restored with a category the configuration no longer
+    /// lists is invisible, and an edit that gives it a listed one used to be told to nobody, so
+    /// subscribers whose area holds it never learned of it until they subscribed again.
+    @Test func aPinWhoseCategoryWasWithdrawnAppearsWhenEditedIntoAListedOne() {
+        var hub = MapHub(settings: PinSettings())
+        let digest = secrets.digest(ofToken: "tok")
+        let restored = Pin(id: PinID(random: secrets.randomBytes(16)), point: GeoPoint(lat: 0.5, lon: 0.5), title: "old", description: "",
+                           category: "withdrawn", createdAt: 0, expiresAt: 1_000_000, editDigest: digest)
+        hub.restorePins([restored])
+        #expect(hub.subscribe(1, area: box(0, 0, 1, 1), categories: nil).pins.isEmpty, "an unlisted category is seen by nobody")
+        _ = hub.subscribe(2, area: box(0, 1, 1, 2), categories: nil)
+        var out: [PinDelivery] = []
+        _ = hub.update(restored.id, digest: digest, changes: PinChanges(lon: 0.6), now: 1, out: &out)
+        #expect(out.isEmpty, "still unlisted: still seen by nobody")
+        _ = hub.update(restored.id, digest: digest, changes: PinChanges(lon: 1.5, category: "hazard"), now: 2, out: &out)
+        #expect(out.map(\.kind) == [.added] && out.map(\.recipients) == [[2]])
+    }
+
     @Test func wrongTokenAndUnknownIdAreTheSameForbidden() {
         var hub = MapHub(settings: PinSettings())
         var out: [PinDelivery] = []
