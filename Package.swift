@@ -65,7 +65,7 @@ let package = Package(
         .executableTarget(
             name: "vigil-bench",
             dependencies: [
-                "VigilCore", "VigilGeo", "VigilWire", "VigilLoop", "VigilState", "VigilBytes",
+                "VigilCore", "VigilGeo", "VigilWire", "VigilLoop", "VigilState", "VigilBytes", "VigilLoad",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -85,18 +85,26 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "VigilWireTests", dependencies: ["VigilWire"]),
+        // What several test targets share (seeded generator, deterministic secrets, client frames,
+        // the map hub's brute-force oracle), in one place instead of a copy per target. A plain
+        // library under Tests/: nothing but tests depends on it.
+        .target(
+            name: "VigilTestSupport",
+            dependencies: ["VigilCore", "VigilGeo", "VigilWire", "VigilLoad"],
+            path: "Tests/VigilTestSupport"
+        ),
+        .testTarget(name: "VigilWireTests", dependencies: ["VigilWire", "VigilTestSupport"]),
         .testTarget(name: "VigilLoopTests", dependencies: ["VigilLoop", "VigilBytes", "CLinux"]),
         .testTarget(
             name: "VigilServerTests",
             dependencies: [
-                "VigilServer", "VigilLoop", "VigilWire", "VigilCore", "VigilState", "VigilBytes",
+                "VigilServer", "VigilLoop", "VigilWire", "VigilCore", "VigilState", "VigilBytes", "VigilTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "VigilGeoTests", dependencies: ["VigilGeo"]),
-        .testTarget(name: "VigilCoreTests", dependencies: ["VigilCore", "VigilBytes"]),
-        .testTarget(name: "VigilStateTests", dependencies: ["VigilState", "VigilCore", "VigilGeo"]),
+        .testTarget(name: "VigilGeoTests", dependencies: ["VigilGeo", "VigilTestSupport"]),
+        .testTarget(name: "VigilCoreTests", dependencies: ["VigilCore", "VigilBytes", "VigilTestSupport"]),
+        .testTarget(name: "VigilStateTests", dependencies: ["VigilState", "VigilCore", "VigilGeo", "VigilTestSupport"]),
         .testTarget(name: "VigilLoadTests", dependencies: ["VigilLoad", "VigilCore", "VigilGeo"]),
     ],
     swiftLanguageModes: [.v6]

@@ -61,32 +61,7 @@ enum RawScan {
     /// A hyphenated UUID (36 characters, either case) at `index`, as VigilCore's `PinID`.
     static func pinID(in bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> PinID? {
         guard index >= 0, index + 36 <= bytes.count else { return nil }
-        var words: (UInt64, UInt64) = (0, 0)
-        var nibbles = 0
-        for offset in 0..<36 {
-            let byte = bytes[index + offset]
-            if offset == 8 || offset == 13 || offset == 18 || offset == 23 {
-                guard byte == UInt8(ascii: "-") else { return nil }
-                continue
-            }
-            guard let value = hexValue(byte) else { return nil }
-            if nibbles < 16 {
-                words.0 = words.0 << 4 | UInt64(value)
-            } else {
-                words.1 = words.1 << 4 | UInt64(value)
-            }
-            nibbles += 1
-        }
-        return PinID(high: words.0, low: words.1)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
+        return PinID(utf8: UnsafeBufferPointer(rebasing: bytes[index..<(index + 36)]))
     }
 
     /// Runs `body` on contiguous bytes: the collection's own storage when it has some (an array,

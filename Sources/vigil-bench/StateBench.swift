@@ -2,6 +2,7 @@ import ArgumentParser
 import Glibc
 import VigilCore
 import VigilGeo
+import VigilLoad
 import VigilLoop
 import VigilState
 
@@ -20,7 +21,7 @@ extension VigilBench {
 
         func run() throws {
             let secrets = BenchSecrets()
-            var rng = SplitMix(state: seed)
+            var rng = SplitMix64(state: seed)
             var hub = MapHub(settings: PinSettings())
             var panic = PanicHub(settings: PanicSettings())
             var out: [PinDelivery] = []

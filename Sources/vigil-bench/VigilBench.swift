@@ -2,6 +2,7 @@ import ArgumentParser
 import Glibc
 import VigilCore
 import VigilGeo
+import VigilLoad
 import VigilLoop
 import VigilWire
 
@@ -18,21 +19,6 @@ struct VigilBench: ParsableCommand {
         abstract: "Micro-benchmarks of Vigil's core (no sockets).",
         subcommands: [OneCell.self, Country.self, State.self]
     )
-}
-
-/// Repeatable randomness for the scenarios.
-struct SplitMix {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func double(_ lo: Double, _ hi: Double) -> Double {
-        lo + (hi - lo) * Double(next() >> 11) / Double(1 << 53)
-    }
 }
 
 struct BenchSecrets: Secrets {
@@ -132,7 +118,7 @@ extension VigilBench {
             // Germany's bounding box, roughly.
             let (south, west, north, east) = (47.3, 5.9, 55.0, 15.0)
             let secrets = BenchSecrets()
-            var rng = SplitMix(state: seed)
+            var rng = SplitMix64(state: seed)
             var hub = MapHub(settings: PinSettings())
             var out: [PinDelivery] = []
             var ids: [PinID] = []

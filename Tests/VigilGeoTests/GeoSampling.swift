@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import VigilGeo
+import VigilTestSupport
 
 /// Random areas and points for the property tests: ordinary cases plus the awkward ones (tiny,
 /// whole world, touching the poles and the antimeridian, crossing it, edges on grid lines).
@@ -24,13 +25,13 @@ enum GeoSampling {
     }
 
     /// A value on a geohash grid line of some precision, `origin + k * span / 2^bits`.
-    static func gridLine(origin: Double, span: Double, using rng: inout SeededGenerator) -> Double {
+    static func gridLine(origin: Double, span: Double, using rng: inout SplitMix64) -> Double {
         let bits = Int.random(in: 1...30, using: &rng)
         let k = Int.random(in: 0...(1 << bits), using: &rng)
         return origin + Double(k) * (span / Double(1 << bits))
     }
 
-    static func randomBox(using rng: inout SeededGenerator) -> GeoBox {
+    static func randomBox(using rng: inout SplitMix64) -> GeoBox {
         func lat() -> Double { Double.random(in: -90...90, using: &rng) }
         func lon() -> Double { Double.random(in: -180...180, using: &rng) }
         func sorted(_ a: Double, _ b: Double) -> (Double, Double) { a <= b ? (a, b) : (b, a) }
@@ -80,7 +81,7 @@ enum GeoSampling {
         }
     }
 
-    static func randomCircle(using rng: inout SeededGenerator) -> (center: GeoPoint, radius: Double) {
+    static func randomCircle(using rng: inout SplitMix64) -> (center: GeoPoint, radius: Double) {
         let lat: Double
         switch Int.random(in: 0..<4, using: &rng) {
         case 0: lat = Double.random(in: 89...90, using: &rng) * (Bool.random(using: &rng) ? 1 : -1)
@@ -97,7 +98,7 @@ enum GeoSampling {
 
     /// Points of `box`: corners, edge points and uniform interior points, with points on the
     /// antimeridian also given in their other spelling.
-    static func points(in box: GeoBox, count: Int, using rng: inout SeededGenerator) -> [GeoPoint] {
+    static func points(in box: GeoBox, count: Int, using rng: inout SplitMix64) -> [GeoPoint] {
         var result: [GeoPoint] = []
         for part in box.parts {
             let lats = [part.south, part.north]
@@ -119,7 +120,7 @@ enum GeoSampling {
 
     /// Points of a circle: uniform by area, right at the rim, and uniform in the bounding box,
     /// keeping only those the exact test accepts.
-    static func points(in area: GeoArea, center: GeoPoint, radius: Double, count: Int, using rng: inout SeededGenerator) -> [GeoPoint] {
+    static func points(in area: GeoArea, center: GeoPoint, radius: Double, count: Int, using rng: inout SplitMix64) -> [GeoPoint] {
         var result: [GeoPoint] = [center]
         for _ in 0..<count {
             let bearing = Double.random(in: 0..<(2 * Double.pi), using: &rng)

@@ -1,5 +1,6 @@
 import Testing
 import VigilGeo
+import VigilTestSupport
 
 /// Cell parsing, spelling, bounds, ancestors and the packed key.
 struct GeohashCellTests {
@@ -39,7 +40,7 @@ struct GeohashCellTests {
     }
 
     @Test func stringRoundTripsForRandomBits() {
-        var rng = SeededGenerator(seed: 4)
+        var rng = SplitMix64(state: 4)
         for _ in 0..<2_000 {
             let precision = Int.random(in: 1...Geohash.maxPrecision, using: &rng)
             let bits = rng.next() >> UInt64(64 - 5 * precision)

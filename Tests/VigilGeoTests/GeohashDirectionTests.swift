@@ -1,5 +1,6 @@
 import Testing
 import VigilGeo
+import VigilTestSupport
 
 /// Neighbours: the first-level layout, antimeridian wrap-around, poles, and edge sharing.
 struct GeohashDirectionTests {
@@ -63,7 +64,7 @@ struct GeohashDirectionTests {
     }
 
     @Test func neighboursShareAnEdgeOrCorner() {
-        var rng = SeededGenerator(seed: 5)
+        var rng = SplitMix64(state: 5)
         for _ in 0..<500 {
             let precision = Int.random(in: 1...Geohash.maxPrecision, using: &rng)
             let p = GeoPoint(lat: Double.random(in: -89...89, using: &rng), lon: Double.random(in: -179...179, using: &rng))

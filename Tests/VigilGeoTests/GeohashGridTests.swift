@@ -1,5 +1,6 @@
 import Testing
 @testable import VigilGeo
+import VigilTestSupport
 
 /// Grid geometry and bit interleaving, the single source of truth for points, cells and covers.
 struct GeohashGridTests {
@@ -14,7 +15,7 @@ struct GeohashGridTests {
     }
 
     @Test func spreadAndCompactAreInverse() {
-        var rng = SeededGenerator(seed: 1)
+        var rng = SplitMix64(state: 1)
         #expect(GeohashGrid.spread(0xFFFF_FFFF) == 0x5555_5555_5555_5555)
         #expect(GeohashGrid.spread(0b1011) == 0b100_0101)
         for _ in 0..<1_000 {
@@ -25,7 +26,7 @@ struct GeohashGridTests {
     }
 
     @Test func bitsAndCellAreInverse() {
-        var rng = SeededGenerator(seed: 2)
+        var rng = SplitMix64(state: 2)
         for precision in 1...Geohash.maxPrecision {
             let grid = GeohashGrid(precision: precision)
             for _ in 0..<200 {
@@ -48,7 +49,7 @@ struct GeohashGridTests {
     }
 
     @Test func stripsAreExactAtEveryEdge() {
-        var rng = SeededGenerator(seed: 3)
+        var rng = SplitMix64(state: 3)
         for precision in 1...Geohash.maxPrecision {
             let grid = GeohashGrid(precision: precision)
             #expect(grid.westEdge(0) == -180 && grid.westEdge(grid.columnCount) == 180)

@@ -1,5 +1,6 @@
 import Testing
 import VigilGeo
+import VigilTestSupport
 
 /// Published vectors, edge conventions, and agreement with the textbook bisection definition.
 struct GeohashTests {
@@ -47,7 +48,7 @@ struct GeohashTests {
     }
 
     @Test func decodeOfEncodeContainsThePoint() throws {
-        var rng = SeededGenerator(seed: 6)
+        var rng = SplitMix64(state: 6)
         for _ in 0..<3_000 {
             let p = GeoPoint(lat: Double.random(in: -90...90, using: &rng), lon: Double.random(in: -180...180, using: &rng))
             let precision = Int.random(in: 1...Geohash.maxPrecision, using: &rng)
@@ -86,7 +87,7 @@ struct GeohashTests {
     }
 
     @Test func agreesWithBisectionIncludingOnAndNearEdges() {
-        var rng = SeededGenerator(seed: 7)
+        var rng = SplitMix64(state: 7)
         for _ in 0..<3_000 {
             var lat = Double.random(in: -90...90, using: &rng)
             var lon = Double.random(in: -180...180, using: &rng)

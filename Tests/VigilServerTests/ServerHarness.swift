@@ -2,6 +2,7 @@ import Glibc
 import Logging
 import VigilCore
 import VigilLoop
+import VigilTestSupport
 import VigilWire
 @testable import VigilServer
 
@@ -120,10 +121,10 @@ final class TestClient {
         }
     }
 
-    /// One masked frame.
+    /// One masked frame (a new key each time).
     func frame(_ opcode: Opcode, _ payload: [UInt8]) -> [UInt8] {
         maskKey = maskKey &* 2_654_435_761 &+ 1
-        return FrameEncoder.frame(opcode: opcode, payload: payload, maskKey: maskKey | 1)
+        return masked(opcode, payload, key: maskKey | 1)
     }
 
     func send(_ text: String) { write(frame(.text, Array(text.utf8))) }

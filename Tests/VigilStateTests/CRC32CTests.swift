@@ -1,5 +1,6 @@
 import Testing
 @testable import VigilState
+import VigilTestSupport
 
 @Suite struct CRC32CTests {
     /// Bit by bit, straight from the definition: the reference the table-driven code must match.
@@ -27,7 +28,7 @@ import Testing
 
     /// Every length around the 8-byte stride, at every alignment, against the bitwise reference.
     @Test func matchesTheReferenceAtEveryLengthAndAlignment() {
-        let secrets = SeededSecrets(seed: 3)
+        let secrets = TestSecrets(seed: 3)
         let data = secrets.randomBytes(200)
         for start in 0..<8 {
             for length in 0...(data.count - start) where length < 40 || length % 17 == 0 {

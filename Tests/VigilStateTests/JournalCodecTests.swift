@@ -1,11 +1,12 @@
 import Testing
 @testable import VigilCore
 @testable import VigilState
+import VigilTestSupport
 
 @Suite struct JournalCodecTests {
     /// One record of every kind, with optional parts both present and absent.
     static func sampleRecords(seed: UInt64 = 1) -> [JournalRecord] {
-        let s = SeededSecrets(seed: seed)
+        let s = TestSecrets(seed: seed)
         let stream = Fixtures.stream(s, events: 0, capacity: 20, tokens: 3)
         let quiet = Fixtures.stream(s, events: 0, capacity: 1, tokens: 0, note: nil)
         return [
@@ -134,7 +135,7 @@ import Testing
 
     /// Random bytes and randomly damaged journals: the scan always ends, within bounds.
     @Test func garbageNeverCrashesTheScanner() {
-        let s = SeededSecrets(seed: 12)
+        let s = TestSecrets(seed: 12)
         let good = Self.encode(Self.sampleRecords())
         for round in 0..<3000 {
             var bytes: [UInt8]
@@ -155,7 +156,7 @@ import Testing
     }
 
     @Test func recordConveniencesFollowTheHub() throws {
-        let secrets = SeededSecrets(seed: 5)
+        let secrets = TestSecrets(seed: 5)
         var map = MapHub(settings: PinSettings())
         var out: [PinDelivery] = []
         let digest = secrets.digest(ofToken: "t")

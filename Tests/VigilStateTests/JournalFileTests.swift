@@ -2,11 +2,12 @@ import Glibc
 import Testing
 @testable import VigilCore
 @testable import VigilState
+import VigilTestSupport
 
 /// `JournalFile` (appending) and `StateDirectory.readJournal` (reading back).
 @Suite struct JournalFileTests {
     static func records(_ n: Int, seed: UInt64 = 1) -> [JournalRecord] {
-        let s = SeededSecrets(seed: seed)
+        let s = TestSecrets(seed: seed)
         return (0..<n).map { i in i % 3 == 2 ? .pinRemove(PinID(high: UInt64(i), low: 1)) : .pinPut(Fixtures.pin(s, sequence: UInt64(i + 1), votes: i % 4)) }
     }
 

@@ -2,10 +2,11 @@ import Testing
 import VigilGeo
 @testable import VigilCore
 @testable import VigilState
+import VigilTestSupport
 
 /// `PinStore.exportPins/restore` and `MapHub.exportPins/restorePins`.
 @Suite struct MapHubStateTests {
-    let secrets = SeededSecrets(seed: 21)
+    let secrets = TestSecrets(seed: 21)
     let world = GeoArea.box(GeoBox(south: -90, west: -180, north: 90, east: 180))
 
     func draft(_ lat: Double, _ lon: Double, _ title: String, ttl: Int = 600) -> PinDraft {

@@ -1,10 +1,11 @@
 import Testing
 @testable import VigilCore
 @testable import VigilState
+import VigilTestSupport
 
 /// `PanicHub.exportStreams/restoreStreams`.
 @Suite struct PanicHubStateTests {
-    let secrets = SeededSecrets(seed: 41)
+    let secrets = TestSecrets(seed: 41)
     let settings = PanicSettings(historyEvents: 4, staleAfterMs: 30_000, endedGraceMs: 100_000, maxWatchTokens: 4, maxStreams: 10, maxWatchersOnStart: 3)
 
     struct Started {

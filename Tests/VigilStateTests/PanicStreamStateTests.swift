@@ -1,10 +1,11 @@
 import Testing
 @testable import VigilCore
 @testable import VigilState
+import VigilTestSupport
 
 /// `PanicStream.restored`, `replay`, `replayInvite`, `replayRevoke`.
 @Suite struct PanicStreamStateTests {
-    let secrets = SeededSecrets(seed: 31)
+    let secrets = TestSecrets(seed: 31)
 
     func rebuild(_ s: PanicStream, history: [PanicEvent]? = nil, capacity: Int? = nil, seq: UInt64? = nil,
                  ended: (reason: PanicEndReason, at: Int64)?? = nil, lastAt: Int64? = nil) throws(PanicRestoreError) -> PanicStream {

@@ -2,6 +2,7 @@ import Testing
 import VigilGeo
 @testable import VigilCore
 @testable import VigilState
+import VigilTestSupport
 
 @Suite struct SnapshotCodecTests {
     func roundTrip(_ snapshot: StateSnapshot, sourceLocation: SourceLocation = #_sourceLocation) throws -> StateSnapshot {
@@ -18,7 +19,7 @@ import VigilGeo
     /// A small snapshot with every kind of content: pins with and without votes and unicode,
     /// streams active and ended, with a full ring (wrapped) and a partial one.
     static func sample(seed: UInt64 = 1) -> StateSnapshot {
-        let s = SeededSecrets(seed: seed)
+        let s = TestSecrets(seed: seed)
         let pins = (1...6).map { Fixtures.pin(s, sequence: UInt64($0) * 3, votes: $0 == 2 ? 0 : $0 * 2) }
         let streams = [
             Fixtures.stream(s, events: 0, capacity: 4),                       // just started
@@ -45,13 +46,13 @@ import VigilGeo
     }
 
     @Test func manyPinsRoundTrip() throws {
-        let s = SeededSecrets(seed: 9)
+        let s = TestSecrets(seed: 9)
         let pins = (1...2000).map { Fixtures.pin(s, sequence: UInt64($0), votes: $0 % 7) }
         _ = try roundTrip(StateSnapshot(takenAt: 5, journalSegment: 7, pins: pins, streams: []))
     }
 
     @Test func extremeValuesRoundTrip() throws {
-        let s = SeededSecrets(seed: 4)
+        let s = TestSecrets(seed: 4)
         var pin = Fixtures.pin(s, sequence: .max)
         pin.point = GeoPoint(lat: -90, lon: 180)
         pin.cell = Geohash.cell(pin.point, precision: Geohash.maxPrecision)
@@ -117,7 +118,7 @@ import VigilGeo
     /// consistent snapshot), never trap. This is what the fuzzer exercises at scale.
     @Test func fieldDecodersSurviveDamageWithoutTheChecksum() {
         let bytes = SnapshotCodec.encode(Self.sample())
-        let s = SeededSecrets(seed: 77)
+        let s = TestSecrets(seed: 77)
         var refused = 0
         for i in 0..<bytes.count {
             for _ in 0..<4 {
@@ -150,7 +151,7 @@ import VigilGeo
     }
 
     @Test func invalidUTF8IsRefused() throws {
-        let s = SeededSecrets(seed: 2)
+        let s = TestSecrets(seed: 2)
         var pin = Fixtures.pin(s, sequence: 1)
         pin.title = "abc"
         var bytes = SnapshotCodec.encode(StateSnapshot(takenAt: 0, journalSegment: 0, pins: [pin], streams: []))
@@ -167,7 +168,7 @@ import VigilGeo
     }
 
     @Test func inconsistentStreamIsRefusedWithItsReason() throws {
-        let s = SeededSecrets(seed: 6)
+        let s = TestSecrets(seed: 6)
         let stream = Fixtures.stream(s, events: 3, capacity: 10)
         var w = StateWriter()
         PanicFields.write(stream, to: &w)

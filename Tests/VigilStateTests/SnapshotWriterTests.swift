@@ -1,6 +1,7 @@
 import Testing
 @testable import VigilCore
 @testable import VigilState
+import VigilTestSupport
 
 @Suite struct SnapshotWriterTests {
     @Test func slicesInAnyOrderGiveTheBytesOfEncode() {
@@ -25,7 +26,7 @@ import Testing
     @Test func pinIDsListsEveryPin() throws {
         var hub = MapHub(settings: PinSettings())
         var out: [PinDelivery] = []
-        let secrets = SeededSecrets(seed: 8)
+        let secrets = TestSecrets(seed: 8)
         for i in 0..<20 {
             _ = hub.create(PinDraft(point: .init(lat: 1, lon: Double(i)), title: "p", description: "", category: "general", ttlSeconds: 60),
                            id: PinID(random: secrets.randomBytes(16)), editDigest: secrets.digest(ofToken: "t"), now: 0, out: &out)

@@ -1,10 +1,11 @@
 import Testing
 @testable import VigilCore
 @testable import VigilState
+import VigilTestSupport
 
 /// The rules of `StateImage.apply`, one by one.
 @Suite struct StateImageTests {
-    let secrets = SeededSecrets(seed: 51)
+    let secrets = TestSecrets(seed: 51)
 
     @Test func pinPutInsertsOrReplacesAndPinRemoveRemoves() {
         var image = StateImage()

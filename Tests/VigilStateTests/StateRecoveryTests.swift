@@ -2,6 +2,7 @@ import Glibc
 import Testing
 @testable import VigilCore
 @testable import VigilState
+import VigilTestSupport
 
 /// The startup sequence end to end, on real files: recover, open the next segment, snapshot,
 /// clean up, crash, recover again.
@@ -32,7 +33,7 @@ import Testing
         #expect(state.journal.truncatedTail?.keptBytes == JournalCodec.headerBytes + run.after.count)
         #expect(state.nextSegment == 2 && state.replayIssueCount == 0 && state.journal.corruption == nil)
         #expect(state.logLines.contains { $0.hasPrefix("cut a torn write off journal-0000000000000001.vgj") })
-        StateReplayTests.expectEquivalent(live: &run, restoredMap: state.map, restoredPanic: state.panic, secrets: SeededSecrets())
+        StateReplayTests.expectEquivalent(live: &run, restoredMap: state.map, restoredPanic: state.panic, secrets: TestSecrets())
 
         // Steps 3 and 4 of the startup sequence, then new writes, then a crash (no close).
         let journal = try dir.openSegment(state.nextSegment)
@@ -41,7 +42,7 @@ import Testing
         let removed = try dir.removeObsolete(before: state.nextSegment)
         #expect(removed == ["journal-0000000000000000.vgj"])
         var out: [PinDelivery] = []
-        let secrets = SeededSecrets(seed: 5)
+        let secrets = TestSecrets(seed: 5)
         let draft = PinDraft(point: .init(lat: 1, lon: 1), title: "after restart", description: "", category: "general", ttlSeconds: 3600)
         let made = try state.map.create(draft, id: PinID(high: 1, low: 2), editDigest: secrets.digest(ofToken: "e"), now: run.now, out: &out).get()
         journal.append(.pinState(made.id, in: state.map))
@@ -70,7 +71,7 @@ import Testing
         #expect(state.snapshotFile == "snapshot-0000000000000001.vgs")
         #expect(state.snapshotFallbacks.count == 1 && state.snapshotFallbacks[0].contains("checksum mismatch"))
         #expect(state.nextSegment == 3)
-        StateReplayTests.expectEquivalent(live: &run, restoredMap: state.map, restoredPanic: state.panic, secrets: SeededSecrets())
+        StateReplayTests.expectEquivalent(live: &run, restoredMap: state.map, restoredPanic: state.panic, secrets: TestSecrets())
     }
 
     @Test func corruptionIsReportedAndTheStateSoFarReturned() throws {
@@ -93,7 +94,7 @@ import Testing
     @Test func highestVoteSessionIsReported() throws {
         let tmp = TemporaryDirectory()
         let dir = try StateDirectory(path: tmp.path)
-        var pin = Fixtures.pin(SeededSecrets(), sequence: 1, now: 0)
+        var pin = Fixtures.pin(TestSecrets(), sequence: 1, now: 0)
         pin.expiresAt = 10_000
         pin.votes = [77: 1]
         pin.up = 1

@@ -2,6 +2,7 @@ import Testing
 import VigilGeo
 @testable import VigilCore
 @testable import VigilState
+import VigilTestSupport
 
 /// The property the whole layer exists for: drive live hubs with random operations, journal
 /// what each successful operation implies (the way the server will), take a snapshot part way,
@@ -47,8 +48,8 @@ import VigilGeo
     /// `slices`: take the snapshot a few pins per operation (as the loop thread will) instead of
     /// all at once at `snapshotAt`.
     static func drive(seed: UInt64, operations: Int, snapshotAt: Int?, slices: Int? = nil) -> Run {
-        let secrets = SeededSecrets(seed: seed)
-        let dice = SeededSecrets(seed: seed &* 7919 &+ 1)
+        let secrets = TestSecrets(seed: seed)
+        let dice = TestSecrets(seed: seed &* 7919 &+ 1)
         func roll(_ n: Int) -> Int { dice.roll(n) }
         var run = Run()
         var pinOut: [PinDelivery] = []
@@ -189,7 +190,7 @@ import VigilGeo
         return (map, panic, image)
     }
 
-    static func expectEquivalent(live: inout Run, restoredMap: MapHub, restoredPanic: PanicHub, secrets: SeededSecrets) {
+    static func expectEquivalent(live: inout Run, restoredMap: MapHub, restoredPanic: PanicHub, secrets: TestSecrets) {
         var map = restoredMap, panic = restoredPanic
         var pinOut: [PinDelivery] = [], panicOut: [PanicDelivery] = []
         live.map.expire(now: live.now, out: &pinOut)
@@ -215,7 +216,7 @@ import VigilGeo
     @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
     func snapshotPlusJournalEqualsTheLiveHubs(seed: UInt64) throws {
         var run = Self.drive(seed: seed, operations: 500, snapshotAt: 150 + Int(seed) * 20)
-        let secrets = SeededSecrets(seed: seed)      // digests only: any instance hashes the same
+        let secrets = TestSecrets(seed: seed)      // digests only: any instance hashes the same
         #expect(run.snapshot != nil && run.records > 100)
         #expect(run.map.store.count > 0 && run.panic.count > 0)
         let restored = try Self.restore(snapshot: run.snapshot, journal: run.after, now: run.now)
@@ -232,7 +233,7 @@ import VigilGeo
         #expect(decoded.pins.count > 10)
         let restored = try Self.restore(snapshot: run.snapshot, journal: run.after, now: run.now)
         #expect(restored.image.duplicateCount > 0, "some changes were seen by both the slices and the journal")
-        Self.expectEquivalent(live: &run, restoredMap: restored.map, restoredPanic: restored.panic, secrets: SeededSecrets())
+        Self.expectEquivalent(live: &run, restoredMap: restored.map, restoredPanic: restored.panic, secrets: TestSecrets())
     }
 
     /// Records already reflected in the snapshot replayed again (the snapshot was taken late, or
@@ -242,7 +243,7 @@ import VigilGeo
         var run = Self.drive(seed: seed, operations: 500, snapshotAt: 250)
         let restored = try Self.restore(snapshot: run.snapshot, journal: run.before + run.after, now: run.now)
         #expect(restored.image.duplicateCount > 0)
-        Self.expectEquivalent(live: &run, restoredMap: restored.map, restoredPanic: restored.panic, secrets: SeededSecrets())
+        Self.expectEquivalent(live: &run, restoredMap: restored.map, restoredPanic: restored.panic, secrets: TestSecrets())
     }
 
     /// The journal alone, from the very first record, rebuilds the same state.
@@ -250,13 +251,13 @@ import VigilGeo
     func theWholeJournalAloneRebuildsTheState(seed: UInt64) throws {
         var run = Self.drive(seed: seed, operations: 500, snapshotAt: nil)
         let restored = try Self.restore(snapshot: nil, journal: run.before, now: run.now)
-        Self.expectEquivalent(live: &run, restoredMap: restored.map, restoredPanic: restored.panic, secrets: SeededSecrets())
+        Self.expectEquivalent(live: &run, restoredMap: restored.map, restoredPanic: restored.panic, secrets: TestSecrets())
     }
 
     /// Restored hubs go on like the live ones: the same next operations give the same results.
     @Test func restoredHubsContinueLikeTheLiveOnes() throws {
         var run = Self.drive(seed: 31, operations: 300, snapshotAt: 100)
-        let secrets = SeededSecrets()
+        let secrets = TestSecrets()
         let restored = try Self.restore(snapshot: run.snapshot, journal: run.after, now: run.now)
         var map = restored.map, panic = restored.panic
         var outA: [PinDelivery] = [], outB: [PinDelivery] = []

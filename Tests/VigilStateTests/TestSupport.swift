@@ -3,47 +3,13 @@ import Testing
 import VigilGeo
 @testable import VigilCore
 @testable import VigilState
-
-/// Deterministic stand-in for OpenSSL: a seeded generator, and a digest that is a keyed mix of the
-/// token's bytes (collision-free enough for tests; the daemon uses SHA-256).
-final class SeededSecrets: Secrets {
-    private var state: UInt64
-    init(seed: UInt64 = 0x9E37_79B9_7F4A_7C15) { state = seed }
-
-    func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// 0 ..< n.
-    func roll(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-
-    /// A double in 0 ..< 1.
-    func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-
-    func randomBytes(_ count: Int) -> [UInt8] {
-        (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) }
-    }
-
-    func digest(ofToken token: String) -> TokenDigest {
-        var h: [UInt64] = [0xCBF2_9CE4_8422_2325, 0x1000_0000_01B3, 0x8422_2325, 0xDEAD_BEEF]
-        for (i, b) in token.utf8.enumerated() {
-            h[i % 4] = (h[i % 4] ^ UInt64(b)) &* 0x100_0000_01B3
-        }
-        var bytes: [UInt8] = []
-        for w in h { for j in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: w >> UInt64(j * 8))) } }
-        return TokenDigest(bytes: bytes)
-    }
-}
+import VigilTestSupport
 
 /// Builders for the values the tests store and compare.
 enum Fixtures {
     static let titles = ["Road closed", "Straßensperre", "道路封鎖", "Éboulement ⚠️", "", "🚧🚧🚧", "tab\tnew\nline \"quoted\""]
 
-    static func pin(_ secrets: SeededSecrets, sequence: UInt64, votes: Int = 0, now: Int64 = 1_700_000_000_000) -> Pin {
+    static func pin(_ secrets: TestSecrets, sequence: UInt64, votes: Int = 0, now: Int64 = 1_700_000_000_000) -> Pin {
         var pin = Pin(id: PinID(random: secrets.randomBytes(16)),
                       point: GeoPoint(lat: secrets.unit() * 180 - 90, lon: secrets.unit() * 360 - 180),
                       title: titles[secrets.roll(titles.count)], description: secrets.roll(3) == 0 ? "" : "description \(sequence) ✓",
@@ -60,7 +26,7 @@ enum Fixtures {
         return pin
     }
 
-    static func location(_ secrets: SeededSecrets) -> PanicLocation {
+    static func location(_ secrets: TestSecrets) -> PanicLocation {
         PanicLocation(lat: secrets.unit() * 180 - 90, lon: secrets.unit() * 360 - 180,
                       accuracyM: secrets.roll(2) == 0 ? nil : secrets.unit() * 100,
                       heading: secrets.roll(2) == 0 ? nil : secrets.unit() * 360,
@@ -69,7 +35,7 @@ enum Fixtures {
 
     /// A stream driven through `events` more events after its start (locations and status
     /// changes), ended when `end` is given.
-    static func stream(_ secrets: SeededSecrets, events: Int, capacity: Int, end: PanicEndReason? = nil,
+    static func stream(_ secrets: TestSecrets, events: Int, capacity: Int, end: PanicEndReason? = nil,
                        tokens: Int = 2, note: String? = "walking home 🌙", start: Int64 = 1_700_000_000_000) -> PanicStream {
         var stream = try! PanicStartRecord(id: StreamID(random: secrets.randomBytes(16)), status: .red, location: location(secrets),
                                            note: note, startedAt: start, ownerDigest: secrets.digest(ofToken: "owner-\(secrets.next())"),

@@ -1,5 +1,6 @@
 import Testing
 @testable import VigilWire
+import VigilTestSupport
 
 /// libcrypto wrappers against published vectors (FIPS 180 for SHA-1, RFC 4648 §10).
 @Suite struct CryptoTests {
@@ -34,7 +35,7 @@ import Testing
     }
 
     @Test func randomRoundTrip() {
-        var rng = SplitMix64(seed: 9)
+        var rng = SplitMix64(state: 9)
         for _ in 0..<200 {
             let bytes = (0..<Int.random(in: 0...40, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             #expect(Crypto.base64Decode(Crypto.base64Encode(bytes)) == bytes)

@@ -1,5 +1,6 @@
 import Testing
 @testable import VigilWire
+import VigilTestSupport
 
 /// Header encoding, masking and close payloads.
 @Suite struct FrameEncoderTests {
@@ -28,7 +29,7 @@ import Testing
     }
 
     @Test func maskMatchesBytewiseDefinition() {
-        var rng = SplitMix64(seed: 42)
+        var rng = SplitMix64(state: 42)
         for _ in 0..<300 {
             let count = Int.random(in: 0...100, using: &rng)
             let key = UInt32.random(in: 0...UInt32.max, using: &rng)

@@ -1,5 +1,6 @@
 import Testing
 @testable import VigilWire
+import VigilTestSupport
 
 /// RFC 9112 request head parsing, incremental and bounded.
 @Suite struct HTTPRequestParserTests {
@@ -167,7 +168,7 @@ import Testing
     }
 
     @Test func garbageNeverCrashes() {
-        var rng = SplitMix64(seed: 77)
+        var rng = SplitMix64(state: 77)
         let alphabet = Array("GET /HTP1.\r\n: \tabcXYZ-\u{7F}".utf8) + [0, 0x80, 0xFF]
         for _ in 0..<2_000 {
             let bytes = (0..<Int.random(in: 0...120, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! }

@@ -1,5 +1,6 @@
 import Testing
 @testable import VigilWire
+import VigilTestSupport
 
 /// Property tests: random valid streams round-trip through random chunking, and
 /// random garbage never crashes the reader.
@@ -43,7 +44,7 @@ import Testing
     }
 
     @Test func randomValidStreamsRoundTrip() {
-        var rng = SplitMix64(seed: 0xF00D)
+        var rng = SplitMix64(state: 0xF00D)
         for iteration in 0..<1_000 {
             let (bytes, expected) = randomStream(&rng)
             let cuts = (0..<Int.random(in: 0...8, using: &rng)).map { _ in Int.random(in: 0...bytes.count, using: &rng) }
@@ -56,7 +57,7 @@ import Testing
     }
 
     @Test func garbageNeverCrashes() {
-        var rng = SplitMix64(seed: 0xBAD)
+        var rng = SplitMix64(state: 0xBAD)
         for _ in 0..<2_000 {
             var bytes = (0..<Int.random(in: 0...200, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             // Sometimes start from a plausible header so deeper states are reached.

@@ -1,5 +1,6 @@
 import Testing
 @testable import VigilWire
+import VigilTestSupport
 
 /// Message-level rules of RFC 6455 §5 as enforced by `MessageReader`.
 @Suite struct MessageReaderTests {

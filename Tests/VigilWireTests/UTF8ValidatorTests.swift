@@ -1,5 +1,6 @@
 import Testing
 @testable import VigilWire
+import VigilTestSupport
 
 /// RFC 3629 vectors plus Swift's own decoder as an oracle.
 @Suite struct UTF8ValidatorTests {
@@ -107,7 +108,7 @@ import Testing
     }
 
     @Test func randomAgainstOracle() {
-        var rng = SplitMix64(seed: 0x5EED)
+        var rng = SplitMix64(state: 0x5EED)
         // Bias towards interesting bytes so valid multi-byte sequences occur.
         let pool: [UInt8] = [0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC2, 0xDF, 0xE0, 0xE1, 0xED, 0xEF, 0xF0, 0xF3, 0xF4, 0xF5]
         var validSeen = 0

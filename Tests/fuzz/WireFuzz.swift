@@ -1,44 +1,81 @@
-// libFuzzer entry point for MessageReader and HTTPRequestParser ; built and run by Tests/fuzz/run.
-// The first input byte picks the target and the chunk size, so libFuzzer also
-// explores split points.
+// libFuzzer entry point for MessageReader and HTTPRequestParser; built and run by Tests/fuzz/run.
 // Compiled together with the VigilWire sources (see Tests/fuzz/run), so no import.
+//
+// The first input byte picks the target (and the reader's role). The rest is a sequence of
+// chunks, each led by a byte that chooses its size, as uWebSockets' fuzzing/helpers.h does: 1-255
+// is that many bytes (fewer at the end), 0 is everything that is left. So one input splits its
+// stream at many different points, and libFuzzer explores split points by mutating those bytes.
+// Each chunk is fed in its own buffer, as a connection hands over each read.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size > 0 else { return 0 }
     let selector = data[0]
-    var bytes = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    let chunk = Int(selector & 0x3F) + 1
+    let chunks = fuzzChunks(UnsafeBufferPointer(start: data + 1, count: size - 1))
     if selector & 0x80 == 0 {
-        var reader = MessageReader(role: selector & 0x40 == 0 ? .server : .client, maxMessageBytes: 4096, allowedRSV: 0x40)
-        bytes.withUnsafeMutableBytes { all in
-            var base = 0
-            while base < all.count {
-                let end = min(base + chunk, all.count)
-                let slice = UnsafeMutableRawBufferPointer(rebasing: all[..<end])
-                var offset = base
-                while true {
-                    let event = reader.next(slice, offset: &offset)
-                    if case .needMore = event { precondition(offset == end); break }
-                    if case .failure = event { return }
-                    if case .messageData(let d) = event { precondition(!d.isEmpty) }
-                }
-                base = end
-            }
-        }
+        fuzzMessageReader(chunks, role: selector & 0x40 == 0 ? .server : .client)
     } else {
-        var parser = HTTPRequestParser(maxHeadBytes: 512, maxHeaderCount: 8)
-        var base = 0
-        while base < bytes.count {
-            let end = min(base + chunk, bytes.count)
-            let result = bytes[base..<end].withUnsafeBytes { parser.feed($0) }
-            if case .needMore = result { base = end; continue }
-            if case .complete(let head, let leftover) = result {
-                precondition(leftover >= 0 && leftover <= end - base)
-                _ = Handshake.validate(head, supportedSubprotocols: ["v1"])
-            }
-            break
-        }
+        fuzzRequestParser(chunks)
     }
     return 0
+}
+
+/// The chunks of `input`: a size byte, then that many bytes (0: the rest), again and again.
+func fuzzChunks(_ input: UnsafeBufferPointer<UInt8>) -> [[UInt8]] {
+    var chunks: [[UInt8]] = []
+    var at = 0
+    while at < input.count {
+        let lead = Int(input[at])
+        at += 1
+        let count = lead == 0 ? input.count - at : min(lead, input.count - at)
+        chunks.append(Array(input[at..<(at + count)]))
+        at += count
+    }
+    return chunks
+}
+
+/// Feeds every chunk to one reader until it fails; every event must leave the offset in the
+/// chunk, `needMore` only once the chunk is used up, and data events are never empty.
+func fuzzMessageReader(_ chunks: [[UInt8]], role: Role) {
+    var reader = MessageReader(role: role, maxMessageBytes: 4096, allowedRSV: 0x40)
+    for var chunk in chunks {
+        let failed: Bool = chunk.withUnsafeMutableBytes { buffer in
+            var offset = 0
+            while true {
+                let event = reader.next(buffer, offset: &offset)
+                precondition(offset >= 0 && offset <= buffer.count)
+                switch event {
+                case .needMore:
+                    precondition(offset == buffer.count)
+                    return false
+                case .failure:
+                    return true
+                case .messageData(let d):
+                    precondition(!d.isEmpty)
+                default:
+                    continue
+                }
+            }
+        }
+        if failed { return }
+    }
+}
+
+/// Feeds chunks to one request parser until it completes or fails; a complete head leaves a
+/// leftover inside the last chunk and goes through handshake validation.
+func fuzzRequestParser(_ chunks: [[UInt8]]) {
+    var parser = HTTPRequestParser(maxHeadBytes: 512, maxHeaderCount: 8)
+    for chunk in chunks {
+        let result = chunk.withUnsafeBytes { parser.feed($0) }
+        switch result {
+        case .needMore:
+            continue
+        case .complete(let head, let leftover):
+            precondition(leftover >= 0 && leftover <= chunk.count)
+            _ = Handshake.validate(head, supportedSubprotocols: ["v1"])
+            return
+        default:
+            return
+        }
+    }
 }

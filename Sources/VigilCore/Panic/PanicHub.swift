@@ -88,39 +88,44 @@ public struct PanicHub: Sendable {
     /// A new location: the next seq, to every watcher. It ends any silence (re-arms the stale notice).
     public mutating func update(_ id: StreamID, by connection: WatcherID, ownerToken: String?, location: PanicLocation,
                                 secrets: Secrets, now: Int64, out: inout [PanicDelivery]) -> Result<UInt64, PanicFailure> {
-        guard authorised(id, connection, ownerToken, secrets) else { return .failure(.forbidden) }
-        guard streams[id]!.isActive else { return .failure(.ended) }
-        let event = streams[id]!.record(.location(location), now: now)
-        if !streams[id]!.staleArmed {
-            streams[id]!.staleArmed = true
-            fileStale(at: now + settings.staleAfterMs, id)
+        var needsStaleEntry = false
+        let result = steer(id, by: connection, ownerToken: ownerToken, secrets: secrets) { stream -> Result<UInt64, PanicFailure> in
+            guard stream.isActive else { return .failure(.ended) }
+            let event = stream.record(.location(location), now: now)
+            needsStaleEntry = !stream.staleArmed
+            stream.staleArmed = true
+            Self.deliver(event, of: stream, out: &out)
+            return .success(event.seq)
         }
-        deliver(event, of: id, out: &out)
-        return .success(event.seq)
+        if needsStaleEntry { fileStale(at: now + settings.staleAfterMs, id) }
+        return result
     }
 
     /// A status change: the next seq, to every watcher. Setting the status it already has is not an
     /// event (nothing changed, nothing to tell): it succeeds with the current seq.
     public mutating func setStatus(_ id: StreamID, by connection: WatcherID, ownerToken: String?, status: PanicStatus,
                                    secrets: Secrets, now: Int64, out: inout [PanicDelivery]) -> Result<UInt64, PanicFailure> {
-        guard authorised(id, connection, ownerToken, secrets) else { return .failure(.forbidden) }
-        guard streams[id]!.isActive else { return .failure(.ended) }
-        guard streams[id]!.status != status else { return .success(streams[id]!.seq) }
-        let event = streams[id]!.record(.status(status), now: now)
-        deliver(event, of: id, out: &out)
-        return .success(event.seq)
+        steer(id, by: connection, ownerToken: ownerToken, secrets: secrets) { stream in
+            guard stream.isActive else { return .failure(.ended) }
+            guard stream.status != status else { return .success(stream.seq) }
+            let event = stream.record(.status(status), now: now)
+            Self.deliver(event, of: stream, out: &out)
+            return .success(event.seq)
+        }
     }
 
     /// Ends the stream: the `ended` event (next seq) to every watcher. The stream stays readable for
     /// `endedGraceMs` (watch, replay), then `tick` removes it with its trail and tokens.
     public mutating func end(_ id: StreamID, by connection: WatcherID, ownerToken: String?, reason: PanicEndReason,
                              secrets: Secrets, now: Int64, out: inout [PanicDelivery]) -> Result<UInt64, PanicFailure> {
-        guard authorised(id, connection, ownerToken, secrets) else { return .failure(.forbidden) }
-        guard streams[id]!.isActive else { return .failure(.ended) }
-        let event = streams[id]!.record(.ended(reason), now: now)
-        fileGrace(at: now + settings.endedGraceMs, id)
-        deliver(event, of: id, out: &out)
-        return .success(event.seq)
+        let result = steer(id, by: connection, ownerToken: ownerToken, secrets: secrets) { stream -> Result<UInt64, PanicFailure> in
+            guard stream.isActive else { return .failure(.ended) }
+            let event = stream.record(.ended(reason), now: now)
+            Self.deliver(event, of: stream, out: &out)
+            return .success(event.seq)
+        }
+        if case .success = result { fileGrace(at: now + settings.endedGraceMs, id) }
+        return result
     }
 
     /// The phone is back (or on another connection): with the owner token, `connection` becomes the
@@ -128,24 +133,35 @@ public struct PanicHub: Sendable {
     /// in grace too, so the phone learns that it ended.
     public mutating func resume(_ id: StreamID, by connection: WatcherID, ownerToken: String, secrets: Secrets) -> Result<PanicStream, PanicFailure> {
         let digest = secrets.digest(ofToken: ownerToken)
-        guard let stream = streams[id], stream.ownerDigest.matches(digest) else { return .failure(.forbidden) }
-        if stream.owner != connection {
-            if let previous = stream.owner { Self.unindex(&owning, previous, id) }
-            streams[id]!.owner = connection
+        var handedOver = false
+        var previousOwner: WatcherID?
+        let result = withStream(id) { stream -> Result<PanicStream, PanicFailure> in
+            guard stream.ownerDigest.matches(digest) else { return .failure(.forbidden) }
+            if stream.owner != connection {
+                handedOver = true
+                previousOwner = stream.owner
+                stream.owner = connection
+            }
+            return .success(stream)
+        } ?? .failure(.forbidden)
+        if handedOver {
+            if let previousOwner { Self.unindex(&owning, previousOwner, id) }
             owning[connection, default: []].insert(id)
         }
-        return .success(streams[id]!)
+        return result
     }
 
     /// A new watch token for one more contact. Refused on an ended stream: contacts are chosen
     /// while the person is in danger, and an ended stream gains no new readers.
     public mutating func invite(_ id: StreamID, by connection: WatcherID, ownerToken: String?, secrets: Secrets) -> Result<String, PanicFailure> {
-        guard authorised(id, connection, ownerToken, secrets) else { return .failure(.forbidden) }
-        guard streams[id]!.isActive else { return .failure(.ended) }
-        guard streams[id]!.watchTokens.count < settings.maxWatchTokens else { return .failure(.tooManyWatchTokens) }
-        let token = secrets.newToken()
-        streams[id]!.watchTokens.append(secrets.digest(ofToken: token))
-        return .success(token)
+        let maxWatchTokens = settings.maxWatchTokens     // `body` may not read the hub (see withStream)
+        return steer(id, by: connection, ownerToken: ownerToken, secrets: secrets) { stream in
+            guard stream.isActive else { return .failure(.ended) }
+            guard stream.watchTokens.count < maxWatchTokens else { return .failure(.tooManyWatchTokens) }
+            let token = secrets.newToken()
+            stream.watchTokens.append(secrets.digest(ofToken: token))
+            return .success(token)
+        }
     }
 
     /// Kills a watch token: every connection watching with it gets `.revoked` and stops watching, the
@@ -154,19 +170,20 @@ public struct PanicHub: Sendable {
     /// revoked already) is a no-op success: revoking is idempotent.
     public mutating func revoke(_ id: StreamID, by connection: WatcherID, ownerToken: String?, watchToken: String,
                                 secrets: Secrets, out: inout [PanicDelivery]) -> Result<Void, PanicFailure> {
-        guard authorised(id, connection, ownerToken, secrets) else { return .failure(.forbidden) }
         let digest = secrets.digest(ofToken: watchToken)
-        guard let index = streams[id]!.watchTokenIndex(digest) else { return .success(()) }
-        streams[id]!.watchTokens.remove(at: index)
-        let cut = streams[id]!.watchers.filter { $0.value.matches(digest) }.map(\.key).sorted()
-        guard !cut.isEmpty else { return .success(()) }
-        for watcher in cut {
-            streams[id]!.watchers.removeValue(forKey: watcher)
-            Self.unindex(&watching, watcher, id)
+        var cut: [WatcherID] = []
+        let result = steer(id, by: connection, ownerToken: ownerToken, secrets: secrets) { stream -> Result<Void, PanicFailure> in
+            guard let index = stream.watchTokenIndex(digest) else { return .success(()) }
+            stream.watchTokens.remove(at: index)
+            cut = stream.watchers.filter { $0.value.matches(digest) }.map(\.key).sorted()
+            guard !cut.isEmpty else { return .success(()) }
+            for watcher in cut { stream.watchers.removeValue(forKey: watcher) }
+            out.append(PanicDelivery(stream: id, kind: .revoked, recipients: cut))
+            Self.deliverWatcherCount(of: stream, out: &out)
+            return .success(())
         }
-        out.append(PanicDelivery(stream: id, kind: .revoked, recipients: cut))
-        deliverWatcherCount(of: id, out: &out)
-        return .success(())
+        for watcher in cut { Self.unindex(&watching, watcher, id) }
+        return result
     }
 
     // MARK: watchers
@@ -182,25 +199,33 @@ public struct PanicHub: Sendable {
     public mutating func watch(_ id: StreamID, watcher: WatcherID, watchToken: String, since: UInt64?, secrets: Secrets,
                                out: inout [PanicDelivery]) -> Result<(stream: PanicStream, replay: [PanicEvent], gap: Bool), PanicFailure> {
         let digest = secrets.digest(ofToken: watchToken)
-        guard let stream = streams[id], stream.watchTokenIndex(digest) != nil else { return .failure(.forbidden) }
-        var replay: [PanicEvent] = []
-        var gap = false
-        if let since {
-            guard since <= stream.seq else { return .failure(.sinceAhead) }
-            if let events = stream.events(after: since) { replay = events } else { gap = true }
-        }
-        if streams[id]!.watchers.updateValue(digest, forKey: watcher) == nil {
-            watching[watcher, default: []].insert(id)
-            deliverWatcherCount(of: id, out: &out)
-        }
-        return .success((streams[id]!, replay, gap))
+        var isNewWatcher = false
+        let result = withStream(id) { stream -> Result<(stream: PanicStream, replay: [PanicEvent], gap: Bool), PanicFailure> in
+            guard stream.watchTokenIndex(digest) != nil else { return .failure(.forbidden) }
+            var replay: [PanicEvent] = []
+            var gap = false
+            if let since {
+                guard since <= stream.seq else { return .failure(.sinceAhead) }
+                if let events = stream.events(after: since) { replay = events } else { gap = true }
+            }
+            if stream.watchers.updateValue(digest, forKey: watcher) == nil {
+                isNewWatcher = true
+                Self.deliverWatcherCount(of: stream, out: &out)
+            }
+            return .success((stream, replay, gap))
+        } ?? .failure(.forbidden)
+        if isNewWatcher { watching[watcher, default: []].insert(id) }
+        return result
     }
 
     /// Stops `watcher` watching the stream (a no-op when it does not).
     public mutating func unwatch(_ id: StreamID, watcher: WatcherID, out: inout [PanicDelivery]) {
-        guard streams[id]?.watchers.removeValue(forKey: watcher) != nil else { return }
-        Self.unindex(&watching, watcher, id)
-        deliverWatcherCount(of: id, out: &out)
+        let stopped = withStream(id) { stream -> Bool in
+            guard stream.watchers.removeValue(forKey: watcher) != nil else { return false }
+            Self.deliverWatcherCount(of: stream, out: &out)
+            return true
+        }
+        if stopped == true { Self.unindex(&watching, watcher, id) }
     }
 
     /// The connection is gone: it owns nothing and watches nothing any more. Its streams stay
@@ -208,11 +233,18 @@ public struct PanicHub: Sendable {
     /// a connection that both owned and watched a stream is not sent its own count.
     public mutating func disconnected(_ connection: WatcherID, out: inout [PanicDelivery]) {
         if let owned = owning.removeValue(forKey: connection) {
-            for id in owned where streams[id]?.owner == connection { streams[id]!.owner = nil }
+            for id in owned {
+                withStream(id) { stream in
+                    if stream.owner == connection { stream.owner = nil }
+                }
+            }
         }
         if let watched = watching.removeValue(forKey: connection) {
-            for id in watched.sorted() where streams[id]?.watchers.removeValue(forKey: connection) != nil {
-                deliverWatcherCount(of: id, out: &out)
+            for id in watched.sorted() {
+                withStream(id) { stream in
+                    guard stream.watchers.removeValue(forKey: connection) != nil else { return }
+                    Self.deliverWatcherCount(of: stream, out: &out)
+                }
             }
         }
     }
@@ -224,36 +256,59 @@ public struct PanicHub: Sendable {
     /// passed: their watchers stop watching (silently: they were sent `ended` already) and their
     /// tokens die. Costs O(log n) per due entry and nothing else.
     public mutating func tick(now: Int64, out: inout [PanicDelivery]) {
+        let staleAfterMs = settings.staleAfterMs          // `body` may not read the hub (see withStream)
         while let top = staleDeadlines.min, top.at <= now {
             _ = staleDeadlines.popMin()
-            guard let stream = streams[top.id], stream.isActive else { continue }   // gone or ended: no notice
-            let due = stream.lastLocationAt + settings.staleAfterMs
-            if due > now {                          // a location came since this entry was filed
-                fileStale(at: due, top.id)
-                continue
-            }
-            streams[top.id]!.staleArmed = false     // the next location files a new entry
-            guard !stream.staleNotified else { continue }
-            streams[top.id]!.staleNotified = true
-            let recipients = stream.watchers.keys.sorted()
-            if !recipients.isEmpty {
-                out.append(PanicDelivery(stream: top.id, kind: .stale(since: stream.lastLocationAt), recipients: recipients))
-            }
+            var refileAt: Int64?
+            withStream(top.id) { stream in
+                guard stream.isActive else { return }                // ended: no notice
+                let due = stream.lastLocationAt + staleAfterMs
+                if due > now {                                       // a location came since this entry was filed
+                    refileAt = due
+                    return
+                }
+                stream.staleArmed = false                            // the next location files a new entry
+                guard !stream.staleNotified else { return }
+                stream.staleNotified = true
+                let recipients = stream.watchers.keys.sorted()
+                if !recipients.isEmpty {
+                    out.append(PanicDelivery(stream: stream.id, kind: .stale(since: stream.lastLocationAt), recipients: recipients))
+                }
+            }                                                        // gone: no notice either
+            if let refileAt { fileStale(at: refileAt, top.id) }
         }
         removeEndedStreams(dueBy: now)
     }
 
     // MARK: private
 
-    /// Whether `connection` may steer the stream: it owns it, or it presents the owner token. The
-    /// owner connection is authorised whatever token it adds (a stale one must not lose an update).
-    /// The token is hashed before the lookup, so an unknown stream costs the same as a wrong token.
-    private func authorised(_ id: StreamID, _ connection: WatcherID, _ ownerToken: String?, _ secrets: Secrets) -> Bool {
+    /// Runs `body` on the held stream `id` in place; nil (and `body` not run) when there is none.
+    ///
+    /// Every change to a held stream goes through here. The dictionary's in-place access
+    /// (`streams[id]?.…` uses its modify accessor) hands `body` the stored value itself, not a
+    /// copy, so the stream's history and token arrays stay uniquely referenced and are never
+    /// copied on write. While `body` runs, `streams` is being accessed: `body` must not read or
+    /// change the hub (the compiler enforces it), so callers copy the settings they need before,
+    /// append deliveries to their own `out`, and do timer and index work after it returns.
+    @discardableResult
+    private mutating func withStream<R>(_ id: StreamID, _ body: (inout PanicStream) -> R) -> R? {
+        streams[id]?.applying(body)
+    }
+
+    /// `withStream`, for the owner's operations: runs `body` only if `connection` may steer the
+    /// stream, that is it owns it, or it presents the owner token. The owner connection is
+    /// authorised whatever token it adds (a stale one must not lose an update). The token is hashed
+    /// before the lookup, so an unknown stream costs the same as a wrong token, and both are
+    /// `.forbidden`.
+    private mutating func steer<T>(_ id: StreamID, by connection: WatcherID, ownerToken: String?, secrets: Secrets,
+                                   _ body: (inout PanicStream) -> Result<T, PanicFailure>) -> Result<T, PanicFailure> {
         let digest = ownerToken.map { secrets.digest(ofToken: $0) }
-        guard let stream = streams[id] else { return false }
-        if stream.owner == connection { return true }
-        guard let digest else { return false }
-        return stream.ownerDigest.matches(digest)
+        return withStream(id) { stream in
+            if stream.owner != connection {
+                guard let digest, stream.ownerDigest.matches(digest) else { return .failure(.forbidden) }
+            }
+            return body(&stream)
+        } ?? .failure(.forbidden)
     }
 
     mutating func removeEndedStreams(dueBy now: Int64) {
@@ -276,17 +331,27 @@ public struct PanicHub: Sendable {
     }
 
     private static func unindex(_ index: inout [WatcherID: Set<StreamID>], _ connection: WatcherID, _ id: StreamID) {
-        guard index[connection]?.remove(id) != nil else { return }
-        if index[connection]!.isEmpty { index.removeValue(forKey: connection) }
+        guard index[connection]?.remove(id) != nil, index[connection]?.isEmpty == true else { return }
+        index.removeValue(forKey: connection)
     }
 
-    private func deliver(_ event: PanicEvent, of id: StreamID, out: inout [PanicDelivery]) {
-        let recipients = streams[id]!.watchers.keys.sorted()
-        if !recipients.isEmpty { out.append(PanicDelivery(stream: id, kind: .event(event), recipients: recipients)) }
+    /// The event to every watcher of `stream` (nothing when nobody watches).
+    private static func deliver(_ event: PanicEvent, of stream: PanicStream, out: inout [PanicDelivery]) {
+        let recipients = stream.watchers.keys.sorted()
+        if !recipients.isEmpty { out.append(PanicDelivery(stream: stream.id, kind: .event(event), recipients: recipients)) }
     }
 
-    private func deliverWatcherCount(of id: StreamID, out: inout [PanicDelivery]) {
-        guard let stream = streams[id], let owner = stream.owner else { return }
-        out.append(PanicDelivery(stream: id, kind: .watchers(count: stream.watchers.count), recipients: [owner]))
+    /// The stream's watcher count to its owner connection (nothing while it has none).
+    private static func deliverWatcherCount(of stream: PanicStream, out: inout [PanicDelivery]) {
+        guard let owner = stream.owner else { return }
+        out.append(PanicDelivery(stream: stream.id, kind: .watchers(count: stream.watchers.count), recipients: [owner]))
+    }
+}
+
+private extension PanicStream {
+    /// `body` applied to this stream in place: lets `PanicHub.withStream` reach the stored value
+    /// through optional chaining on the dictionary (`streams[id]?.applying(body)`).
+    mutating func applying<R>(_ body: (inout PanicStream) -> R) -> R {
+        body(&self)
     }
 }

@@ -1,33 +1,23 @@
 /// A panic stream's identity: 128 random bits. Its text form is unpadded base64url (22 characters),
 /// short enough for a link and unguessable, though the ID alone opens nothing: watching needs a
 /// watch token, and steering the stream needs the owner token or the owning connection.
-public struct StreamID: Hashable, Sendable, Comparable, CustomStringConvertible {
-    public let high: UInt64
-    public let low: UInt64
+public typealias StreamID = Identifier128<Base64URLText>
 
-    /// The ID made of the first 16 bytes of `bytes` (all 128 bits are kept).
-    public init(random bytes: [UInt8]) {
-        precondition(bytes.count >= 16, "a stream id is 16 bytes")
-        var h: UInt64 = 0, l: UInt64 = 0
-        for i in 0..<8 { h = h << 8 | UInt64(bytes[i]) }
-        for i in 8..<16 { l = l << 8 | UInt64(bytes[i]) }
-        high = h
-        low = l
-    }
-
-    public init(high: UInt64, low: UInt64) {
-        self.high = high
-        self.low = low
+/// The text form of a stream id: its 16 bytes in unpadded base64url (RFC 4648 §5), 22 characters.
+/// Random ids keep all 128 bits.
+public enum Base64URLText: IdentifierTextForm {
+    public static func fixingRandomBits(high: UInt64, low: UInt64) -> (high: UInt64, low: UInt64) {
+        (high, low)
     }
 
     /// Parses the 22-character base64url form. Nil for any other length, any character outside the
     /// base64url alphabet, and for a last character whose 4 unused low bits are not zero: every ID
     /// has exactly one text form, so IDs compared as text and as values agree.
-    public init?(_ text: String) {
+    public static func parse(_ utf8: UnsafeBufferPointer<UInt8>) -> (high: UInt64, low: UInt64)? {
         var h: UInt64 = 0, l: UInt64 = 0
         var count = 0
-        for byte in text.utf8 {
-            guard count < 22, let value = StreamID.sextet(byte) else { return nil }
+        for byte in utf8 {
+            guard count < 22, let value = sextet(byte) else { return nil }
             if count < 10 {                       // characters 0..9 carry bits 0..59
                 h = h << 6 | UInt64(value)
             } else if count == 10 {               // character 10 straddles: 4 bits high, 2 bits low
@@ -42,23 +32,11 @@ public struct StreamID: Hashable, Sendable, Comparable, CustomStringConvertible 
             count += 1
         }
         guard count == 22 else { return nil }
-        high = h
-        low = l
+        return (h, l)
     }
 
-    public var bytes: [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(16)
-        for word in [high, low] {
-            for j in (0..<8).reversed() { out.append(UInt8(truncatingIfNeeded: word >> UInt64(j * 8))) }
-        }
-        return out
-    }
-
-    public var description: String { Base64URL.encode(bytes) }
-
-    public static func < (a: StreamID, b: StreamID) -> Bool {
-        (a.high, a.low) < (b.high, b.low)
+    public static func text(high: UInt64, low: UInt64) -> String {
+        Base64URL.encode(Identifier128<Self>(high: high, low: low).bytes)
     }
 
     private static func sextet(_ byte: UInt8) -> UInt8? {

@@ -39,8 +39,7 @@ public struct MapHub: Sendable {
         let pin = Pin(id: id, point: draft.point, title: draft.title, description: draft.description,
                       category: draft.category, createdAt: now, expiresAt: now + Int64(draft.ttlSeconds) * 1000,
                       editDigest: editDigest)
-        store.insert(pin)
-        let stored = store[id]!
+        let stored = store.insert(pin)
         deliver(.added, stored, out: &out)
         return .success(stored)
     }
@@ -109,20 +108,33 @@ public struct MapHub: Sendable {
         }
     }
 
+    /// A pin whose category is not (or no longer) listed is seen by nobody: a pin restored from a
+    /// snapshot may carry a category the operator has since removed. So an edit that gives it a
+    /// listed category is an `added` for the subscribers that now see it (and the other way round
+    /// a `removed(moved)`), not a change nobody hears of.
     private func deliverTransition(from old: Pin, to new: Pin, out: inout [PinDelivery]) {
-        guard let oldBit = settings.categoryIndex(old.category), let newBit = settings.categoryIndex(new.category) else { return }
+        let oldBit = settings.categoryIndex(old.category)
+        let newBit = settings.categoryIndex(new.category)
+        func sees(_ subscriber: SubscriberID, _ pin: Pin, _ bit: Int?) -> Bool {
+            guard let bit else { return false }
+            return subscriptions.wants(subscriber, pin.point, categoryBit: bit)
+        }
         var updated: [SubscriberID] = []
         var removed: [SubscriberID] = []
         var added: [SubscriberID] = []
-        subscriptions.forEachSubscriber(at: old.point, cell: old.cell, categoryBit: oldBit) { subscriber in
-            if subscriptions.wants(subscriber, new.point, categoryBit: newBit) {
-                updated.append(subscriber)
-            } else {
-                removed.append(subscriber)
+        if let oldBit {
+            subscriptions.forEachSubscriber(at: old.point, cell: old.cell, categoryBit: oldBit) { subscriber in
+                if sees(subscriber, new, newBit) {
+                    updated.append(subscriber)
+                } else {
+                    removed.append(subscriber)
+                }
             }
         }
-        subscriptions.forEachSubscriber(at: new.point, cell: new.cell, categoryBit: newBit) { subscriber in
-            if !subscriptions.wants(subscriber, old.point, categoryBit: oldBit) { added.append(subscriber) }
+        if let newBit {
+            subscriptions.forEachSubscriber(at: new.point, cell: new.cell, categoryBit: newBit) { subscriber in
+                if !sees(subscriber, old, oldBit) { added.append(subscriber) }
+            }
         }
         if !removed.isEmpty { out.append(PinDelivery(kind: .removed(.moved), pin: new, recipients: removed)) }
         if !added.isEmpty { out.append(PinDelivery(kind: .added, pin: new, recipients: added)) }

@@ -33,14 +33,18 @@ public struct PinStore: Sendable {
 
     public subscript(id: PinID) -> Pin? { pins[id] }
 
-    public mutating func insert(_ pin: Pin) {
-        precondition(pins[pin.id] == nil, "duplicate pin id")
+    /// Stores a new pin and returns it as stored: numbered with the next `sequence`, which is how
+    /// the caller learns it without looking the pin up again.
+    @discardableResult
+    public mutating func insert(_ pin: Pin) -> Pin {
         var pin = pin
         nextSequence += 1
         pin.sequence = nextSequence
-        pins[pin.id] = pin
+        let previous = pins.updateValue(pin, forKey: pin.id)
+        precondition(previous == nil, "duplicate pin id")
         index(pin)
         expiry.insert(ExpiryEntry(expiresAt: pin.expiresAt, id: pin.id))
+        return pin
     }
 
     /// Stores an edited pin, moving it in the indexes when its cell or expiry changed.

@@ -39,7 +39,7 @@ public struct SubscriptionIndex: Sendable {
     }
 
     public private(set) var subscriptions: [SubscriberID: Subscription] = [:]
-    private var channels: [UInt64: [Member]] = [:]
+    private(set) var channels: [UInt64: [Member]] = [:]
     /// How many subscriptions use each precision (index = precision); events skip unused ones.
     private var precisionUse = [Int](repeating: 0, count: Geohash.maxPrecision + 1)
 
@@ -63,10 +63,11 @@ public struct SubscriptionIndex: Sendable {
         precisionUse[old.precision] -= 1
         for cell in old.cells {
             let key = cell.key
-            guard var members = channels[key], let at = members.firstIndex(where: { $0.id == subscriber }) else { continue }
-            members.swapAt(at, members.count - 1)
-            members.removeLast()
-            channels[key] = members.isEmpty ? nil : members
+            // In place (the dictionary's modify accessor): copying a big channel out and back would
+            // cost O(members) per cell, and a country-wide subscription can sit in busy channels.
+            if channels[key]?.removeMember(subscriber) == true {
+                channels.removeValue(forKey: key)
+            }
         }
     }
 
@@ -84,5 +85,17 @@ public struct SubscriptionIndex: Sendable {
     /// Whether `subscriber` would see a pin at `point` with category bit `categoryBit`.
     public func wants(_ subscriber: SubscriberID, _ point: GeoPoint, categoryBit: Int) -> Bool {
         subscriptions[subscriber]?.wants(point, categoryBit: categoryBit) ?? false
+    }
+}
+
+private extension Array where Element == SubscriptionIndex.Member {
+    /// Removes `subscriber`'s entry, if any, by moving the last entry into its place (the order of
+    /// a channel's members means nothing); returns whether the channel is left empty.
+    mutating func removeMember(_ subscriber: SubscriptionIndex.SubscriberID) -> Bool {
+        if let at = firstIndex(where: { $0.id == subscriber }) {
+            swapAt(at, count - 1)
+            removeLast()
+        }
+        return isEmpty
     }
 }

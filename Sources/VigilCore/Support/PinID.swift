@@ -1,54 +1,34 @@
-/// A pin's identity: a random (version 4) UUID, held as two words so that the store's dictionaries
-/// hash 16 bytes instead of a 36-character string. Its text form is the lowercase hyphenated UUID.
-public struct PinID: Hashable, Sendable, Comparable, CustomStringConvertible {
-    public let high: UInt64
-    public let low: UInt64
+/// A pin's identity: a random (version 4) UUID. Its text form is the lowercase hyphenated UUID.
+public typealias PinID = Identifier128<UUIDText>
 
-    /// A version 4 UUID from 16 random bytes (the version and variant bits are set here).
-    public init(random bytes: [UInt8]) {
-        precondition(bytes.count >= 16)
-        var h: UInt64 = 0, l: UInt64 = 0
-        for i in 0..<8 { h = h << 8 | UInt64(bytes[i]) }
-        for i in 8..<16 { l = l << 8 | UInt64(bytes[i]) }
-        h = (h & ~0xF000) | 0x4000                       // version 4
-        l = (l & ~(0xC000_0000_0000_0000 as UInt64)) | 0x8000_0000_0000_0000  // RFC 4122 variant
-        high = h
-        low = l
-    }
-
-    public init(high: UInt64, low: UInt64) {
-        self.high = high
-        self.low = low
+/// The text form of a pin id: a UUID as 32 hex digits in groups of 8-4-4-4-12 (RFC 4122 §3),
+/// written lowercase and read in either case. Random ids are version 4 with the RFC 4122 variant.
+public enum UUIDText: IdentifierTextForm {
+    public static func fixingRandomBits(high: UInt64, low: UInt64) -> (high: UInt64, low: UInt64) {
+        ((high & ~0xF000) | 0x4000,                                              // version 4
+         (low & ~(0xC000_0000_0000_0000 as UInt64)) | 0x8000_0000_0000_0000)      // RFC 4122 variant
     }
 
     /// Parses the hyphenated hex form (either case); nil for anything else.
-    public init?(_ text: String) {
-        var words: [UInt64] = [0, 0]
+    public static func parse(_ utf8: UnsafeBufferPointer<UInt8>) -> (high: UInt64, low: UInt64)? {
+        var high: UInt64 = 0, low: UInt64 = 0
         var nibbles = 0
         var index = 0
-        for byte in text.utf8 {
+        for byte in utf8 {
             index += 1
             if index == 9 || index == 14 || index == 19 || index == 24 {
                 guard byte == UInt8(ascii: "-") else { return nil }
                 continue
             }
-            let value: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = byte - UInt8(ascii: "A") + 10
-            default: return nil
-            }
-            guard nibbles < 32 else { return nil }
-            words[nibbles / 16] = words[nibbles / 16] << 4 | UInt64(value)
+            guard nibbles < 32, let value = hexValue(byte) else { return nil }
+            if nibbles < 16 { high = high << 4 | UInt64(value) } else { low = low << 4 | UInt64(value) }
             nibbles += 1
         }
         guard nibbles == 32, index == 36 else { return nil }
-        high = words[0]
-        low = words[1]
+        return (high, low)
     }
 
-    public var description: String {
+    public static func text(high: UInt64, low: UInt64) -> String {
         let hex = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(36)
@@ -62,7 +42,12 @@ public struct PinID: Hashable, Sendable, Comparable, CustomStringConvertible {
         return String(decoding: out, as: UTF8.self)
     }
 
-    public static func < (a: PinID, b: PinID) -> Bool {
-        (a.high, a.low) < (b.high, b.low)
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
     }
 }

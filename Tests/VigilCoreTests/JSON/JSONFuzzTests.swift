@@ -1,5 +1,6 @@
 import Testing
 @testable import VigilCore
+import VigilTestSupport
 
 /// Random bytes and mutated documents never crash the parser; whatever it accepts survives
 /// write → parse unchanged (the same property as Tests/fuzz/JSONFuzz.swift, without libFuzzer).
@@ -15,8 +16,8 @@ import Testing
     }
 
     @Test func randomAndMutatedInputsNeverCrash() {
-        var rng = SplitMix64(seed: 0xF022)
-        var generator = RandomJSON(rng: SplitMix64(seed: 99))
+        var rng = SplitMix64(state: 0xF022)
+        var generator = RandomJSON(rng: SplitMix64(state: 99))
         let clock = ContinuousClock()
         let start = clock.now
         for _ in 0..<2_500 {

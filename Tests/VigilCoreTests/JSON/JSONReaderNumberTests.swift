@@ -1,5 +1,6 @@
 import Testing
 @testable import VigilCore
+import VigilTestSupport
 
 /// Numbers (RFC 8259 §6): the grammar, correct rounding (Swift's own `Double(String)`, itself
 /// correctly rounded, is the oracle) and range.
@@ -58,7 +59,7 @@ import Testing
 
     /// Randomly formatted decimals agree with the oracle, exercising both conversion paths.
     @Test func randomDecimalsAgreeWithOracle() throws {
-        var rng = SplitMix64(seed: 42)
+        var rng = SplitMix64(state: 42)
         for _ in 0..<3_000 {
             var text = Bool.random(using: &rng) ? "-" : ""
             let intDigits = Int.random(in: 1...20, using: &rng)

@@ -1,10 +1,11 @@
 import Testing
 @testable import VigilCore
+import VigilTestSupport
 
 /// Writer → parser round trips over seeded random values.
 @Suite struct JSONRoundTripTests {
     @Test func randomValuesRoundTrip() throws {
-        var generator = RandomJSON(rng: SplitMix64(seed: 0x5EED_1234))
+        var generator = RandomJSON(rng: SplitMix64(state: 0x5EED_1234))
         for iteration in 0..<2_000 {
             let value = generator.value(depth: 5)
             let bytes = JSONTestSupport.written(value)
@@ -17,7 +18,7 @@ import Testing
     }
 
     @Test func randomDoublesRoundTripBitExactly() throws {
-        var rng = SplitMix64(seed: 7)
+        var rng = SplitMix64(state: 7)
         for _ in 0..<5_000 {
             let d = Double(bitPattern: rng.next())
             guard d.isFinite else { continue }

@@ -1,6 +1,7 @@
 @testable import VigilCore
+import VigilTestSupport
 
-/// Helpers shared by the JSON tests: parse shorthands, a seeded PRNG and a random value generator.
+/// Helpers shared by the JSON tests: parse shorthands and a random value generator.
 enum JSONTestSupport {
     static func parse(_ text: String, maxDepth: Int = 32) throws -> JSONValue {
         try JSONParser.parse(Array(text.utf8), maxDepth: maxDepth)
@@ -38,23 +39,6 @@ enum JSONTestSupport {
                 && zip(x.members, y.members).allSatisfy { $0.key == $1.key && identical($0.value, $1.value) }
         default: return a == b
         }
-    }
-}
-
-/// SplitMix64: a tiny seeded generator so random tests are reproducible from the seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476C_E484_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

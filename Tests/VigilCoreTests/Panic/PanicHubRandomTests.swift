@@ -1,5 +1,6 @@
 import Testing
 @testable import VigilCore
+import VigilTestSupport
 
 /// Seeded random operations against a small model of who watches what. After every operation:
 /// every event went, exactly once and in seq order, to exactly the connections watching its stream;

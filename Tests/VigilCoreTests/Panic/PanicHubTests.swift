@@ -1,5 +1,6 @@
 import Testing
 @testable import VigilCore
+import VigilTestSupport
 
 /// A hub with deterministic secrets, and a delivery log the tests read and clear.
 struct PanicRig {

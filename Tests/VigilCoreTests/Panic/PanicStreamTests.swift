@@ -1,5 +1,6 @@
 import Testing
 @testable import VigilCore
+import VigilTestSupport
 
 @Suite struct PanicStreamTests {
     let secrets = TestSecrets()

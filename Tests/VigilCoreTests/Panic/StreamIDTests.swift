@@ -1,5 +1,6 @@
 import Testing
 @testable import VigilCore
+import VigilTestSupport
 
 @Suite struct StreamIDTests {
     @Test func textIs22Base64URLCharactersAndRoundTrips() {

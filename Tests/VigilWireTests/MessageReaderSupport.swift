@@ -79,36 +79,6 @@ func coalesce(_ events: [Ev]) -> [Ev] {
     return out
 }
 
-/// Splits `bytes` at the given offsets.
-func split(_ bytes: [UInt8], at points: [Int]) -> [[UInt8]] {
-    var chunks: [[UInt8]] = []
-    var start = 0
-    for p in points.sorted() where p >= start && p <= bytes.count {
-        chunks.append(Array(bytes[start..<p]))
-        start = p
-    }
-    chunks.append(Array(bytes[start...]))
-    return chunks
-}
-
-/// A client (masked) frame built with the encoder.
-func masked(_ opcode: Opcode, _ payload: [UInt8], fin: Bool = true, rsv1: Bool = false, key: UInt32 = 0x3D21_FA37) -> [UInt8] {
-    FrameEncoder.frame(opcode: opcode, payload: payload, fin: fin, rsv1: rsv1, maskKey: key)
-}
-
-/// SplitMix64: a tiny seeded PRNG so fuzz-style tests are reproducible.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 func read(_ chunks: [[UInt8]]) -> [Ev] {
     read(.server, chunks)
 }

@@ -1,0 +1,100 @@
+import VigilCore
+import VigilGeo
+
+/// A `MapHub` run in lockstep with a `MapHubOracle`: each operation is applied to both, and what
+/// the hub answered and delivered is compared with what the oracle says it must.
+///
+/// The random walk in MapHubTests and the hub fuzz target share it, and differ only in where the
+/// operations come from (a seeded generator, libFuzzer's bytes). Every method returns nil when
+/// the hub did exactly what it should, else a description of the first difference. Each applies
+/// the operation to the oracle before comparing, in a statement of its own: as an argument of
+/// `compare` the mutation would come after `self` was read for the call, and `compare` would see
+/// the oracle as it was.
+public struct CheckedMapHub {
+    public private(set) var hub: MapHub
+    public private(set) var oracle: MapHubOracle
+    /// Deliveries of the operation in progress (kept to reuse its storage).
+    private var out: [PinDelivery] = []
+
+    public init(settings: PinSettings) {
+        hub = MapHub(settings: settings)
+        oracle = MapHubOracle(settings: settings)
+    }
+
+    public mutating func subscribe(_ subscriber: MapHubOracle.SubscriberID, area: GeoArea, categories: UInt64?) -> String? {
+        let reply = hub.subscribe(subscriber, area: area, categories: categories)
+        let expected = oracle.subscribe(subscriber, area: area, categories: categories)
+        guard reply.truncated == expected.truncated, reply.pins == expected.pins else {
+            return "subscribe \(subscriber) to \(area): replied \(reply.pins.map(\.id)) truncated \(reply.truncated), "
+                + "expected \(expected.pins.map(\.id)) truncated \(expected.truncated)"
+        }
+        return sizes(after: "subscribe \(subscriber)")
+    }
+
+    public mutating func unsubscribe(_ subscriber: MapHubOracle.SubscriberID) -> String? {
+        hub.unsubscribe(subscriber)
+        oracle.unsubscribe(subscriber)
+        return sizes(after: "unsubscribe \(subscriber)")
+    }
+
+    public mutating func create(_ draft: PinDraft, id: PinID, editDigest: TokenDigest, now: Int64) -> String? {
+        out.removeAll(keepingCapacity: true)
+        let result = hub.create(draft, id: id, editDigest: editDigest, now: now, out: &out)
+        let expected = oracle.create(draft, id: id, editDigest: editDigest, now: now)
+        return compare("create \(id) at \(draft.point)", result, expected)
+    }
+
+    public mutating func update(_ id: PinID, digest: TokenDigest, changes: PinChanges, now: Int64) -> String? {
+        out.removeAll(keepingCapacity: true)
+        let result = hub.update(id, digest: digest, changes: changes, now: now, out: &out)
+        let expected = oracle.update(id, digest: digest, changes: changes, now: now)
+        return compare("update \(id) with \(changes)", result, expected)
+    }
+
+    public mutating func delete(_ id: PinID, digest: TokenDigest) -> String? {
+        out.removeAll(keepingCapacity: true)
+        let result = hub.delete(id, digest: digest, out: &out)
+        let expected = oracle.delete(id, digest: digest)
+        return compare("delete \(id)", result, expected)
+    }
+
+    public mutating func expire(now: Int64) -> String? {
+        out.removeAll(keepingCapacity: true)
+        hub.expire(now: now, out: &out)
+        let expected = oracle.expire(now: now)
+        return deliveries("expire at \(now)", expected: expected) ?? sizes(after: "expire at \(now)")
+    }
+
+    // MARK: comparing
+
+    /// `operation` is only described when something differs: the fuzz target runs millions of
+    /// operations that pass, and describing each (ids, points, changes) would be wasted work.
+    private func compare(_ operation: @autoclosure () -> String, _ result: Result<Pin, PinFailure>,
+                         _ expected: (result: Result<Pin, PinFailure>, notices: [PinNotice])) -> String? {
+        switch (result, expected.result) {
+        case (.success(let pin), .success(let want)) where pin == want && pin.cell == want.cell:
+            break
+        case (.failure(let failure), .failure(let want)) where failure == want:
+            break
+        default:
+            return "\(operation()): answered \(result), expected \(expected.result)"
+        }
+        return deliveries(operation(), expected: expected.notices) ?? sizes(after: operation())
+    }
+
+    /// The operation's deliveries against the oracle's notices; no delivery may be addressed to nobody.
+    private func deliveries(_ operation: @autoclosure () -> String, expected: [PinNotice]) -> String? {
+        if out.contains(where: { $0.recipients.isEmpty }) { return "\(operation()): a delivery with no recipients" }
+        guard let difference = PinNotice.difference(expected: expected, delivered: PinNotice.flatten(out)) else { return nil }
+        return "\(operation()): \(difference)"
+    }
+
+    /// The hub holds as many pins and subscriptions as the oracle.
+    private func sizes(after operation: @autoclosure () -> String) -> String? {
+        guard hub.store.count == oracle.pins.count, hub.subscriptions.count == oracle.subscriptions.count else {
+            return "after \(operation()): hub holds \(hub.store.count) pins and \(hub.subscriptions.count) subscriptions, "
+                + "expected \(oracle.pins.count) and \(oracle.subscriptions.count)"
+        }
+        return nil
+    }
+}
