@@ -69,15 +69,16 @@ public struct StateImage: Sendable {
                 note("panicStart of stream \(start.id) refused: \(error)")
             }
         case .panicEvent(let id, let event):
-            guard streams[id] != nil else { return note("event seq \(event.seq) for unknown stream \(id)") }
-            switch streams[id]!.replay(event) {
+            // Optional chaining mutates the stream in place (no copy, no force-unwrap).
+            switch streams[id]?.replay(event) {
+            case nil: note("event seq \(event.seq) for unknown stream \(id)")
             case .applied: appliedCount += 1
             case .alreadyApplied: duplicateCount += 1
             case .refused(let reason): note(reason)
             }
         case .panicInvite(let id, let digest):
-            guard streams[id] != nil else { return note("invitation for unknown stream \(id)") }
-            count(streams[id]!.replayInvite(digest))
+            guard let added = streams[id]?.replayInvite(digest) else { return note("invitation for unknown stream \(id)") }
+            count(added)
         case .panicRevoke(let id, let digest):
             // A revocation for a stream already gone is a no-op, as in the hub.
             count(streams[id]?.replayRevoke(digest) ?? false)
