@@ -11,15 +11,22 @@ enum Clock {
     }
 }
 
-/// Where to connect: `ws://HOST:PORT/PATH` (TLS is not spoken by the load client).
+/// Where to connect: `ws://HOST:PORT/PATH`, or `wss://HOST:PORT/PATH` over TLS.
 struct LoadURL: CustomStringConvertible {
     var host: String
     var port: UInt16
     var path: String
+    var secure: Bool
 
     init?(_ text: String) {
-        guard text.hasPrefix("ws://") else { return nil }
-        let rest = text.dropFirst(5)
+        if text.hasPrefix("ws://") {
+            secure = false
+        } else if text.hasPrefix("wss://") {
+            secure = true
+        } else {
+            return nil
+        }
+        let rest = text.dropFirst(secure ? 6 : 5)
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
         let authority = String(rest[..<slash])
         path = slash == rest.endIndex ? "/" : String(rest[slash...])
@@ -29,7 +36,8 @@ struct LoadURL: CustomStringConvertible {
     }
 
     var description: String {
-        host.contains(":") ? "ws://[\(host)]:\(port)\(path)" : "ws://\(host):\(port)\(path)"
+        let scheme = secure ? "wss" : "ws"
+        return host.contains(":") ? "\(scheme)://[\(host)]:\(port)\(path)" : "\(scheme)://\(host):\(port)\(path)"
     }
 }
 
@@ -57,7 +65,11 @@ final class ClientPool {
     private var live: [Int32: ClientConnection] = [:]
     private var seed: UInt64
 
-    init(url: LoadURL, seed: UInt64, validateText: Bool, perSource: Int = 20_000) throws {
+    /// The TLS setup of every connection, for a wss:// URL.
+    let tls: TLSContext?
+
+    init(url: LoadURL, seed: UInt64, validateText: Bool, tls: TLSContext? = nil, perSource: Int = 20_000) throws {
+        self.tls = tls
         loop = try EventLoop()
         // The client owns every connection on its loop: reading a few times per wake costs no
         // fairness and saves epoll_wait calls when it is the bottleneck.
@@ -91,7 +103,7 @@ final class ClientPool {
         seed = seed &+ 0x9E37_79B9_7F4A_7C15
         let connection = ClientConnection(fd: fd, tag: tag, pool: self, delegate: delegate, seed: seed)
         do {
-            try connection.start(connecting: true)
+            try connection.start(connecting: true, tls: tls)
         } catch {
             close(fd)
             return nil

@@ -20,8 +20,11 @@ struct VigilLoadCommand: ParsableCommand {
 
 /// Options every scenario takes.
 struct CommonOptions: ParsableArguments {
-    @Option(help: "The daemon's WebSocket URL (ws://HOST:PORT/PATH; loopback only in tests).")
+    @Option(help: "The daemon's WebSocket URL (ws://HOST:PORT/PATH or wss://HOST:PORT/PATH; loopback only in tests).")
     var url = "ws://127.0.0.1:8080/v1"
+
+    @Option(help: ArgumentHelp("For wss://: verify the server's certificate against this CA (PEM). Without it the certificate is not checked (a throwaway loopback certificate).", valueName: "file"))
+    var ca: String?
 
     @Option(help: "Seconds of measured traffic after the ramp-up.")
     var duration: Double = 10
@@ -57,7 +60,7 @@ struct CommonOptions: ParsableArguments {
     var progressLines = false
 
     func validate() throws {
-        guard LoadURL(url) != nil else { throw ValidationError("--url must look like ws://127.0.0.1:8080/v1") }
+        guard LoadURL(url) != nil else { throw ValidationError("--url must look like ws://127.0.0.1:8080/v1 or wss://127.0.0.1:8443/v1") }
         guard duration > 0 else { throw ValidationError("--duration must be positive") }
         guard connectRate > 0, maxConnecting > 0 else { throw ValidationError("--connect-rate and --max-connecting must be positive") }
     }
@@ -72,7 +75,15 @@ struct CommonOptions: ParsableArguments {
             throw ExitCode(2)
         }
         let target = LoadURL(url)!
-        let pool = try ClientPool(url: target, seed: seed, validateText: false)
+        var tls: TLSContext?
+        if target.secure {
+            do {
+                tls = try TLSContext.client(caFile: ca)  // the chain is checked; the host is a numeric loopback address
+            } catch {
+                throw ValidationError("--url \(url): \(error)")
+            }
+        }
+        let pool = try ClientPool(url: target, seed: seed, validateText: false, tls: tls)
         let driver = Driver(pool: pool, scenario: scenario, options: .init(
             durationSeconds: duration, rampTimeoutSeconds: rampTimeout, drainTimeoutSeconds: drainTimeout,
             connectRate: connectRate, maxConnecting: maxConnecting, serverPID: serverPID,

@@ -38,6 +38,39 @@ import VigilLoop
         #expect(c.logLevel == "debug")
     }
 
+    @Test func theTLSSectionIsReadAndThePlainListenerCanBeTurnedOff() throws {
+        let c = try ConfigLoader.load(yaml: """
+        server:
+          listen: off
+        tls:
+          listen: "[::]:8443"
+          certificate: /etc/vigil/chain.pem
+          private_key: /etc/vigil/key.pem
+          min_version: "1.3"
+          ciphers: "ECDHE-RSA-AES128-GCM-SHA256"
+          ciphersuites: "TLS_AES_128_GCM_SHA256"
+        """)
+        #expect(c.listen == nil)
+        #expect(c.tlsListen == ListenAddress(host: "::", port: 8443))
+        #expect(c.tlsCertificate == "/etc/vigil/chain.pem" && c.tlsPrivateKey == "/etc/vigil/key.pem")
+        #expect(c.tlsMinVersion == "1.3" && c.tlsCiphers == "ECDHE-RSA-AES128-GCM-SHA256" && c.tlsCiphersuites == "TLS_AES_128_GCM_SHA256")
+    }
+
+    @Test func aConfigWithoutAnyListenerOrWithATLSListenerWithoutItsFilesIsRefused() {
+        for (yaml, key) in [("server:\n  listen: off\n", "server.listen"),
+                            ("tls:\n  listen: \"127.0.0.1:8443\"\n  certificate: /c.pem\n", "tls.listen"),
+                            ("tls:\n  min_version: \"1.1\"\n", "tls.min_version")] {
+            do {
+                _ = try ConfigLoader.load(yaml: yaml)
+                Issue.record("accepted: \(yaml)")
+            } catch let error as ConfigError {
+                #expect(error.issues.map(\.key) == [key], "\(yaml)")
+            } catch {
+                Issue.record("\(error)")
+            }
+        }
+    }
+
     @Test func everyInvalidValueIsReportedByName() {
         let yaml = """
         server:
