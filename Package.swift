@@ -29,7 +29,10 @@ let package = Package(
         // A heap block of bytes shared by reference: written once (a JSON event, a frame), queued on many sockets.
         .target(name: "VigilBytes"),
         // The reactor: epoll, byte streams, timers, signals, inboxes, output buffers. Knows fds and bytes, nothing of WebSocket.
-        .target(name: "VigilLoop", dependencies: ["CLinux", "COpenSSL", "VigilBytes"]),
+        .target(
+            name: "VigilLoop",
+            dependencies: ["CLinux", "COpenSSL", "VigilBytes", .product(name: "DequeModule", package: "swift-collections")]
+        ),
         // Pure protocol over bytes: HTTP/1.1 request parsing, the RFC 6455 handshake, frames, messages, UTF-8, close codes.
         .target(name: "VigilWire", dependencies: ["COpenSSL", "VigilBytes"]),
         // Pure geometry: geohash encode/decode/neighbours, areas (bbox, circle), covers, distances.

@@ -149,19 +149,39 @@ open class ByteStream: EventHandler {
     /// Adds the `n` bytes written at the pointer the last `reserve` returned, for this turn's flush.
     public final func commit(_ n: Int) {
         output.commit(n)
+        loop.queuedBytes += n
         scheduleFlush()
     }
 
     /// Copies `bytes` into the queue.
     public final func append(_ bytes: UnsafeRawBufferPointer) {
         output.append(bytes, pool: loop.chunks)
+        loop.queuedBytes += bytes.count
         scheduleFlush()
     }
 
-    /// Queues a reference to an immutable chunk shared with other streams (no copy).
-    public final func append(shared chunk: ByteChunk) {
-        output.append(shared: chunk)
+    /// Queues a reference to an immutable chunk shared with other streams (no copy); `tag`, when
+    /// not 0, lets a later `removeUnsent(tag:)` take it back while it is still unsent.
+    public final func append(shared chunk: ByteChunk, tag: UInt64 = 0) {
+        output.append(shared: chunk, tag: tag)
+        loop.queuedBytes += chunk.count - chunk.start
         scheduleFlush()
+    }
+
+    /// Takes back the unsent bytes queued with `tag` (a newer message makes them moot); returns
+    /// how many bytes that was.
+    public final func removeUnsent(tag: UInt64) -> Int {
+        let removed = output.removeUnsent(tag: tag, keepingHead: pendingTLSWrite > 0, pool: loop.chunks)
+        loop.queuedBytes -= removed
+        return removed
+    }
+
+    /// Drops every byte not yet sent, but a frame already started (the peer keeps seeing whole
+    /// frames); returns how many bytes that was. For a connection closed for falling behind.
+    public final func discardUnsent() -> Int {
+        let dropped = output.discardUnsent(keepingHead: pendingTLSWrite > 0, pool: loop.chunks)
+        loop.queuedBytes -= dropped
+        return dropped
     }
 
     private func scheduleFlush() {
@@ -218,6 +238,8 @@ open class ByteStream: EventHandler {
 
     /// Writes as much of the queue as the kernel takes.
     private func writeQueued() -> FlushResult {
+        let before = output.byteCount
+        defer { loop.queuedBytes -= before - output.byteCount }
         if let tls { return tlsWrite(tls) }
         return output.flush(fd: fd, iovecs: loop.iovecs, maxIovecs: EventLoop.maxIovecs, pool: loop.chunks)
     }
@@ -480,6 +502,7 @@ open class ByteStream: EventHandler {
     public final func close() {
         guard !state.contains(.closed) else { return }
         state.insert(.closed)
+        loop.queuedBytes -= output.byteCount
         output.removeAll(pool: loop.chunks)
         if let tls {
             SSL_free(tls)  // SSL_set_fd's socket BIO does not close the fd

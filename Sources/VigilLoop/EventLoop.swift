@@ -70,6 +70,9 @@ public final class EventLoop {
 
     /// The number of registered fds.
     public private(set) var registeredCount = 0
+    /// Bytes queued on every stream of this loop and not yet written (a shared chunk counts once
+    /// per queue it is on): what a global output budget reads.
+    public internal(set) var queuedBytes = 0
 
     public init(readBufferSize: Int = 64 * 1024, chunkSize: Int = 16 * 1024) throws(SystemError) {
         let fd = epoll_create1(Int32(EPOLL_CLOEXEC))

@@ -74,6 +74,7 @@ public enum ConfigLoader {
             ("pong_timeout_ms", .integer(100...3_600_000, \.pongTimeoutMs)),
             ("close_timeout_ms", .integer(100...600_000, \.closeTimeoutMs)),
             ("max_output_buffer_bytes", .integer(16_384...(1024 * 1024 * 1024), \.maxOutputBufferBytes)),
+            ("max_total_output_bytes", .integer(1_048_576...(1 << 40), \.maxTotalOutputBytes)),
             ("echo", .boolean(\.echoEnabled)),
         ]),
         ("session", [
@@ -101,6 +102,7 @@ public enum ConfigLoader {
             ("max_streams", .integer(1...10_000_000, \.panic.maxStreams)),
             ("max_watch_tokens", .integer(1...1_000, \.panic.maxWatchTokens)),
             ("max_watchers_on_start", .integer(1...1_000, \.panic.maxWatchersOnStart)),
+            ("conflate_above_bytes", .integer(4_096...(1024 * 1024 * 1024), \.conflateAboveBytes)),
         ]),
         ("state", [
             ("directory", .path(\.stateDirectory)),

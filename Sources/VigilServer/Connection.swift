@@ -52,15 +52,22 @@ public final class Connection: ByteStream {
         return queueFrame(opcode, payload, traffic)
     }
 
-    /// Queues a frame encoded once for many connections (`SharedFrame`), by reference.
+    /// Queues a frame encoded once for many connections (`SharedFrame`), by reference. `tag`
+    /// names what the frame supersedes (a panic stream's locations) for a conflating policy.
     @discardableResult
-    public func send(shared frame: ByteChunk, traffic: TrafficClass) -> SendResult {
+    public func send(shared frame: ByteChunk, traffic: TrafficClass, tag: UInt64 = 0) -> SendResult {
         guard lifecycle.isOpen else { return .dropped }
-        guard server.policies[traffic].admits(frame.count - frame.start, queued: queuedBytes) else {
+        let size = frame.count - frame.start
+        var conflated = false
+        if tag != 0, let above = server.policies[traffic].conflateAbove, queuedBytes + size > above {
+            conflated = removeUnsent(tag: tag) > 0
+        }
+        guard queuedBytes + size <= server.policies.budget(traffic, totalQueued: server.loop.queuedBytes) else {
             return overflow(traffic)
         }
-        append(shared: frame)
-        return .queued
+        append(shared: frame, tag: tag)
+        if conflated { server.counters.conflations += 1 }
+        return conflated ? .conflated : .queued
     }
 
     /// Starts the closing handshake from our side (a policy, or shutdown).
@@ -202,7 +209,9 @@ public final class Connection: ByteStream {
     @discardableResult
     private func queueFrame(_ opcode: Opcode, _ payload: UnsafeRawBufferPointer, _ traffic: TrafficClass) -> SendResult {
         let total = FrameEncoder.headerSize(payloadCount: payload.count, masked: false) + payload.count
-        guard server.policies[traffic].admits(total, queued: queuedBytes) else { return overflow(traffic) }
+        guard queuedBytes + total <= server.policies.budget(traffic, totalQueued: server.loop.queuedBytes) else {
+            return overflow(traffic)
+        }
         let p = reserve(total)
         let header = FrameEncoder.writeHeader(into: p, opcode: opcode, fin: true, rsv1: false, payloadCount: payload.count, maskKey: nil)
         if let src = payload.baseAddress, payload.count > 0 {
@@ -213,10 +222,16 @@ public final class Connection: ByteStream {
     }
 
     /// A consumer this far behind is not coming back; keeping its backlog hurts everyone else.
+    /// Its policy says how it goes: the backlog dropped and a close frame with the reason sent
+    /// next (it may still read that), or at once. Nothing is called back into the application
+    /// here but `closed` (which only records), so a fan-out may trigger this safely.
     private func overflow(_ traffic: TrafficClass) -> SendResult {
+        server.slowConsumer(traffic)
         switch server.policies[traffic].overflow {
-        case .disconnect:
-            server.slowConsumer(traffic)
+        case .close(let code, let reason) where lifecycle.isOpen:
+            _ = discardUnsent()
+            perform(lifecycle.closeRequested(code, reason: reason, nowMs: monotonicMilliseconds(), server.timeouts))
+        case .close, .disconnect:
             perform(lifecycle.gone())
         }
         return .closing

@@ -5,11 +5,12 @@ import VigilWire
 public enum SendResult: Equatable, Sendable {
     /// In the connection's output queue; out at the end of the turn.
     case queued
-    /// Replaced an older queued message of the same kind (a newer location makes an older one moot).
+    /// Queued, after older unsent messages of the same kind were taken back (a newer location
+    /// makes an older one moot).
     case conflated
     /// Not sent: the connection is not open (closing, or gone).
     case dropped
-    /// Over the connection's budget: the policy is closing the connection instead of queueing.
+    /// Over the connection's budget: its policy is closing the connection instead of queueing.
     case closing
 }
 
@@ -19,51 +20,87 @@ public enum TrafficClass: Int, CaseIterable, Sendable {
     case reply
     /// Live map events (`pin.*`).
     case mapEvent
-    /// Panic stream events and notices (`panic.*`).
-    case panicEvent
+    /// A panic stream's `panic.location`: a newer one supersedes an older one still unsent.
+    case panicLocation
+    /// The rest of a panic stream's news (`panic.status`, `panic.ended`, `panic.revoked`,
+    /// `panic.stale`, `panic.watchers`): never dropped for being behind.
+    case panicNotice
     /// Control frames: ping, pong, close.
     case control
 }
 
-/// What a connection does when a send would take its unsent output past `maxQueuedBytes`.
+/// What a connection does when a send would take its unsent output past its budget.
+///
+/// Named per traffic class (`SendPolicies`), so the rules read in one place:
+/// - a map subscriber that falls behind is closed with 1013 after its backlog is dropped (its
+///   close frame goes out next, so it learns why at once and re-subscribes, getting a fresh
+///   snapshot of its area);
+/// - a panic watcher's unsent locations of a stream are replaced by the newest once its queue is
+///   past `conflateAbove` (it sees the seq jump; status, end and revocation are never replaced);
+/// - panic notices and control frames are always queued, up to twice the budget (a connection
+///   that far behind is closed: it will reconnect and replay with `since`);
+/// - a client that does not read its own replies is closed with 1008.
 public struct OutputPolicy: Equatable, Sendable {
     public enum Overflow: Equatable, Sendable {
-        /// Drop the connection at once (no close frame could get through a full queue anyway).
+        /// Drop the unsent backlog and close with this code and reason.
+        case close(CloseCode, reason: String)
+        /// Drop the connection at once, without a close frame.
         case disconnect
     }
 
     /// Unsent bytes a connection may hold for this class of traffic.
     public var maxQueuedBytes: Int
     public var overflow: Overflow
-    /// Whether the cap applies to a send when nothing is queued yet. False keeps the rule of the
-    /// first releases: a single message larger than the cap still goes out whole.
-    public var capsFirstMessage: Bool
+    /// Above this many unsent bytes, older unsent messages with the same tag are taken back before
+    /// a new one is queued (nil: never).
+    public var conflateAbove: Int?
 
-    public init(maxQueuedBytes: Int, overflow: Overflow = .disconnect, capsFirstMessage: Bool = false) {
+    public init(maxQueuedBytes: Int, overflow: Overflow, conflateAbove: Int? = nil) {
         self.maxQueuedBytes = maxQueuedBytes
         self.overflow = overflow
-        self.capsFirstMessage = capsFirstMessage
-    }
-
-    /// Whether `bytes` more may be queued on top of `queued`.
-    @inline(__always)
-    public func admits(_ bytes: Int, queued: Int) -> Bool {
-        if queued == 0 && !capsFirstMessage { return true }
-        return queued + bytes <= maxQueuedBytes
+        self.conflateAbove = conflateAbove
     }
 }
 
-/// The output policy of each traffic class (config `websocket.max_output_buffer_bytes` for all of
-/// them today: a consumer that falls that far behind is disconnected).
+/// The output policy of each traffic class, and the budget of all connections together.
 public struct SendPolicies: Equatable, Sendable {
     private var policies: [OutputPolicy]
+    /// Unsent bytes of every connection together (config `websocket.max_total_output_bytes`).
+    /// Past it, no connection may hold more than `globalFloorBytes`: the furthest behind are
+    /// closed first, and memory stays bounded whatever the number of slow readers.
+    public var maxTotalQueuedBytes: Int
+    public var globalFloorBytes: Int
 
-    public init(uniform policy: OutputPolicy) {
-        policies = Array(repeating: policy, count: TrafficClass.allCases.count)
+    /// The daemon's policies for a per-connection budget `maxQueuedBytes`
+    /// (`websocket.max_output_buffer_bytes`).
+    public init(maxQueuedBytes: Int, maxTotalQueuedBytes: Int, conflateAbove: Int, globalFloorBytes: Int = 65_536) {
+        let behind = "too slow: events were lost; reconnect and subscribe again"
+        policies = TrafficClass.allCases.map { traffic in
+            switch traffic {
+            case .reply:
+                return OutputPolicy(maxQueuedBytes: maxQueuedBytes, overflow: .close(.policyViolation, reason: "replies are not being read"))
+            case .mapEvent:
+                return OutputPolicy(maxQueuedBytes: maxQueuedBytes, overflow: .close(.tryAgainLater, reason: behind))
+            case .panicLocation:
+                return OutputPolicy(maxQueuedBytes: maxQueuedBytes, overflow: .close(.tryAgainLater, reason: behind),
+                                    conflateAbove: conflateAbove)
+            case .panicNotice, .control:
+                return OutputPolicy(maxQueuedBytes: maxQueuedBytes * 2, overflow: .close(.tryAgainLater, reason: behind))
+            }
+        }
+        self.maxTotalQueuedBytes = maxTotalQueuedBytes
+        self.globalFloorBytes = globalFloorBytes
     }
 
     public subscript(_ traffic: TrafficClass) -> OutputPolicy {
         get { policies[traffic.rawValue] }
         set { policies[traffic.rawValue] = newValue }
+    }
+
+    /// The budget a connection of this class has now, given every connection's unsent bytes.
+    @inline(__always)
+    public func budget(_ traffic: TrafficClass, totalQueued: Int) -> Int {
+        let own = policies[traffic.rawValue].maxQueuedBytes
+        return totalQueued > maxTotalQueuedBytes ? min(own, globalFloorBytes) : own
     }
 }

@@ -48,6 +48,8 @@ public final class Server {
     public private(set) var boundTLSAddress: ListenAddress?
     /// Connections refused because `max_connections` were held or shutdown had begun.
     private(set) var refusedCount = 0
+    /// What the server counts as it goes (the operator's metrics read these).
+    var counters = ServerCounters()
 
     static let tickMs: Int64 = 50
 
@@ -59,7 +61,8 @@ public final class Server {
         self.timeouts = ConnectionLifecycle.Timeouts(
             handshakeMs: Int64(config.handshakeTimeoutMs), pingIntervalMs: Int64(config.pingIntervalMs),
             pongTimeoutMs: Int64(config.pongTimeoutMs), closeTimeoutMs: Int64(config.closeTimeoutMs))
-        self.policies = SendPolicies(uniform: OutputPolicy(maxQueuedBytes: config.maxOutputBufferBytes))
+        self.policies = SendPolicies(maxQueuedBytes: config.maxOutputBufferBytes, maxTotalQueuedBytes: config.maxTotalOutputBytes,
+                                     conflateAbove: config.conflateAboveBytes)
         loop.addEndOfTurnStep { [unowned self] in self.endOfTurn() }
         if config.echoEnabled { mount("/echo", EchoApplication()) }
         let v1 = V1Application(server: self, settings: config.pins, panic: config.panic, secrets: OpenSSLSecrets())
@@ -214,7 +217,8 @@ public final class Server {
     }
 
     func slowConsumer(_ traffic: TrafficClass) {
-        logger.debug("dropping a consumer whose output passed its limit", metadata: ["traffic": "\(traffic)"])
+        counters.slowConsumerCloses[traffic.rawValue] += 1
+        logger.debug("closing a consumer whose output passed its budget", metadata: ["traffic": "\(traffic)"])
     }
 
     // MARK: the turn

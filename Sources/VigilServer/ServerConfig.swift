@@ -32,6 +32,8 @@ public struct ServerConfig: Equatable, Sendable {
     public var pongTimeoutMs = 10_000
     public var closeTimeoutMs = 2_000
     public var maxOutputBufferBytes = 4 * 1024 * 1024
+    /// Unsent bytes of all connections together; past it each connection may hold only 64 KiB.
+    public var maxTotalOutputBytes = 1024 * 1024 * 1024
     public var echoEnabled = false
     // session
     public var messagesPerSecond = 50
@@ -40,6 +42,8 @@ public struct ServerConfig: Equatable, Sendable {
     public var pins = PinSettings()
     // panic
     public var panic = PanicSettings()
+    /// A panic watcher's unsent locations of a stream are replaced by the newest past this.
+    public var conflateAboveBytes = 65_536
     // state
     /// Where snapshots and the journal live; empty = in memory only (said loudly at start-up).
     public var stateDirectory = ""

@@ -34,7 +34,7 @@ extension V1Application {
         case .reply(let fd, let ref, let reply):
             guard let connection = server.connection(fd: fd) else { return }
             replyWriter.reset()
-            ServerMessages.reply(reply, ref: ref, into: &replyWriter)
+            ServerMessages.reply(reply, ref: ref, maxBytes: maxReplyBytes, into: &replyWriter)
             replyWriter.withUnsafeBytes { _ = connection.send(.text, payload: $0, traffic: .reply) }
         case .pins(let delivery):
             ServerMessages.pinEvent(delivery.kind, delivery.pin, into: &eventWriter)
@@ -45,11 +45,25 @@ extension V1Application {
         case .panic(let delivery):
             ServerMessages.panicDelivery(delivery, now: Self.wallClockMs(), into: &eventWriter)
             let frame = SharedFrame.text(eventWriter.takeChunk())
+            // A location supersedes the stream's earlier unsent ones for a slow watcher; any other
+            // news of the stream is never taken back.
+            let (traffic, tag): (TrafficClass, UInt64)
+            if case .event(let event) = delivery.kind, case .location = event.kind {
+                (traffic, tag) = (.panicLocation, Self.conflationTag(delivery.stream))
+            } else {
+                (traffic, tag) = (.panicNotice, 0)
+            }
             for fd in delivery.recipients {
-                server.connection(fd: fd)?.send(shared: frame, traffic: .panicEvent)
+                server.connection(fd: fd)?.send(shared: frame, traffic: traffic, tag: tag)
             }
         case .close(let fd, let code, let reason):
             server.connection(fd: fd)?.close(code: code, reason: reason)
         }
+    }
+
+    /// A stream's tag in output queues (never 0, which means "untagged").
+    static func conflationTag(_ stream: StreamID) -> UInt64 {
+        let tag = stream.high ^ stream.low.byteSwapped
+        return tag == 0 ? 1 : tag
     }
 }

@@ -47,6 +47,9 @@ public final class V1Application: WebSocketApplication {
     var eventWriter = JSONWriter(capacity: 1024, headroom: SharedFrame.headroom)
     /// True while `fanOut` walks a batch (it may not re-enter).
     var fanningOut = false
+    /// The largest reply (a subscribe's pin list is cut to fit, and says `truncated`): half a
+    /// connection's output budget, at most 1 MiB, so a reply never closes an honest client.
+    let maxReplyBytes: Int
     /// Where changes are recorded (nil: state in memory only).
     var log: (any ChangeLog)?
     private var persistence: Persistence?
@@ -57,6 +60,7 @@ public final class V1Application: WebSocketApplication {
         self.panic = PanicHub(settings: panic)
         self.decoder = RequestDecoder(settings: settings, panic: panic)
         self.secrets = secrets
+        self.maxReplyBytes = min(server.config.maxOutputBufferBytes / 2, 1 << 20)
         self.limits = ServerMessages.Limits(maxMessageBytes: server.config.maxMessageBytes,
                                             messagesPerSecond: server.config.messagesPerSecond,
                                             messageBurst: server.config.messageBurst)

@@ -82,7 +82,13 @@ import VigilWire
     /// seq exactly once (before the rebuild, the drop re-entered the fan-out and sent the batch
     /// again: duplicate seqs), and the owner hears the new watcher count.
     @Test func aWatcherDroppedDuringTheFanOutCostsTheOtherWatcherNothing() throws {
-        let h = try ServerHarness { $0.maxOutputBufferBytes = 65_536 }
+        // No conflation here (it would keep the stalled watcher under its budget), and a short
+        // close timeout: the stalled watcher never answers the close it is sent.
+        let h = try ServerHarness {
+            $0.maxOutputBufferBytes = 65_536
+            $0.conflateAboveBytes = 1 << 30
+            $0.closeTimeoutMs = 100
+        }
         let owner = try h.open()
         owner.send(#"{"op":"panic.start","ref":0,"status":"red","lat":52.5,"lon":13.4,"watchers":2}"#)
         try h.read(owner, count: 1)
@@ -124,7 +130,10 @@ import VigilWire
 
     /// The same for the map: a subscriber that stops reading is dropped, the others see each pin once.
     @Test func aSubscriberDroppedDuringTheFanOutCostsTheOtherSubscriberNothing() throws {
-        let h = try ServerHarness { $0.maxOutputBufferBytes = 65_536 }
+        let h = try ServerHarness {
+            $0.maxOutputBufferBytes = 65_536
+            $0.closeTimeoutMs = 100
+        }
         let stalled = try h.open(serverSendBuffer: 2_048)
         let reader = try h.open()
         let publisher = try h.open()
@@ -141,7 +150,7 @@ import VigilWire
                 publisher.frame(.text, Array(#"{"op":"pin.create","ref":\#(i),"pin":{"lat":52.5,"lon":13.4,"title":"pin \#(i)"}}"#.utf8))
             })
             pins += 120
-            try h.run(until: { reader.poll(); return reader.messages.count >= pins })
+            try h.run(until: { reader.poll(); publisher.poll(); return reader.messages.count >= pins })
         }
         for _ in 0..<5 { try h.turn() }
         reader.poll()
@@ -213,5 +222,105 @@ final class CommitWitness: ChangeLog {
         if recv(client, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0 { clientHadBytesAtCommit = true }
         inner.commitTurn()
         sizeAfterCommit = (try? FileManager.default.attributesOfItem(atPath: journal)[.size]) as? Int
+    }
+}
+
+/// The named send policies (issue 11): replies bounded so they never close an honest client, map
+/// subscribers that fall behind closed with 1013 and a reason, panic watchers conflated.
+@Suite struct SendPolicyGlueTests {
+    static let area = #"{"bbox":[52.0,13.0,53.0,14.0]}"#
+
+    /// Before: a subscribe reply was queued whole whatever its size, and the next event then found
+    /// the queue over the budget and dropped the client. Now the reply is cut to half the budget.
+    @Test func aHugeSubscribeReplyIsCutAndTheClientStaysOpen() throws {
+        let h = try ServerHarness { $0.maxOutputBufferBytes = 262_144 }
+        let publisher = try h.open()
+        let description = String(repeating: "d", count: 900)
+        publisher.write((0..<300).flatMap { i in
+            publisher.frame(.text, Array(#"{"op":"pin.create","ref":\#(i),"pin":{"lat":52.5,"lon":13.4,"title":"p\#(i)","description":"\#(description)"}}"#.utf8))
+        })
+        try h.read(publisher, count: 300)
+        let subscriber = try h.open(serverSendBuffer: 4_096)
+        subscriber.send(#"{"op":"subscribe","ref":"s","area":\#(Self.area)}"#)
+        try h.turn()
+        // An event while most of the reply is still queued.
+        publisher.send(#"{"op":"pin.create","ref":"late","pin":{"lat":52.5,"lon":13.4,"title":"late"}}"#)
+        do {
+            try h.run(until: { subscriber.poll(); return subscriber.messages.count >= 2 || subscriber.ended })
+        } catch {
+            Issue.record("subscriber: \(subscriber.messages.count) messages, ended \(subscriber.ended), closes \(subscriber.closes), raw \(subscriber.raw.count) bytes; publisher \(publisher.messages.count)")
+            throw error
+        }
+        let reply = try #require(subscriber.messages.first)
+        #expect(reply.type == "ok" && reply["truncated"]?.bool == true)
+        let pins = reply["pins"]?.array?.count ?? 0
+        #expect(pins > 0 && pins < 300)
+        #expect(reply.text.utf8.count <= 131_072)
+        #expect(subscriber.messages.dropFirst().first?.type == "pin.added")
+        #expect(!subscriber.ended)
+    }
+
+    /// A map subscriber over its budget: the backlog is dropped and a close 1013 with the reason
+    /// goes out next; the others are not affected.
+    @Test func aSubscriberThatFallsBehindIsClosedWith1013AndAReason() throws {
+        let h = try ServerHarness { $0.maxOutputBufferBytes = 65_536 }
+        let stalled = try h.open(serverSendBuffer: 2_048)
+        let publisher = try h.open()
+        stalled.send(#"{"op":"subscribe","ref":"s","area":\#(Self.area)}"#)
+        try h.read(stalled, count: 1)
+        stalled.messages.removeAll()
+        var sent = 0
+        while h.v1.hub.subscriptions.count == 1 && sent < 3_000 {
+            publisher.write((sent..<sent + 100).flatMap { i in
+                publisher.frame(.text, Array(#"{"op":"pin.create","ref":\#(i),"pin":{"lat":52.5,"lon":13.4,"title":"p\#(i)"}}"#.utf8))
+            })
+            sent += 100
+            try h.read(publisher, count: sent)
+            if h.server.webSocketCount == 1 || stalled.closes.count > 0 { break }
+        }
+        // Read what the stalled client was sent: some events, then the close frame.
+        try h.run(until: { stalled.poll(); return !stalled.closes.isEmpty })
+        #expect(stalled.closes == [1013])
+        #expect(stalled.messages.allSatisfy { $0.type == "pin.added" })
+        #expect(stalled.messages.count < sent)
+        #expect(h.server.counters.slowConsumerCloses[TrafficClass.mapEvent.rawValue] == 1)
+    }
+
+    /// A slow watcher's unsent locations are replaced by the newest; its status and end events are
+    /// never replaced, and what it gets is in seq order without duplicates.
+    @Test func aSlowWatcherGetsTheNewestLocationsAndEveryOtherEvent() throws {
+        let h = try ServerHarness {
+            $0.maxOutputBufferBytes = 1_048_576
+            $0.conflateAboveBytes = 8_192
+        }
+        let owner = try h.open()
+        owner.send(#"{"op":"panic.start","ref":0,"status":"amber","lat":52.5,"lon":13.4,"watchers":1}"#)
+        try h.read(owner, count: 1)
+        let started = owner.messages.removeFirst()
+        let stream = try #require(started["stream"]?.string)
+        let token = try #require(started["watch_tokens"]?.array?.first?.string)
+        let watcher = try h.open(serverSendBuffer: 2_048)
+        watcher.send(#"{"op":"panic.watch","ref":"w","stream":"\#(stream)","watch_token":"\#(token)"}"#)
+        try h.read(watcher, count: 1)
+        watcher.messages.removeAll()
+        func updates(_ range: Range<Int>) -> [UInt8] {
+            range.flatMap { i in owner.frame(.text, Array(#"{"op":"panic.update","ref":\#(i),"stream":"\#(stream)","lat":52.5,"lon":13.\#(4000 + i)}"#.utf8)) }
+        }
+        owner.write(updates(0..<400))
+        try h.run(until: { owner.poll(); return owner.all("ok").count >= 400 })
+        owner.send(#"{"op":"panic.status","ref":"red","stream":"\#(stream)","status":"red"}"#)
+        owner.write(updates(400..<800))
+        owner.send(#"{"op":"panic.end","ref":"end","stream":"\#(stream)","reason":"safe"}"#)
+        try h.run(until: { owner.poll(); return owner.all("ok").count >= 802 })
+        #expect(h.server.counters.conflations > 0)
+        // Now the watcher reads everything it was sent.
+        try h.run(until: { watcher.poll(); return watcher.all("panic.ended").count == 1 })
+        let seqs = watcher.messages.compactMap { $0["seq"]?.int }
+        #expect(seqs == seqs.sorted() && Set(seqs).count == seqs.count)
+        #expect(seqs.count < 803)
+        #expect(watcher.all("panic.status").map { $0["seq"]?.int } == [402])
+        #expect(watcher.all("panic.ended").first?["seq"]?.int == 803)
+        #expect(watcher.all("panic.location").last?["seq"]?.int == 802)  // the newest location is never lost
+        #expect(!watcher.ended)
     }
 }

@@ -23,6 +23,7 @@ final class ServerHarness {
         config.pins.writesPerMinute = 1_000_000
         configure(&config)
         server = try Server(config: config, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        try server.startTicker()  // deadlines and the hubs' timers, every 50 ms as in the daemon
     }
 
     deinit {
@@ -65,18 +66,20 @@ final class ServerHarness {
     }
 
     /// Turns until `done` holds (each turn waits at most 100 ms for an event); fails after `maxTurns`.
-    func run(maxTurns: Int = 500, until done: () -> Bool) throws {
+    /// Bytes the clients could not write yet (their socket was full) are written as it goes.
+    func run(maxTurns: Int = 500, line: Int = #line, until done: () -> Bool) throws {
         for _ in 0..<maxTurns {
+            for client in clients { client.writePending() }
             if done() { return }
-            try server.loop.turn(timeoutMs: 100)
+            try server.loop.turn(timeoutMs: clients.contains { $0.hasPending } ? 0 : 100)
         }
         if done() { return }
-        throw HarnessError("condition not reached in \(maxTurns) turns")
+        throw HarnessError("condition not reached in \(maxTurns) turns (line \(line))")
     }
 
     /// Turns until `client` holds `count` messages.
-    func read(_ client: TestClient, count: Int) throws {
-        try run(until: { client.poll(); return client.messages.count >= count })
+    func read(_ client: TestClient, count: Int, line: Int = #line) throws {
+        try run(line: line, until: { client.poll(); return client.messages.count >= count })
     }
 }
 
@@ -112,13 +115,26 @@ final class TestClient {
 
     init(fd: Int32) { self.fd = fd }
 
+    /// Bytes written but not yet taken by the socket (the server has not read enough yet).
+    private var pending: [UInt8] = []
+    var hasPending: Bool { !pending.isEmpty }
+
+    /// Writes what the socket takes now and keeps the rest for `writePending` (the harness calls it
+    /// every turn), so a test can send more than a socket buffer holds.
     func write(_ bytes: [UInt8]) {
+        pending += bytes
+        writePending()
+    }
+
+    func writePending() {
         var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        while offset < pending.count {
+            let n = pending[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
             precondition(n > 0, "a test client's write failed (errno \(errno))")
             offset += n
         }
+        pending.removeFirst(offset)
     }
 
     /// One masked frame (a new key each time).

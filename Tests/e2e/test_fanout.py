@@ -21,7 +21,10 @@ import time
 from wsraw import OP_TEXT, encode_frame, http_get, make_key, upgrade_request
 
 CONFIG = {
-    "websocket": {"max_output_buffer_bytes": 1048576, "ping_interval_ms": 600000},
+    # No conflation (it keeps a slow watcher under its budget, test_slow_consumers.py checks it),
+    # and a short close timeout: the stalled client never answers the close it is sent.
+    "websocket": {"max_output_buffer_bytes": 1048576, "ping_interval_ms": 600000, "close_timeout_ms": 200},
+    "panic": {"conflate_above_bytes": 1073741824},
     "session": {"messages_per_second": 100000, "message_burst": 100000},
     "pins": {"writes_per_minute": 1000000, "write_burst": 100000},
 }

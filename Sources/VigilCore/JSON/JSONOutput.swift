@@ -33,6 +33,12 @@ struct JSONOutput {
         count = headroom
     }
 
+    /// Forgets the bytes after `end` (an absolute count, headroom included).
+    mutating func truncate(to end: Int) {
+        precondition(end >= headroom && end <= count)
+        count = end
+    }
+
     @inline(__always)
     mutating func append(_ byte: UInt8) {
         if count == capacity { grow(toHold: 1) }

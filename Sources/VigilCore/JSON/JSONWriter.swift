@@ -48,6 +48,20 @@ public struct JSONWriter {
         needsComma = false
     }
 
+    /// Where the writer is: `rollBack(to:)` undoes everything written after it.
+    public struct Mark: Sendable {
+        fileprivate let count: Int
+        fileprivate let needsComma: Bool
+    }
+
+    public func mark() -> Mark { Mark(count: out.count, needsComma: needsComma) }
+
+    /// Forgets what was written since `mark` (a value that did not fit a size budget).
+    public mutating func rollBack(to mark: Mark) {
+        out.truncate(to: mark.count)
+        needsComma = mark.needsComma
+    }
+
     /// Hands over the chunk holding the text (its content is the text; `start` is the headroom,
     /// free for a header in front) and continues in a fresh chunk, ready for the next document.
     public mutating func takeChunk() -> ByteChunk {

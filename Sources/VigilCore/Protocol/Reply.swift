@@ -49,8 +49,9 @@ extension Reply {
 }
 
 extension ServerMessages {
-    /// Encodes a reply, echoing the request's `ref`.
-    public static func reply(_ reply: Reply, ref: JSONValue?, into w: inout JSONWriter) {
+    /// Encodes a reply, echoing the request's `ref`. A pin list is cut where the reply would pass
+    /// `maxBytes` (and says `truncated`), so no reply outgrows a connection's output budget.
+    public static func reply(_ reply: Reply, ref: JSONValue?, maxBytes: Int = .max, into w: inout JSONWriter) {
         switch reply {
         case .error(let e):
             error(ref: ref, e, into: &w)
@@ -60,9 +61,20 @@ extension ServerMessages {
             ok(ref: ref, into: &w) { w in
                 w.key("pins")
                 w.beginArray()
-                for p in pins { pin(p, into: &w) }
+                var cut = truncated
+                // Room for the closing `],"truncated":true}` after the last pin that fits.
+                let limit = maxBytes == .max ? .max : maxBytes - 24
+                for p in pins {
+                    let mark = w.mark()
+                    pin(p, into: &w)
+                    if w.count > limit {
+                        w.rollBack(to: mark)
+                        cut = true
+                        break
+                    }
+                }
                 w.endArray()
-                if truncated { w.key("truncated"); w.bool(true) }
+                if cut { w.key("truncated"); w.bool(true) }
             }
         case .pinCreated(let p, let token):
             ok(ref: ref, into: &w) { w in
