@@ -81,6 +81,27 @@ int vigil_accept(int listen_fd) {
     return accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 }
 
+int vigil_accept_peer(int listen_fd, uint8_t *address16, int *has_address) {
+    struct sockaddr_storage peer;
+    socklen_t length = sizeof peer;
+    int fd = accept4(listen_fd, (struct sockaddr *)&peer, &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    *has_address = 0;
+    if (fd < 0) return fd;
+    if (peer.ss_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)&peer;
+        memset(address16, 0, 10);
+        address16[10] = 0xff;
+        address16[11] = 0xff;
+        memcpy(address16 + 12, &v4->sin_addr, 4);
+        *has_address = 1;
+    } else if (peer.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)&peer;
+        memcpy(address16, &v6->sin6_addr, 16);
+        *has_address = 1;
+    }
+    return fd;
+}
+
 int64_t vigil_raise_nofile_limit(void) {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;

@@ -42,6 +42,8 @@ public enum ConfigLoader {
         case optionalAddress(Path<ListenAddress?>)
         /// Free text of at most 4096 bytes (cipher lists).
         case text(Path<String>)
+        /// A list of IP addresses or prefixes (`10.0.0.0/8`, `::1`).
+        case prefixes(Path<[String]>)
         case choice([String], Path<String>)
         case names(ClosedRange<Int>, Path<[String]>)
         case integer64(ClosedRange<Int64>, Path<Int64>)
@@ -55,6 +57,7 @@ public enum ConfigLoader {
             ("backlog", .integer(1...65_535, \.backlog)),
             ("max_connections", .integer(1...10_000_000, \.maxConnections)),
             ("shutdown_grace_ms", .integer(0...600_000, \.shutdownGraceMs)),
+            ("trusted_proxies", .prefixes(\.trustedProxies)),
         ]),
         ("tls", [
             ("listen", .optionalAddress(\.tlsListen)),
@@ -161,6 +164,19 @@ public enum ConfigLoader {
 
     /// Applies one value; returns a message when it is invalid.
     static func apply(_ kind: Kind, _ node: Node, to config: inout ServerConfig) -> String? {
+        if case .prefixes(let path) = kind {
+            guard let items = node.sequence else { return "must be a list of IP addresses or prefixes" }
+            var prefixes: [String] = []
+            for item in items {
+                guard let text = item.scalar?.string, AddressPrefix(parsing: text) != nil else {
+                    return "each entry must be an IP address or prefix such as 10.0.0.0/8 or ::1, got \"\(item.scalar?.string ?? "?")\""
+                }
+                prefixes.append(text)
+            }
+            guard prefixes.count <= 1_000 else { return "lists at most 1000 prefixes" }
+            config[keyPath: path] = prefixes
+            return nil
+        }
         if case .names(let count, let path) = kind {
             guard let items = node.sequence else { return "must be a list of names" }
             var names: [String] = []
@@ -217,7 +233,7 @@ public enum ConfigLoader {
         case .path(let path):
             guard text.utf8.count <= 4096, !text.utf8.contains(0) else { return "must be a file system path of at most 4096 bytes" }
             config[keyPath: path] = text
-        case .names:
+        case .names, .prefixes:
             break  // handled above
         }
         return nil

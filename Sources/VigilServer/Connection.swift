@@ -27,10 +27,17 @@ public final class Connection: ByteStream {
     private var app: (any WebSocketApplication)?
     /// The subprotocol agreed in the handshake, if any.
     public private(set) var subprotocol: String?
+    /// The client's address as a keyed hash (`PeerAddress.key`), for budgets that a reconnect does
+    /// not reset. The address itself is not kept.
+    public private(set) var addressKey: UInt64
+    /// The socket's peer is a trusted proxy: the request head's `X-Forwarded-For` names the client.
+    private var viaTrustedProxy: Bool
 
-    private init(fd: Int32, server: Server, lifecycle: ConnectionLifecycle) {
+    private init(fd: Int32, server: Server, lifecycle: ConnectionLifecycle, addressKey: UInt64, viaTrustedProxy: Bool) {
         self.server = server
         self.lifecycle = lifecycle
+        self.addressKey = addressKey
+        self.viaTrustedProxy = viaTrustedProxy
         self.http = HTTPState(maxHeadBytes: server.config.maxRequestHeadBytes)
         self.messages = MessageAssembler(reader: MessageReader(role: .server, maxMessageBytes: server.config.maxMessageBytes))
         super.init(fd: fd, loop: server.loop)
@@ -38,9 +45,10 @@ public final class Connection: ByteStream {
 
     /// A connection for a socket just accepted, and the actions that start its life (its
     /// handshake deadline); the server performs them once the connection is registered.
-    static func accepted(fd: Int32, server: Server, nowMs: Int64) -> (Connection, ConnectionLifecycle.Actions) {
+    static func accepted(fd: Int32, server: Server, nowMs: Int64, addressKey: UInt64, viaTrustedProxy: Bool)
+        -> (Connection, ConnectionLifecycle.Actions) {
         let (lifecycle, actions) = ConnectionLifecycle.accepted(nowMs: nowMs, server.timeouts)
-        return (Connection(fd: fd, server: server, lifecycle: lifecycle), actions)
+        return (Connection(fd: fd, server: server, lifecycle: lifecycle, addressKey: addressKey, viaTrustedProxy: viaTrustedProxy), actions)
     }
 
     // MARK: what the application may do
@@ -124,6 +132,12 @@ public final class Connection: ByteStream {
             respond(HTTPResponse(status: status, body: Array((message + "\n").utf8), contentType: "text/plain; charset=utf-8"))
         case .complete(let head, let leftover):
             self.http = nil
+            if viaTrustedProxy {
+                viaTrustedProxy = false
+                if let client = ForwardedFor.client(headers: head.values("x-forwarded-for"), trusted: server.trustedProxies) {
+                    addressKey = client.key
+                }
+            }
             switch server.route(head) {
             case .respond(let response):
                 respond(response)

@@ -26,10 +26,13 @@ final class Listener: EventHandler {
     }
 
     func handleEvents(_ events: IOEvents) {
+        var address = (UInt64(0), UInt64(0))
+        var hasAddress: Int32 = 0
         while true {
-            let client = vigil_accept(fd)
+            let client = withUnsafeMutableBytes(of: &address) { vigil_accept_peer(fd, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), &hasAddress) }
             if client >= 0 {
-                server.adopt(fd: client, tls: tls)
+                let peer = hasAddress != 0 ? withUnsafeBytes(of: &address) { PeerAddress(bytes: $0) } : nil
+                server.adopt(fd: client, tls: tls, peer: peer)
                 continue
             }
             switch errno {

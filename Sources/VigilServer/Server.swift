@@ -22,6 +22,8 @@ public final class Server {
     let logger: Logger
     let timeouts: ConnectionLifecycle.Timeouts
     let policies: SendPolicies
+    /// Reverse proxies whose `X-Forwarded-For` names the real client (`server.trusted_proxies`).
+    let trustedProxies: [AddressPrefix]
     private var listener: Listener?
     private var tlsListener: Listener?
     private var connections: ContiguousArray<Connection?> = []
@@ -61,6 +63,7 @@ public final class Server {
         self.timeouts = ConnectionLifecycle.Timeouts(
             handshakeMs: Int64(config.handshakeTimeoutMs), pingIntervalMs: Int64(config.pingIntervalMs),
             pongTimeoutMs: Int64(config.pongTimeoutMs), closeTimeoutMs: Int64(config.closeTimeoutMs))
+        self.trustedProxies = config.trustedProxies.compactMap(AddressPrefix.init(parsing:))
         self.policies = SendPolicies(maxQueuedBytes: config.maxOutputBufferBytes, maxTotalQueuedBytes: config.maxTotalOutputBytes,
                                      conflateAbove: config.conflateAboveBytes)
         loop.addEndOfTurnStep { [unowned self] in self.endOfTurn() }
@@ -166,15 +169,20 @@ public final class Server {
 
     /// Takes over a connected socket (from a listener, or a socketpair end in tests), with a TLS
     /// session when `tls` is given.
+    ///
+    /// `peer` (nil for a Unix socket) becomes the connection's address key at once, and stays only
+    /// as its keyed hash; a trusted proxy's `X-Forwarded-For` may replace it at the request head.
     @discardableResult
-    func adopt(fd: Int32, tls: TLSContext? = nil) -> Connection? {
+    func adopt(fd: Int32, tls: TLSContext? = nil, peer: PeerAddress? = nil) -> Connection? {
         if connectionCount >= config.maxConnections || shutdownRequested != nil {
             Glibc.close(fd)
             refusedCount += 1
             return nil
         }
         Socket.setNoDelay(fd)
-        let (connection, actions) = Connection.accepted(fd: fd, server: self, nowMs: monotonicMilliseconds())
+        let (connection, actions) = Connection.accepted(fd: fd, server: self, nowMs: monotonicMilliseconds(),
+                                                        addressKey: peer?.key ?? PeerAddress.localKey,
+                                                        viaTrustedProxy: peer.map { trustedProxies.contains($0) } ?? false)
         // Reading pauses while a connection's own output is backed up: an echo client that never
         // reads must not make us buffer without bound. It resumes when the output drains.
         connection.pauseReadingAbove = min(config.maxOutputBufferBytes / 2, 1 << 20)

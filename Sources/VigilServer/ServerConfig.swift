@@ -12,6 +12,8 @@ public struct ServerConfig: Equatable, Sendable {
     public var backlog = 1024
     public var maxConnections = 100_000
     public var shutdownGraceMs = 5_000
+    /// Reverse proxies (addresses or prefixes) whose `X-Forwarded-For` is believed for per-address budgets.
+    public var trustedProxies: [String] = []
     // tls
     /// The TLS (wss://) listener; nil (the default) for none.
     public var tlsListen: ListenAddress?

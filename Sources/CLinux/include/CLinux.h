@@ -57,8 +57,12 @@ int vigil_wait_readable(int fd, int timeout_ms);
 int vigil_eventfd_signal(int fd);
 int64_t vigil_eventfd_drain(int fd);
 
-/// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC; the peer address is discarded on purpose (no IPs in Vigil).
+/// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC; the peer address is discarded.
 int vigil_accept(int listen_fd);
+/// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC, copying the peer's IP address into `address16` (16
+/// bytes: an IPv4 address as ::ffff:a.b.c.d) so that the caller can key per-address budgets on it.
+/// `*has_address` is 0 for a peer without one (a Unix socket).
+int vigil_accept_peer(int listen_fd, uint8_t *address16, int *has_address);
 
 /// Raises RLIMIT_NOFILE's soft limit to its hard limit; returns the new soft limit (or -1).
 int64_t vigil_raise_nofile_limit(void);
