@@ -8,6 +8,12 @@ import VigilBytes
 /// pointer into the caller's buffer. Only a message that spans reads is copied, into a spill
 /// chunk that exists while that message is being assembled and until the next call after it was
 /// handed out; an idle connection keeps no storage here.
+///
+/// With permessage-deflate agreed (RFC 7692), a message whose first frame has RSV1 set is
+/// inflated chunk by chunk as it arrives (`CompressedMessage`), its text validated as it
+/// inflates, its inflated size held to the reader's message limit, and handed out whole like
+/// any other message; it is valid until the next call. Uncompressed messages, on the same
+/// connection or any other, take the zero-copy path above unchanged.
 public struct MessageAssembler {
     /// What the stream holds next.
     public enum Event {
@@ -33,13 +39,42 @@ public struct MessageAssembler {
     private var spill: ByteChunk?
     /// The spill chunk was handed out in the last `.message`: release it on the next call.
     private var spillHandedOut = false
+    /// A compressed message is being inflated.
+    private var inflating = false
+    /// The inflated message was handed out in the last `.message`: release it on the next call.
+    private var inflatedHandedOut = false
+    /// Inflation, when permessage-deflate was agreed.
+    private var compressed: CompressedMessage?
 
+    /// An assembler without compression: RSV1 is whatever `reader` allows (a reader built
+    /// with the default `allowedRSV` fails it with 1002).
     public init(reader: MessageReader) {
         self.reader = reader
     }
 
+    /// An assembler that inflates compressed messages with the agreed `inflation` parameters;
+    /// nil means none were agreed. `reader` must allow RSV1 (`allowedRSV: 0x40`) when
+    /// `inflation` is given; the inflated size limit is the reader's `maxMessageBytes`.
+    public init(reader: MessageReader, inflation: DeflateParameters?) {
+        self.reader = reader
+        if let inflation {
+            precondition(reader.decoder.allowedRSV & 0x40 != 0, "a reader that inflates must allow RSV1")
+            compressed = CompressedMessage(inflation, maxMessageBytes: Int(clamping: reader.maxMessageBytes))
+        }
+    }
+
+    /// An assembler with its reader: RSV1 allowed exactly when `inflation` is given, so a
+    /// compressed frame on a connection that agreed no compression stays a 1002.
+    public init(role: Role, maxMessageBytes: Int, inflation: DeflateParameters?) {
+        let reader = MessageReader(role: role, maxMessageBytes: maxMessageBytes, allowedRSV: inflation == nil ? 0 : 0x40)
+        self.init(reader: reader, inflation: inflation)
+    }
+
     /// Whether a data message is part-way assembled (a close now would cut it).
-    public var isMidMessage: Bool { single != nil || spill != nil }
+    public var isMidMessage: Bool { single != nil || spill != nil || inflating }
+
+    /// The connection's inflater, when compression was agreed (for memory accounting).
+    public var inflater: Inflater? { compressed?.inflater }
 
     /// Decodes from `buffer[offset...]` (unmasking in place) and returns the next event; call in
     /// a loop until `.needMore`, `.close` or `.failure`.
@@ -47,6 +82,10 @@ public struct MessageAssembler {
         if spillHandedOut {
             spill = nil
             spillHandedOut = false
+        }
+        if inflatedHandedOut {
+            inflatedHandedOut = false
+            compressed?.inflater.releaseOutput()
         }
         while true {
             switch reader.next(buffer, offset: &offset) {
@@ -57,10 +96,13 @@ public struct MessageAssembler {
                     keep(chunk)
                 }
                 return .needMore
-            case .messageStart(let k, _):
+            case .messageStart(let k, let isCompressed):
                 kind = k
+                if isCompressed, let error = startCompressed(k) { return fail(error) }
             case .messageData(let chunk):
-                if single == nil && spill == nil {
+                if inflating {
+                    if let error = compressed!.feed(chunk) { return fail(error) }
+                } else if single == nil && spill == nil {
                     single = chunk
                 } else {
                     if let first = single {
@@ -70,6 +112,7 @@ public struct MessageAssembler {
                     keep(chunk)
                 }
             case .messageEnd:
+                if inflating { return finishCompressed() }
                 if let chunk = single {
                     single = nil
                     return .message(kind, chunk)
@@ -93,11 +136,49 @@ public struct MessageAssembler {
         }
     }
 
-    /// Forgets a part-way message (the connection is closing).
+    /// Forgets a part-way message (the connection is closing), and with it any zlib state.
     public mutating func reset() {
         single = nil
         spill = nil
         spillHandedOut = false
+        if let compressed {
+            if inflating { reader.validatesText = compressed.readerValidatedText }
+            compressed.inflater.discard()
+        }
+        inflating = false
+        inflatedHandedOut = false
+    }
+
+    /// RSV1 on a message's first frame: inflate it. The reader would validate the compressed
+    /// bytes as text, so its validation is off for this message (see `validatesText`).
+    private mutating func startCompressed(_ kind: MessageKind) -> WireError? {
+        // A reader allowed RSV1 without an agreement: compressed data cannot be read (§6).
+        guard let compressed else { return .reservedBitsSet }
+        compressed.start(kind, readerValidates: reader.validatesText)
+        reader.validatesText = false
+        inflating = true
+        return nil
+    }
+
+    /// The compressed message's last frame ended: inflate the tail and hand the message out.
+    private mutating func finishCompressed() -> Event {
+        let compressed = compressed!
+        inflating = false
+        reader.validatesText = compressed.readerValidatedText
+        switch compressed.finish() {
+        case .success(let bytes):
+            inflatedHandedOut = true
+            return .message(kind, bytes)
+        case .failure(let error):
+            return fail(error)
+        }
+    }
+
+    /// A failure found here, not by the reader: terminal, like the reader's own.
+    private mutating func fail(_ error: WireError) -> Event {
+        reset()
+        _ = reader.fail(error)
+        return .failure(error)
     }
 
     /// Appends to the spill chunk, doubling it when full (the reader bounds the message size).
