@@ -37,12 +37,13 @@ public struct MessageAssembler {
     private var single: UnsafeRawBufferPointer?
     /// The message so far, once it spans reads (or has several chunks).
     private var spill: ByteChunk?
-    /// The spill chunk was handed out in the last `.message`: release it on the next call.
-    private var spillHandedOut = false
+    /// Why `next` cannot take the plain path: bits of `Detour`. One byte tested once per call,
+    /// where a "spill handed out" flag was tested before compression existed, so a connection
+    /// that agreed no compression runs exactly the loop it ran then (measured: the same
+    /// instruction count per message, see benchmarks/deflate_bench.sh).
+    private var detour: UInt8 = 0
     /// A compressed message is being inflated.
     private var inflating = false
-    /// The inflated message was handed out in the last `.message`: release it on the next call.
-    private var inflatedHandedOut = false
     /// Inflation, when permessage-deflate was agreed.
     private var compressed: CompressedMessage?
 
@@ -50,6 +51,8 @@ public struct MessageAssembler {
     /// with the default `allowedRSV` fails it with 1002).
     public init(reader: MessageReader) {
         self.reader = reader
+        // A reader that lets RSV1 through with nothing to inflate: the detour fails such messages.
+        if reader.decoder.allowedRSV & 0x40 != 0 { detour = Detour.compression }
     }
 
     /// An assembler that inflates compressed messages with the agreed `inflation` parameters;
@@ -60,6 +63,7 @@ public struct MessageAssembler {
         if let inflation {
             precondition(reader.decoder.allowedRSV & 0x40 != 0, "a reader that inflates must allow RSV1")
             compressed = CompressedMessage(inflation, maxMessageBytes: Int(clamping: reader.maxMessageBytes))
+            detour = Detour.compression
         }
     }
 
@@ -79,14 +83,32 @@ public struct MessageAssembler {
     /// Decodes from `buffer[offset...]` (unmasking in place) and returns the next event; call in
     /// a loop until `.needMore`, `.close` or `.failure`.
     public mutating func next(_ buffer: UnsafeMutableRawBufferPointer, offset: inout Int) -> Event {
-        if spillHandedOut {
-            spill = nil
-            spillHandedOut = false
-        }
-        if inflatedHandedOut {
-            inflatedHandedOut = false
-            compressed?.inflater.releaseOutput()
-        }
+        if detour != 0 { return nextByDetour(buffer, &offset) }
+        return assemble(buffer, &offset, inflates: false)
+    }
+
+    /// Bits of `detour`.
+    private enum Detour {
+        /// The last `.message` handed out our spill chunk: release it.
+        static let spillHandedOut: UInt8 = 1
+        /// The last `.message` handed out the inflater's output: release it.
+        static let inflatedHandedOut: UInt8 = 2
+        /// The reader may report compressed messages: take the inflating loop.
+        static let compression: UInt8 = 4
+    }
+
+    @inline(never)
+    private mutating func nextByDetour(_ buffer: UnsafeMutableRawBufferPointer, _ offset: inout Int) -> Event {
+        if detour & Detour.spillHandedOut != 0 { spill = nil }
+        if detour & Detour.inflatedHandedOut != 0 { compressed?.inflater.releaseOutput() }
+        detour &= Detour.compression
+        return detour != 0 ? assemble(buffer, &offset, inflates: true) : assemble(buffer, &offset, inflates: false)
+    }
+
+    /// The assembly loop, in two copies: `inflates` is a constant at both call sites, so the
+    /// plain copy has none of the compressed path's tests.
+    @inline(__always)
+    private mutating func assemble(_ buffer: UnsafeMutableRawBufferPointer, _ offset: inout Int, inflates: Bool) -> Event {
         while true {
             switch reader.next(buffer, offset: &offset) {
             case .needMore:
@@ -98,10 +120,10 @@ public struct MessageAssembler {
                 return .needMore
             case .messageStart(let k, let isCompressed):
                 kind = k
-                if isCompressed, let error = startCompressed(k) { return fail(error) }
+                if inflates && isCompressed, let error = startCompressed(k) { return fail(error) }
             case .messageData(let chunk):
-                if inflating {
-                    if let error = compressed!.feed(chunk) { return fail(error) }
+                if inflates && inflating {
+                    if let error = feedCompressed(chunk) { return fail(error) }
                 } else if single == nil && spill == nil {
                     single = chunk
                 } else {
@@ -112,13 +134,13 @@ public struct MessageAssembler {
                     keep(chunk)
                 }
             case .messageEnd:
-                if inflating { return finishCompressed() }
                 if let chunk = single {
                     single = nil
                     return .message(kind, chunk)
                 }
+                if inflates && inflating { return finishCompressed() }
                 if let whole = spill {
-                    spillHandedOut = true
+                    detour |= Detour.spillHandedOut
                     return .message(kind, whole.bytes)
                 }
                 return .message(kind, UnsafeRawBufferPointer(start: nil, count: 0))
@@ -140,17 +162,18 @@ public struct MessageAssembler {
     public mutating func reset() {
         single = nil
         spill = nil
-        spillHandedOut = false
+        detour &= Detour.compression
         if let compressed {
             if inflating { reader.validatesText = compressed.readerValidatedText }
             compressed.inflater.discard()
         }
         inflating = false
-        inflatedHandedOut = false
     }
 
     /// RSV1 on a message's first frame: inflate it. The reader would validate the compressed
     /// bytes as text, so its validation is off for this message (see `validatesText`).
+    /// Out of line, like the rest of the compressed path, to keep `next` as small as it was.
+    @inline(never)
     private mutating func startCompressed(_ kind: MessageKind) -> WireError? {
         // A reader allowed RSV1 without an agreement: compressed data cannot be read (§6).
         guard let compressed else { return .reservedBitsSet }
@@ -160,14 +183,21 @@ public struct MessageAssembler {
         return nil
     }
 
+    /// The next compressed chunk of the message.
+    @inline(never)
+    private func feedCompressed(_ chunk: UnsafeRawBufferPointer) -> WireError? {
+        compressed!.feed(chunk)
+    }
+
     /// The compressed message's last frame ended: inflate the tail and hand the message out.
+    @inline(never)
     private mutating func finishCompressed() -> Event {
         let compressed = compressed!
         inflating = false
         reader.validatesText = compressed.readerValidatedText
         switch compressed.finish() {
         case .success(let bytes):
-            inflatedHandedOut = true
+            detour |= Detour.inflatedHandedOut
             return .message(kind, bytes)
         case .failure(let error):
             return fail(error)
@@ -175,6 +205,7 @@ public struct MessageAssembler {
     }
 
     /// A failure found here, not by the reader: terminal, like the reader's own.
+    @inline(never)
     private mutating func fail(_ error: WireError) -> Event {
         reset()
         _ = reader.fail(error)
