@@ -2,8 +2,9 @@
 // benchmarks/deflate_bench.sh together with the VigilWire sources (so no import of VigilWire).
 //
 //   deflatebench plain N       N passes over 1,000 masked 64-byte text frames (uncompressed path)
-//   deflatebench echo N        N compressed echoes: a 300-byte client message inflated by the
-//                              assembler, its reply compressed by a shared Deflater into a reused buffer
+//   deflatebench echo N [MEM]  N compressed echoes: a 300-byte client message inflated by the
+//                              assembler (with the loop's InflaterPool), its reply compressed by a
+//                              shared Deflater of memory level MEM (default 8) into a reused buffer
 // Prints nanoseconds per message. Run under valgrind with two N to count allocations per message.
 import Glibc
 import VigilBytes
@@ -15,7 +16,7 @@ struct DeflateBench {
         let mode = args.count > 1 ? args[1] : "plain"
         let n = args.count > 2 ? Int(args[2]) ?? 100 : 100
         switch mode {
-        case "echo": echo(n)
+        case "echo": echo(n, memoryLevel: args.count > 3 ? Int(args[3]) ?? 8 : 8)
         default: plain(n)
         }
     }
@@ -35,6 +36,24 @@ struct DeflateBench {
         return UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_nsec)
     }
 
+    /// Reads `pristine` (copied into `work` first: unmasking is in place) `passes` times.
+    static func drive(_ assembler: inout MessageAssembler, _ pristine: [UInt8], _ work: inout [UInt8], _ passes: Int,
+                      _ onMessage: (UnsafeRawBufferPointer) -> Void) {
+        for _ in 0..<passes {
+            work.withUnsafeMutableBytes { buffer in
+                _ = pristine.withUnsafeBytes { buffer.copyMemory(from: $0) }
+                var offset = 0
+                while true {
+                    switch assembler.next(buffer, offset: &offset) {
+                    case .message(_, let m): onMessage(m)
+                    case .needMore: return
+                    default: fatalError("unexpected event")
+                    }
+                }
+            }
+        }
+    }
+
     /// The uncompressed path: built with `init(reader:)`, which exists before and after
     /// permessage-deflate, so the same source measures both.
     static func plain(_ passes: Int) {
@@ -45,29 +64,16 @@ struct DeflateBench {
         var messages = 0
         var bytes = 0
         let start = now()
-        for _ in 0..<passes {
-            work.withUnsafeMutableBytes { buffer in
-                _ = pristine.withUnsafeBytes { buffer.copyMemory(from: $0) }
-                var offset = 0
-                while true {
-                    switch assembler.next(buffer, offset: &offset) {
-                    case .message(_, let m):
-                        messages += 1
-                        bytes += m.count
-                    case .needMore:
-                        return
-                    default:
-                        fatalError("unexpected event")
-                    }
-                }
-            }
+        drive(&assembler, pristine, &work, passes) { m in
+            messages += 1
+            bytes += m.count
         }
         let ns = Double(now() - start) / Double(max(1, messages))
         print("plain: \(messages) messages, \(bytes) bytes, \(tenths(ns)) ns/message")
     }
 
-    static func echo(_ count: Int) {
-        let settings = DeflateSettings()
+    static func echo(_ count: Int, memoryLevel: Int) {
+        let settings = DeflateSettings(memoryLevel: memoryLevel)
         let parameters = DeflateParameters(serverNoContextTakeover: true, clientNoContextTakeover: true,
                                            serverMaxWindowBits: 15, clientMaxWindowBits: 15)
         let client = Deflater(Deflater.Configuration(parameters, settings))!
@@ -77,30 +83,17 @@ struct DeflateBench {
         let n = text.withUnsafeBytes { m in compressed.withUnsafeMutableBytes { client.compress(m, into: $0) } }!
         let pristine = frame(Array(compressed[..<n]), rsv1: true)
         var work = pristine
-        var assembler = MessageAssembler(role: .server, maxMessageBytes: 1 << 20, inflation: parameters)
+        var assembler = MessageAssembler(role: .server, maxMessageBytes: 1 << 20, inflation: parameters, pool: InflaterPool())
         let server = Deflater(Deflater.Configuration(parameters, settings), minimumMessageBytes: settings.minimumMessageBytes)!
         let reply = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
         defer { reply.deallocate() }
         var out = 0
         let start = now()
-        for _ in 0..<count {
-            work.withUnsafeMutableBytes { buffer in
-                _ = pristine.withUnsafeBytes { buffer.copyMemory(from: $0) }
-                var offset = 0
-                while true {
-                    switch assembler.next(buffer, offset: &offset) {
-                    case .message(_, let m):
-                        precondition(m.count == text.count && server.shouldCompress(m.count))
-                        out += server.compress(m, into: reply)!
-                    case .needMore:
-                        return
-                    default:
-                        fatalError("unexpected event")
-                    }
-                }
-            }
+        drive(&assembler, pristine, &work, count) { m in
+            precondition(m.count == text.count && server.shouldCompress(m.count))
+            out += server.compress(m, into: reply)!
         }
         let ns = Double(now() - start) / Double(max(1, count))
-        print("echo: \(count) messages of \(text.count) bytes (\(n) compressed, replies \(out / max(1, count))), \(Int(ns)) ns/message")
+        print("echo (memLevel \(memoryLevel)): \(count) messages of \(text.count) bytes (\(n) compressed, replies \(out / max(1, count))), \(Int(ns)) ns/message")
     }
 }

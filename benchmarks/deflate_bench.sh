@@ -17,7 +17,7 @@ swiftc "${FLAGS[@]}" -module-name DeflateBench "${common[@]}" "$ROOT"/Sources/Vi
 # The base revision's VigilWire, for the plain path only (it has no Deflater: the echo mode is
 # compiled out by building only the plain half).
 git -C "$ROOT" archive "$BASE" Sources/VigilWire | tar -x -C "$OUT/base-wire"
-sed -e '/case "echo": echo(n)/d' -e '/static func echo/,$d' "$ROOT/benchmarks/DeflateBench.swift" > "$OUT/PlainBench.swift"
+sed -e '/case "echo": echo(n/d' -e '/static func echo/,$d' "$ROOT/benchmarks/DeflateBench.swift" > "$OUT/PlainBench.swift"
 echo "}" >> "$OUT/PlainBench.swift"
 swiftc "${FLAGS[@]}" -module-name DeflateBench "${common[@]}" "$OUT"/base-wire/Sources/VigilWire/*.swift \
     "$OUT/PlainBench.swift" -o "$OUT/plainbench-base"
@@ -31,7 +31,7 @@ for binary in plainbench-base deflatebench; do
   a=$(instructions "$OUT/$binary" plain 100); b=$(instructions "$OUT/$binary" plain 300)
   echo "uncompressed path, $binary: $(( (b - a) / 200 )) instructions per 1,000 messages (callgrind)"
 done
-for run in 1 2 3; do "$OUT/deflatebench" echo 200000; done
+for memory in 8 1; do for run in 1 2 3; do "$OUT/deflatebench" echo 200000 "$memory"; done; done
 count() { valgrind --tool=memcheck --leak-check=no "$OUT/deflatebench" echo "$1" 2>&1 >/dev/null \
             | sed -n 's/.*total heap usage: \([0-9,]*\) allocs.*/\1/p' | tr -d ,; }
 a=$(count 1000); b=$(count 11000)

@@ -16,10 +16,10 @@ final class CompressedMessage {
     /// The reader's `validatesText` before this message turned it off.
     private(set) var readerValidatedText = true
 
-    init(_ parameters: DeflateParameters, maxMessageBytes: Int) {
+    init(_ parameters: DeflateParameters, maxMessageBytes: Int, pool: InflaterPool?) {
         inflater = Inflater(windowBits: parameters.inflateWindowBits,
                             noContextTakeover: parameters.clientNoContextTakeover,
-                            maxMessageBytes: maxMessageBytes)
+                            maxMessageBytes: maxMessageBytes, pool: pool)
     }
 
     /// A compressed message begins; `readerValidates` is the reader's setting, which the

@@ -17,7 +17,8 @@ import Glibc
 /// output buffer while a message is assembled and handed out. With no context takeover the
 /// zlib state is freed at the end of every message, so an idle connection holds none; with
 /// context takeover the window must survive between messages (§7.2.3.2) and is kept. Measured
-/// per window size in `InflaterTests.memoryPerWindow`.
+/// per window size in `InflaterTests.lazyStateAndMemoryPerWindow`. With an `InflaterPool`, what
+/// is "freed" goes back to the loop's pool instead, so the steady state allocates nothing.
 ///
 /// A class: the zlib stream lives at a fixed address and has exactly one owner, the
 /// connection's `MessageAssembler`.
@@ -30,6 +31,8 @@ public final class Inflater {
     public let maxMessageBytes: Int
 
     private var zlib: ZlibStream?
+    /// Where freed streams and buffers go, and come from; nil: malloc and free.
+    private let pool: InflaterPool?
     /// A message's input has been fed since the last `finishMessage`.
     private var inMessage = false
     /// The DEFLATE stream ended (a block with BFINAL set, §7.2.3.4): the rest of the message's
@@ -41,15 +44,16 @@ public final class Inflater {
     /// Inflated bytes of the current message.
     public private(set) var count = 0
 
-    public init(windowBits: Int, noContextTakeover: Bool, maxMessageBytes: Int) {
+    public init(windowBits: Int, noContextTakeover: Bool, maxMessageBytes: Int, pool: InflaterPool? = nil) {
         self.windowBits = DeflateSettings.clamp(windowBits, 9, 15)
         self.noContextTakeover = noContextTakeover
         self.maxMessageBytes = max(0, maxMessageBytes)
+        self.pool = pool
     }
 
     deinit {
         endStream()
-        buffer?.deallocate()
+        releaseOutput()
     }
 
     /// The inflated bytes of the current message so far, valid until the next call that
@@ -93,10 +97,14 @@ public final class Inflater {
     /// Forgets the output (the caller is done with it) and frees its buffer, so an idle
     /// connection keeps none.
     public func releaseOutput() {
-        buffer?.deallocate()
+        if let buffer { give(UnsafeMutableRawBufferPointer(start: buffer, count: capacity)) }
         buffer = nil
         capacity = 0
         count = 0
+    }
+
+    private func give(_ old: UnsafeMutableRawBufferPointer) {
+        if let pool { pool.park(old) } else { old.deallocate() }
     }
 
     /// Drops a part-way message and all zlib state (the connection is closing, or failed).
@@ -119,6 +127,10 @@ public final class Inflater {
             return inflateReset(zlib.stream) == Z_OK ? nil : .invalidCompressedData
         }
         guard zlib == nil else { return nil }
+        if let parked = pool?.takeStream(windowBits: windowBits) {
+            zlib = parked
+            return nil
+        }
         let stream = ZlibStream()
         guard vigil_inflate_init_raw(stream.stream, Int32(windowBits)) == Z_OK else {
             stream.deallocate()
@@ -130,21 +142,20 @@ public final class Inflater {
     }
 
     /// Feeds `n` bytes at `input` to zlib until it has taken them all and has nothing more to
-    /// write, growing the output up to the limit.
+    /// write, growing the output up to the limit. zlib's input fields are always set from
+    /// `input` here, never trusted from an earlier call: a stream that failed (and was parked)
+    /// still points at that call's bytes.
     private func run(_ input: UnsafeRawPointer, _ n: Int) -> WireError? {
         guard let z = zlib?.stream else { return .invalidCompressedData }
         var input = input
         var left = n
-        while left > 0 || z.pointee.avail_in > 0 {
-            if streamEnded { return nil }
-            // avail_in is 32-bit: feed at most 1 GiB at a time.
-            if z.pointee.avail_in == 0 {
-                let take = min(left, 1 << 30)
-                z.pointee.next_in = UnsafeMutablePointer(mutating: input.assumingMemoryBound(to: UInt8.self))
-                z.pointee.avail_in = UInt32(take)
-                input += take
-                left -= take
-            }
+        while left > 0 && !streamEnded {
+            // avail_in is 32-bit: feed at most 1 GiB at a time; drain takes all of it.
+            let take = min(left, 1 << 30)
+            z.pointee.next_in = UnsafeMutablePointer(mutating: input.assumingMemoryBound(to: UInt8.self))
+            z.pointee.avail_in = UInt32(take)
+            input += take
+            left -= take
             if let error = drain(z) { return error }
         }
         return nil
@@ -191,15 +202,24 @@ public final class Inflater {
         }
     }
 
-    /// Doubles the output buffer, at most to the limit. False when already at the limit.
+    /// Doubles the output buffer, at most to the limit (or takes a pool's buffer for the first
+    /// bytes of a message). False when already at the limit.
     private func grow() -> Bool {
         guard capacity < maxMessageBytes else { return false }
+        if buffer == nil, let parked = pool?.takeBuffer() {
+            if parked.count > 0 {
+                buffer = parked.baseAddress
+                capacity = min(parked.count, maxMessageBytes)
+                return true
+            }
+            parked.deallocate()
+        }
         let wanted = max(capacity * 2, Inflater.initialCapacity)
         let next = min(wanted, maxMessageBytes)
         let grown = UnsafeMutableRawPointer.allocate(byteCount: next, alignment: 16)
         if let old = buffer {
             grown.copyMemory(from: old, byteCount: count)
-            old.deallocate()
+            give(UnsafeMutableRawBufferPointer(start: old, count: capacity))
         }
         buffer = grown
         capacity = next
@@ -216,10 +236,14 @@ public final class Inflater {
 
     private func endStream() {
         guard let zlib else { return }
+        self.zlib = nil
+        streamEnded = false
+        if let pool {
+            pool.park(zlib, windowBits: windowBits)
+            return
+        }
         retiredAllocations += zlib.allocations
         inflateEnd(zlib.stream)
         zlib.deallocate()
-        self.zlib = nil
-        streamEnded = false
     }
 }

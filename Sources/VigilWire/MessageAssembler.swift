@@ -57,21 +57,23 @@ public struct MessageAssembler {
 
     /// An assembler that inflates compressed messages with the agreed `inflation` parameters;
     /// nil means none were agreed. `reader` must allow RSV1 (`allowedRSV: 0x40`) when
-    /// `inflation` is given; the inflated size limit is the reader's `maxMessageBytes`.
-    public init(reader: MessageReader, inflation: DeflateParameters?) {
+    /// `inflation` is given; the inflated size limit is the reader's `maxMessageBytes`. With a
+    /// `pool` (the loop's), the inflater's zlib state and output buffer come from it and go
+    /// back to it between messages instead of malloc and free.
+    public init(reader: MessageReader, inflation: DeflateParameters?, pool: InflaterPool? = nil) {
         self.reader = reader
         if let inflation {
             precondition(reader.decoder.allowedRSV & 0x40 != 0, "a reader that inflates must allow RSV1")
-            compressed = CompressedMessage(inflation, maxMessageBytes: Int(clamping: reader.maxMessageBytes))
+            compressed = CompressedMessage(inflation, maxMessageBytes: Int(clamping: reader.maxMessageBytes), pool: pool)
             detour = Detour.compression
         }
     }
 
     /// An assembler with its reader: RSV1 allowed exactly when `inflation` is given, so a
     /// compressed frame on a connection that agreed no compression stays a 1002.
-    public init(role: Role, maxMessageBytes: Int, inflation: DeflateParameters?) {
+    public init(role: Role, maxMessageBytes: Int, inflation: DeflateParameters?, pool: InflaterPool? = nil) {
         let reader = MessageReader(role: role, maxMessageBytes: maxMessageBytes, allowedRSV: inflation == nil ? 0 : 0x40)
-        self.init(reader: reader, inflation: inflation)
+        self.init(reader: reader, inflation: inflation, pool: pool)
     }
 
     /// Whether a data message is part-way assembled (a close now would cut it).

@@ -192,3 +192,44 @@ import VigilTestSupport
         }
     }
 }
+
+/// The loop's pool of inflate streams and output buffers.
+@Suite struct InflaterPoolTests {
+    @Test func streamsAndBuffersGoBackToThePool() {
+        let pool = InflaterPool(maxStreams: 2, maxBuffers: 2, maxBufferBytes: 4096)
+        let a = Inflater(windowBits: 15, noContextTakeover: true, maxMessageBytes: 1 << 20, pool: pool)
+        let b = Inflater(windowBits: 15, noContextTakeover: true, maxMessageBytes: 1 << 20, pool: pool)
+        let hello = Array("Hello".utf8)
+        #expect(inflate(a, RFC7692.hello).bytes == hello)
+        // The stream and the buffer are parked, not freed; the connection holds nothing.
+        #expect(a.heapBytes == 0)
+        let parked = pool.heapBytes
+        #expect(parked > 32 * 1024)
+        // Another connection's message reuses them: the pool neither grows nor shrinks.
+        for _ in 0..<10 {
+            #expect(inflate(b, RFC7692.hello).bytes == hello)
+            #expect(inflate(a, RFC7692.helloStored).bytes == hello)
+        }
+        #expect(pool.heapBytes == parked)
+        // A parked stream was reset: a back-reference into the last message's window fails.
+        #expect(inflate(b, RFC7692.helloAgain).error == .invalidCompressedData)
+        let again = inflate(b, RFC7692.hello)
+        #expect(again.bytes == hello, "\(String(describing: again.error))") // and a failed stream is reusable too
+    }
+
+    @Test func windowSizesAreKeptApartAndThePoolIsBounded() {
+        let pool = InflaterPool(maxStreams: 1, maxBuffers: 1, maxBufferBytes: 2048)
+        let small = Inflater(windowBits: 9, noContextTakeover: true, maxMessageBytes: 1 << 20, pool: pool)
+        let large = Inflater(windowBits: 15, noContextTakeover: true, maxMessageBytes: 1 << 20, pool: pool)
+        var rng = SplitMix64(state: 31)
+        let big = sampleMessage(&rng, count: 10_000)
+        #expect(inflate(small, deflate(makeDeflater(window: 9), big)).bytes == big)
+        // One 9-bit stream parked; its grown output buffer is over the size kept, so it was freed.
+        #expect(pool.heapBytes < 9 * 1024)
+        #expect(pool.takeStream(windowBits: 15) == nil)
+        #expect(inflate(large, RFC7692.hello).bytes == Array("Hello".utf8))
+        // The pool holds one stream at most: the 15-bit one was freed, the 9-bit one stays.
+        #expect(pool.heapBytes < 9 * 1024)
+        #expect(pool.takeStream(windowBits: 9) != nil)
+    }
+}

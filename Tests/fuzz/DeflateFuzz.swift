@@ -49,9 +49,13 @@ func fuzzNegotiation(_ rest: UnsafeBufferPointer<UInt8>, _ selector: UInt8) {
     precondition(again?.parameters == p && again?.responseHeader == agreement.responseHeader)
 }
 
-/// Feeds chunks to an inflating assembler, checking every event; returns the messages.
-func fuzzAssemble(_ assembler: inout MessageAssembler, _ chunks: [[UInt8]]) -> [(MessageKind, [UInt8])]? {
-    var messages: [(MessageKind, [UInt8])] = []
+/// What an assembler made of a stream: each message as its kind's byte then its bytes, and a
+/// failure as 0xEE then its close code, so two runs compare with ==.
+typealias FuzzOutcome = [[UInt8]]
+
+/// Feeds chunks to an inflating assembler, checking every event; returns what came out.
+func fuzzAssemble(_ assembler: inout MessageAssembler, _ chunks: [[UInt8]]) -> FuzzOutcome {
+    var outcome: FuzzOutcome = []
     for var chunk in chunks {
         let failed: Bool = chunk.withUnsafeMutableBytes { buffer in
             var offset = 0
@@ -65,8 +69,10 @@ func fuzzAssemble(_ assembler: inout MessageAssembler, _ chunks: [[UInt8]]) -> [
                 case .message(let kind, let bytes):
                     precondition(bytes.count <= fuzzMaxMessage)
                     precondition(kind == .binary || UTF8Validator.validate(bytes))
-                    messages.append((kind, Array(bytes)))
-                case .failure:
+                    outcome.append([kind == .text ? 1 : 2] + Array(bytes))
+                case .failure(let error):
+                    let code = error.closeCode.rawValue
+                    outcome.append([0xEE, UInt8(code >> 8), UInt8(code & 0xFF)])
                     return true
                 case .close:
                     return true
@@ -77,14 +83,27 @@ func fuzzAssemble(_ assembler: inout MessageAssembler, _ chunks: [[UInt8]]) -> [
         }
         // Whatever the input, the inflater holds at most a message and zlib's state.
         precondition((assembler.inflater?.heapBytes ?? 0) <= fuzzMaxMessage + 48 * 1024)
-        if failed { return nil }
+        if failed { break }
     }
-    return messages
+    return outcome
+}
+
+/// The stream read three times: with a pool (which the run fills, failures included), without
+/// one, and with the now used pool. Parked streams are reset, so all three must agree.
+func fuzzPooled(_ chunks: [[UInt8]], _ selector: UInt8) {
+    let pool = InflaterPool(maxStreams: 2, maxBuffers: 2, maxBufferBytes: 2048)
+    var outcomes: [FuzzOutcome] = []
+    for usePool in [true, false, true] {
+        var assembler = MessageAssembler(role: .client, maxMessageBytes: fuzzMaxMessage, inflation: fuzzParameters(selector),
+                                         pool: usePool ? pool : nil)
+        outcomes.append(fuzzAssemble(&assembler, chunks))
+    }
+    precondition(outcomes[0] == outcomes[1] && outcomes[1] == outcomes[2], "a pooled stream changed the outcome")
+    precondition(pool.heapBytes <= 2 * (8 * 1024 + (1 << 15)) + 2 * 2048)
 }
 
 func fuzzFrames(_ chunks: [[UInt8]], _ selector: UInt8) {
-    var assembler = MessageAssembler(role: .client, maxMessageBytes: fuzzMaxMessage, inflation: fuzzParameters(selector))
-    _ = fuzzAssemble(&assembler, chunks)
+    fuzzPooled(chunks, selector)
 }
 
 /// An unmasked server-to-client frame.
@@ -99,8 +118,7 @@ func fuzzCompressedPayload(_ chunks: [[UInt8]], _ selector: UInt8) {
     let frames = pieces.enumerated().map { i, piece in
         fuzzFrame(i == 0 ? opcode : .continuation, piece, fin: i == pieces.count - 1, rsv1: i == 0)
     }
-    var assembler = MessageAssembler(role: .client, maxMessageBytes: fuzzMaxMessage, inflation: fuzzParameters(selector))
-    _ = fuzzAssemble(&assembler, frames)
+    fuzzPooled(frames, selector)
 }
 
 /// The message deflated twice in a row (the second time over the first one's window when
@@ -129,10 +147,11 @@ func fuzzRoundTrip(_ message: [UInt8], _ selector: UInt8) {
     let step = 1 + Int(selector & 0x1F) * 7
     let chunks = stride(from: 0, to: stream.count, by: step).map { Array(stream[$0..<min($0 + step, stream.count)]) }
     var assembler = MessageAssembler(role: .client, maxMessageBytes: fuzzMaxMessage, inflation: parameters)
-    let messages = fuzzAssemble(&assembler, chunks)
+    let outcome = fuzzAssemble(&assembler, chunks)
     if message.count <= fuzzMaxMessage {
-        precondition(messages?.count == 2 && messages!.allSatisfy { $0.0 == kind && $0.1 == message }, "round trip differs")
+        let expected = [kind == .text ? 1 : 2] + message
+        precondition(outcome == [expected, expected], "round trip differs")
     } else {
-        precondition(messages == nil, "an oversized message passed")
+        precondition(outcome == [[0xEE, 0x03, 0xF1]], "an oversized message passed") // 1009
     }
 }
