@@ -9,8 +9,10 @@ import Glibc
 /// Bounded: the output never exceeds `maxMessageBytes`; the byte that would is detected with
 /// a one-byte probe and reported as `messageTooBig`, so a zip bomb costs at most that much
 /// memory and CPU linear in what was read. Corrupt DEFLATE data is `invalidCompressedData`
-/// (1007). After either failure the zlib state is freed and the inflater must not be fed the
-/// rest of that message (the connection is failing anyway).
+/// (1007). After either failure the zlib state is freed (or parked) and the inflater must not
+/// be fed the rest of that message (the connection is failing anyway). A message cut short
+/// inside a DEFLATE block is not detected (neither do other servers): its text is still
+/// UTF-8-checked, and without context takeover nothing of it reaches the next message.
 ///
 /// Memory, all lazy: no zlib state until the first compressed message; then zlib's inflate
 /// state (~7 KiB) plus, from the first output, its window (2^windowBits bytes), plus the
@@ -94,8 +96,8 @@ public final class Inflater {
         return nil
     }
 
-    /// Forgets the output (the caller is done with it) and frees its buffer, so an idle
-    /// connection keeps none.
+    /// Forgets the output (the caller is done with it) and frees its buffer (or parks it in the
+    /// pool), so an idle connection keeps none.
     public func releaseOutput() {
         if let buffer { give(UnsafeMutableRawBufferPointer(start: buffer, count: capacity)) }
         buffer = nil

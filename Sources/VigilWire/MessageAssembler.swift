@@ -31,6 +31,8 @@ public struct MessageAssembler {
     }
 
     /// The frame-level decoder (settable, e.g. to turn text validation off in a load client).
+    /// Whether RSV1 is inflated or refused is decided by the reader given to `init`: a reader
+    /// swapped in later with other `allowedRSV` is not looked at again.
     public var reader: MessageReader
     private var kind: MessageKind = .text
     /// The message's only chunk so far, still in the caller's buffer.
@@ -39,16 +41,17 @@ public struct MessageAssembler {
     private var spill: ByteChunk?
     /// Why `next` cannot take the plain path: bits of `Detour`. One byte tested once per call,
     /// where a "spill handed out" flag was tested before compression existed, so a connection
-    /// that agreed no compression runs exactly the loop it ran then (measured: the same
-    /// instruction count per message, see benchmarks/deflate_bench.sh).
+    /// that agreed no compression runs the loop it ran then (callgrind: 758 instructions per
+    /// 64-byte message against 757 before; benchmarks/deflate_bench.sh).
     private var detour: UInt8 = 0
     /// A compressed message is being inflated.
     private var inflating = false
     /// Inflation, when permessage-deflate was agreed.
     private var compressed: CompressedMessage?
 
-    /// An assembler without compression: RSV1 is whatever `reader` allows (a reader built
-    /// with the default `allowedRSV` fails it with 1002).
+    /// An assembler without compression. A message with RSV1 fails with 1002: in the reader
+    /// when it was built with the default `allowedRSV`, here when it allows RSV1 (there is
+    /// nothing to inflate with).
     public init(reader: MessageReader) {
         self.reader = reader
         // A reader that lets RSV1 through with nothing to inflate: the detour fails such messages.
