@@ -26,6 +26,12 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
+        // zlib's raw DEFLATE streams for permessage-deflate (RFC 7692); the shim wraps the init macros.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         // A heap block of bytes shared by reference: written once (a JSON event, a frame), queued on many sockets.
         .target(name: "VigilBytes"),
         // The reactor: epoll, byte streams, timers, signals, inboxes, output buffers. Knows fds and bytes, nothing of WebSocket.
@@ -33,8 +39,9 @@ let package = Package(
             name: "VigilLoop",
             dependencies: ["CLinux", "COpenSSL", "VigilBytes", .product(name: "DequeModule", package: "swift-collections")]
         ),
-        // Pure protocol over bytes: HTTP/1.1 request parsing, the RFC 6455 handshake, frames, messages, UTF-8, close codes.
-        .target(name: "VigilWire", dependencies: ["COpenSSL", "VigilBytes"]),
+        // Pure protocol over bytes: HTTP/1.1 request parsing, the RFC 6455 handshake, frames, messages, UTF-8, close codes,
+        // permessage-deflate (RFC 7692) negotiation and its zlib streams.
+        .target(name: "VigilWire", dependencies: ["COpenSSL", "CZlib", "VigilBytes"]),
         // Pure geometry: geohash encode/decode/neighbours, areas (bbox, circle), covers, distances.
         .target(name: "VigilGeo"),
         // The domain: pins, channels and fan-out, the JSON wire messages. No sockets.

@@ -64,8 +64,11 @@ public enum Handshake {
             key: key, subprotocol: selected, extensions: head.values("sec-websocket-extensions")))
     }
 
-    /// The 101 response completing the handshake (§4.2.2 item 5).
-    public static func response(accept: String, subprotocol: String?, extraHeaders: [(String, String)] = []) -> [UInt8] {
+    /// The 101 response completing the handshake (§4.2.2 item 5). `extensions` is the
+    /// `Sec-WebSocket-Extensions` value of the accepted extensions, e.g.
+    /// `PerMessageDeflate.Agreement.responseHeader`; nil sends none (§4.2.2 item 5.6).
+    public static func response(accept: String, subprotocol: String?, extensions: String? = nil,
+                                extraHeaders: [(String, String)] = []) -> [UInt8] {
         var headers: [(String, String)] = [
             ("Upgrade", "websocket"),
             ("Connection", "Upgrade"),
@@ -73,6 +76,9 @@ public enum Handshake {
         ]
         if let subprotocol {
             headers.append(("Sec-WebSocket-Protocol", subprotocol))
+        }
+        if let extensions {
+            headers.append(("Sec-WebSocket-Extensions", extensions))
         }
         headers.append(contentsOf: extraHeaders)
         return HTTPResponse(status: .switchingProtocols, headers: headers).serialize()

@@ -7,13 +7,15 @@ public enum SharedFrame {
     public static let headroom = 10
 
     /// Writes the frame header into the headroom in front of the chunk's payload and moves the
-    /// chunk's `start` to it, so the chunk's content becomes the whole frame.
-    public static func text(_ chunk: ByteChunk) -> ByteChunk {
+    /// chunk's `start` to it, so the chunk's content becomes the whole frame. `compressed` sets
+    /// RSV1: the payload is a permessage-deflate message (`Deflater`, RFC 7692 §6), which only
+    /// connections that agreed the deflater's configuration may be sent.
+    public static func text(_ chunk: ByteChunk, compressed: Bool = false) -> ByteChunk {
         let payload = chunk.count - chunk.start
         let header = FrameEncoder.headerSize(payloadCount: payload, masked: false)
         precondition(chunk.start >= header, "the writer kept no headroom for the frame header")
         chunk.start -= header
-        _ = FrameEncoder.writeHeader(into: chunk.base + chunk.start, opcode: .text, fin: true, rsv1: false,
+        _ = FrameEncoder.writeHeader(into: chunk.base + chunk.start, opcode: .text, fin: true, rsv1: compressed,
                                      payloadCount: payload, maskKey: nil)
         return chunk
     }

@@ -32,14 +32,21 @@ public enum WireError: Error, Equatable, Sendable {
     case nonMinimalLength
     /// A 64-bit payload length with its most significant bit set (§5.2).
     case lengthHighBitSet
+    /// A permessage-deflate message whose payload is not valid DEFLATE data (RFC 7692 §7.2.2).
+    /// 1007, like invalid UTF-8: the frames were sound, the message's content was not.
+    case invalidCompressedData
+    /// zlib could not allocate its state for a compressed message: our failure, not the peer's.
+    case compressionFailed
 
     /// The status code to send in the close frame that answers this failure.
     public var closeCode: CloseCode {
         switch self {
         case .messageTooBig:
             return .messageTooBig
-        case .invalidUTF8:
+        case .invalidUTF8, .invalidCompressedData:
             return .invalidPayload
+        case .compressionFailed:
+            return .internalError
         case .unmaskedFrame, .maskedFrameFromServer, .reservedBitsSet, .reservedOpcode,
              .controlFrameTooLong, .fragmentedControlFrame, .unexpectedContinuation,
              .expectedContinuation, .invalidCloseCode, .closePayloadTooShort,
@@ -66,6 +73,8 @@ public enum WireError: Error, Equatable, Sendable {
         case .closePayloadTooShort: return "close payload of 1 byte"
         case .nonMinimalLength: return "payload length not minimally encoded"
         case .lengthHighBitSet: return "64-bit payload length with high bit set"
+        case .invalidCompressedData: return "invalid compressed data"
+        case .compressionFailed: return "decompression unavailable"
         }
     }
 }

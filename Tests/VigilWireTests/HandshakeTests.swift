@@ -153,6 +153,28 @@ import Testing
         #expect(!plain.contains("Sec-WebSocket-Protocol") && plain.hasSuffix("X-A: 1\r\n\r\n"))
     }
 
+    @Test func responseWithExtensions() throws {
+        // The request's offer, negotiated, answered in the 101 (RFC 7692 §7, RFC 6455 §4.2.2).
+        let head = request { $0.append(("Sec-WebSocket-Extensions", "permessage-deflate; client_max_window_bits")) }
+        guard case .success(let upgrade) = Handshake.validate(head, supportedSubprotocols: []) else {
+            Issue.record("should validate")
+            return
+        }
+        let agreement = try PerMessageDeflate.negotiate(upgrade.extensions, settings: DeflateSettings(clientMaxWindowBits: 12))
+        let bytes = Handshake.response(accept: "x", subprotocol: nil, extensions: agreement?.responseHeader)
+        #expect(String(decoding: bytes, as: UTF8.self) == """
+            HTTP/1.1 101 Switching Protocols\r
+            Upgrade: websocket\r
+            Connection: Upgrade\r
+            Sec-WebSocket-Accept: x\r
+            Sec-WebSocket-Extensions: permessage-deflate; server_no_context_takeover; client_no_context_takeover; client_max_window_bits=12\r
+            \r
+
+            """)
+        let none = String(decoding: Handshake.response(accept: "x", subprotocol: "v1", extensions: nil), as: UTF8.self)
+        #expect(!none.contains("Sec-WebSocket-Extensions"))
+    }
+
     @Test func errorResponse() {
         let e = HandshakeError(status: .upgradeRequired, message: "need 13", headers: [("Sec-WebSocket-Version", "13")])
         let text = String(decoding: e.response().serialize(), as: UTF8.self)

@@ -7,7 +7,7 @@ import Testing
         .unmaskedFrame, .maskedFrameFromServer, .reservedBitsSet, .reservedOpcode(0xF),
         .controlFrameTooLong, .fragmentedControlFrame, .unexpectedContinuation, .expectedContinuation,
         .messageTooBig, .invalidUTF8, .invalidCloseCode(65535), .closePayloadTooShort,
-        .nonMinimalLength, .lengthHighBitSet,
+        .nonMinimalLength, .lengthHighBitSet, .invalidCompressedData, .compressionFailed,
     ]
 
     @Test func closeCodes() {
@@ -15,7 +15,8 @@ import Testing
             let expected: UInt16
             switch error {
             case .messageTooBig: expected = 1009
-            case .invalidUTF8: expected = 1007
+            case .invalidUTF8, .invalidCompressedData: expected = 1007
+            case .compressionFailed: expected = 1011
             default: expected = 1002
             }
             #expect(error.closeCode.rawValue == expected, "\(error)")

@@ -1,5 +1,5 @@
 // libFuzzer entry point for MessageReader and HTTPRequestParser; built and run by Tests/fuzz/run.
-// Compiled together with the VigilWire sources (see Tests/fuzz/run), so no import.
+// Compiled together with the VigilWire sources and FuzzChunks.swift (see Tests/fuzz/run), so no import.
 //
 // The first input byte picks the target (and the reader's role). The rest is a sequence of
 // chunks, each led by a byte that chooses its size, as uWebSockets' fuzzing/helpers.h does: 1-255
@@ -18,20 +18,6 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         fuzzRequestParser(chunks)
     }
     return 0
-}
-
-/// The chunks of `input`: a size byte, then that many bytes (0: the rest), again and again.
-func fuzzChunks(_ input: UnsafeBufferPointer<UInt8>) -> [[UInt8]] {
-    var chunks: [[UInt8]] = []
-    var at = 0
-    while at < input.count {
-        let lead = Int(input[at])
-        at += 1
-        let count = lead == 0 ? input.count - at : min(lead, input.count - at)
-        chunks.append(Array(input[at..<(at + count)]))
-        at += count
-    }
-    return chunks
 }
 
 /// Feeds every chunk to one reader until it fails; every event must leave the offset in the
