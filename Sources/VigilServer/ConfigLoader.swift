@@ -80,6 +80,14 @@ public enum ConfigLoader {
             ("max_total_output_bytes", .integer(1_048_576...(1 << 40), \.maxTotalOutputBytes)),
             ("echo", .boolean(\.echoEnabled)),
         ]),
+        ("compression", [
+            ("enabled", .boolean(\.compressionEnabled)),
+            ("server_max_window_bits", .integer(9...15, \.compressionServerMaxWindowBits)),
+            ("client_max_window_bits", .integer(9...15, \.compressionClientMaxWindowBits)),
+            ("memory_level", .integer(1...9, \.compressionMemoryLevel)),
+            ("level", .integer(1...9, \.compressionLevel)),
+            ("min_message_bytes", .integer(0...(64 * 1024 * 1024), \.compressionMinMessageBytes)),
+        ]),
         ("session", [
             ("messages_per_second", .integer(1...100_000, \.messagesPerSecond)),
             ("message_burst", .integer(1...1_000_000, \.messageBurst)),

@@ -27,6 +27,8 @@ public final class Connection: ByteStream {
     private var app: (any WebSocketApplication)?
     /// The subprotocol agreed in the handshake, if any.
     public private(set) var subprotocol: String?
+    /// The deflater setting agreed in the handshake (`Compression` slot; 0: no compression).
+    public private(set) var compressionSlot: UInt8 = 0
     /// The client's address as a keyed hash (`PeerAddress.key`), for budgets that a reconnect does
     /// not reset. The address itself is not kept.
     public private(set) var addressKey: UInt64
@@ -53,10 +55,14 @@ public final class Connection: ByteStream {
 
     // MARK: what the application may do
 
-    /// Sends one message as a single frame, if the connection is open and its policy admits it.
+    /// Sends one message as a single frame (compressed when this connection agreed to
+    /// permessage-deflate and it is worth it), if the connection is open and its policy admits it.
     @discardableResult
     public func send(_ opcode: Opcode, payload: UnsafeRawBufferPointer, traffic: TrafficClass = .reply) -> SendResult {
         guard lifecycle.isOpen else { return .dropped }
+        if compressionSlot != 0, let compressed = server.compression.compress(payload, slot: compressionSlot) {
+            return queueFrame(opcode, compressed, traffic, compressed: true)
+        }
         return queueFrame(opcode, payload, traffic)
     }
 
@@ -142,8 +148,21 @@ public final class Connection: ByteStream {
             case .respond(let response):
                 respond(response)
             case .upgrade(let upgrade, let application):
-                let response = Handshake.response(accept: Handshake.acceptValue(forKey: upgrade.key), subprotocol: upgrade.subprotocol)
+                let agreement: PerMessageDeflate.Agreement?
+                do {
+                    agreement = try PerMessageDeflate.negotiate(upgrade.extensions, settings: server.compression.settings)
+                } catch {
+                    respond(error.handshakeError.response())
+                    return
+                }
+                let response = Handshake.response(accept: Handshake.acceptValue(forKey: upgrade.key), subprotocol: upgrade.subprotocol,
+                                                  extensions: agreement?.responseHeader)
                 response.withUnsafeBytes { append($0) }
+                if let agreement {
+                    compressionSlot = server.compression.slot(for: agreement.parameters)
+                    messages = MessageAssembler(role: .server, maxMessageBytes: server.config.maxMessageBytes,
+                                                inflation: agreement.parameters, pool: server.compression.inflaters)
+                }
                 subprotocol = upgrade.subprotocol
                 perform(lifecycle.upgraded(nowMs: monotonicMilliseconds(), server.timeouts))
                 app = application
@@ -221,13 +240,13 @@ public final class Connection: ByteStream {
 
     /// Encodes one frame straight into the output queue, if the traffic class's policy admits it.
     @discardableResult
-    private func queueFrame(_ opcode: Opcode, _ payload: UnsafeRawBufferPointer, _ traffic: TrafficClass) -> SendResult {
+    private func queueFrame(_ opcode: Opcode, _ payload: UnsafeRawBufferPointer, _ traffic: TrafficClass, compressed: Bool = false) -> SendResult {
         let total = FrameEncoder.headerSize(payloadCount: payload.count, masked: false) + payload.count
         guard queuedBytes + total <= server.policies.budget(traffic, totalQueued: server.loop.queuedBytes) else {
             return overflow(traffic)
         }
         let p = reserve(total)
-        let header = FrameEncoder.writeHeader(into: p, opcode: opcode, fin: true, rsv1: false, payloadCount: payload.count, maskKey: nil)
+        let header = FrameEncoder.writeHeader(into: p, opcode: opcode, fin: true, rsv1: compressed, payloadCount: payload.count, maskKey: nil)
         if let src = payload.baseAddress, payload.count > 0 {
             (p + header).copyMemory(from: src, byteCount: payload.count)
         }

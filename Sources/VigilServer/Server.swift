@@ -24,6 +24,8 @@ public final class Server {
     let policies: SendPolicies
     /// Reverse proxies whose `X-Forwarded-For` names the real client (`server.trusted_proxies`).
     let trustedProxies: [AddressPrefix]
+    /// permessage-deflate: settings, shared deflaters, the inflater pool.
+    let compression: Compression
     private var listener: Listener?
     private var tlsListener: Listener?
     private var connections: ContiguousArray<Connection?> = []
@@ -64,6 +66,10 @@ public final class Server {
             handshakeMs: Int64(config.handshakeTimeoutMs), pingIntervalMs: Int64(config.pingIntervalMs),
             pongTimeoutMs: Int64(config.pongTimeoutMs), closeTimeoutMs: Int64(config.closeTimeoutMs))
         self.trustedProxies = config.trustedProxies.compactMap(AddressPrefix.init(parsing:))
+        self.compression = Compression(settings: DeflateSettings(
+            enabled: config.compressionEnabled, serverMaxWindowBits: config.compressionServerMaxWindowBits,
+            clientMaxWindowBits: config.compressionClientMaxWindowBits, memoryLevel: config.compressionMemoryLevel,
+            compressionLevel: config.compressionLevel, minimumMessageBytes: config.compressionMinMessageBytes))
         self.policies = SendPolicies(maxQueuedBytes: config.maxOutputBufferBytes, maxTotalQueuedBytes: config.maxTotalOutputBytes,
                                      conflateAbove: config.conflateAboveBytes)
         loop.addEndOfTurnStep { [unowned self] in self.endOfTurn() }

@@ -37,6 +37,13 @@ public struct ServerConfig: Equatable, Sendable {
     /// Unsent bytes of all connections together; past it each connection may hold only 64 KiB.
     public var maxTotalOutputBytes = 1024 * 1024 * 1024
     public var echoEnabled = false
+    // compression (permessage-deflate, RFC 7692)
+    public var compressionEnabled = true
+    public var compressionServerMaxWindowBits = 15
+    public var compressionClientMaxWindowBits = 15
+    public var compressionMemoryLevel = 4
+    public var compressionLevel = 6
+    public var compressionMinMessageBytes = 64
     // session
     public var messagesPerSecond = 50
     public var messageBurst = 100

@@ -38,13 +38,14 @@ extension V1Application {
             replyWriter.withUnsafeBytes { _ = connection.send(.text, payload: $0, traffic: .reply) }
         case .pins(let delivery):
             ServerMessages.pinEvent(delivery.kind, delivery.pin, into: &eventWriter)
-            let frame = SharedFrame.text(eventWriter.takeChunk())
+            var frames = EventFrames(SharedFrame.text(eventWriter.takeChunk()))
             for fd in delivery.recipients {
-                server.connection(fd: fd)?.send(shared: frame, traffic: .mapEvent)
+                guard let connection = server.connection(fd: fd) else { continue }
+                connection.send(shared: frames.frame(for: connection.compressionSlot, server.compression), traffic: .mapEvent)
             }
         case .panic(let delivery):
             ServerMessages.panicDelivery(delivery, now: Self.wallClockMs(), into: &eventWriter)
-            let frame = SharedFrame.text(eventWriter.takeChunk())
+            var frames = EventFrames(SharedFrame.text(eventWriter.takeChunk()))
             // A location supersedes the stream's earlier unsent ones for a slow watcher; any other
             // news of the stream is never taken back.
             let (traffic, tag): (TrafficClass, UInt64)
@@ -54,7 +55,8 @@ extension V1Application {
                 (traffic, tag) = (.panicNotice, 0)
             }
             for fd in delivery.recipients {
-                server.connection(fd: fd)?.send(shared: frame, traffic: traffic, tag: tag)
+                guard let connection = server.connection(fd: fd) else { continue }
+                connection.send(shared: frames.frame(for: connection.compressionSlot, server.compression), traffic: traffic, tag: tag)
             }
         case .close(let fd, let code, let reason):
             server.connection(fd: fd)?.close(code: code, reason: reason)
@@ -65,5 +67,32 @@ extension V1Application {
     static func conflationTag(_ stream: StreamID) -> UInt64 {
         let tag = stream.high ^ stream.low.byteSwapped
         return tag == 0 ? 1 : tag
+    }
+}
+
+/// One event's frames: the uncompressed one, and a compressed one per deflater setting in use,
+/// made the first time a recipient with that setting comes up (so an event is compressed once per
+/// setting, never once per subscriber, and not at all when nobody compresses).
+struct EventFrames {
+    let plain: ByteChunk
+    private var compressed: [ByteChunk?] = []
+    private var tried: UInt64 = 0  // bit s: slot s was tried (slots beyond 63 are tried every time)
+
+    init(_ plain: ByteChunk) {
+        self.plain = plain
+    }
+
+    mutating func frame(for slot: UInt8, _ compression: Compression) -> ByteChunk {
+        guard slot != 0 else { return plain }
+        let index = Int(slot)
+        if index < 64, tried & (1 << UInt64(index)) != 0 { return compressed[index] ?? plain }
+        let payload = UnsafeRawBufferPointer(start: plain.base + SharedFrame.headroom, count: plain.count - SharedFrame.headroom)
+        let frame = compression.compressedFrame(payload: payload, slot: slot)
+        if index < 64 {
+            if compressed.count <= index { compressed.append(contentsOf: repeatElement(nil, count: index + 1 - compressed.count)) }
+            compressed[index] = frame
+            tried |= 1 << UInt64(index)
+        }
+        return frame ?? plain
     }
 }

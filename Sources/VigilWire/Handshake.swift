@@ -86,7 +86,7 @@ public enum Handshake {
 
     /// A client's opening handshake request (§4.1). `key` should be
     /// `Crypto.base64Encode(SecureRandom.bytes(count: 16))`.
-    public static func clientRequest(host: String, path: String, key: String, subprotocols: [String]) -> [UInt8] {
+    public static func clientRequest(host: String, path: String, key: String, subprotocols: [String], extensions: String? = nil) -> [UInt8] {
         var text = "GET \(path.isEmpty ? "/" : path) HTTP/1.1\r\n"
         text += "Host: \(host)\r\n"
         text += "Upgrade: websocket\r\n"
@@ -95,6 +95,9 @@ public enum Handshake {
         text += "Sec-WebSocket-Version: 13\r\n"
         if !subprotocols.isEmpty {
             text += "Sec-WebSocket-Protocol: \(subprotocols.joined(separator: ", "))\r\n"
+        }
+        if let extensions {
+            text += "Sec-WebSocket-Extensions: \(extensions)\r\n"
         }
         text += "\r\n"
         return Array(text.utf8)

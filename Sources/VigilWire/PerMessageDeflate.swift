@@ -58,6 +58,21 @@ public enum PerMessageDeflate {
         return nil
     }
 
+    /// The client's side: what a server's response header agreed, mirrored for the client's own
+    /// `MessageAssembler` (it inflates what the server compressed: the server's window and
+    /// context rule). Nil when the response names no permessage-deflate (or a malformed one: the
+    /// client then does not inflate, and an RSV1 frame fails as a protocol error, §9.1).
+    /// A client that sends uncompressed (vigil-load) needs nothing else from the response.
+    public static func clientInflation(fromResponse headerValues: [String]) -> DeflateParameters? {
+        guard !headerValues.isEmpty, let offers = try? ExtensionHeaderParser.parse(headerValues),
+              let agreed = offers.first(where: { $0.name == name }), let response = Offer(agreed.parameters) else { return nil }
+        return DeflateParameters(
+            serverNoContextTakeover: response.clientNoContextTakeover,
+            clientNoContextTakeover: response.serverNoContextTakeover,
+            serverMaxWindowBits: response.clientMaxWindowBits.flatMap { $0 } ?? 15,
+            clientMaxWindowBits: response.serverMaxWindowBits ?? 15)
+    }
+
     /// The client's parameters of one offer, or nil if it must be declined (§7).
     struct Offer {
         var serverNoContextTakeover = false

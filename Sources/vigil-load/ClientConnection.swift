@@ -103,7 +103,8 @@ final class ClientConnection: ByteStream {
 
     override func connected() {
         phase = .handshaking
-        Handshake.clientRequest(host: pool.hostHeader, path: pool.path, key: key, subprotocols: []).withUnsafeBytes { append($0) }
+        Handshake.clientRequest(host: pool.hostHeader, path: pool.path, key: key, subprotocols: [],
+                                extensions: pool.offerDeflate ? PerMessageDeflate.name : nil).withUnsafeBytes { append($0) }
     }
 
     override func received(_ bytes: UnsafeMutableRawBufferPointer) {
@@ -117,6 +118,11 @@ final class ClientConnection: ByteStream {
             case .complete(let head, let leftover):
                 guard Handshake.checkResponse(head, key: key) else {
                     return finish(failure: "handshake: status \(head.statusCode)")
+                }
+                if pool.offerDeflate, let inflation = PerMessageDeflate.clientInflation(fromResponse: head.values("sec-websocket-extensions")) {
+                    // The server compresses what it sends; this client sends uncompressed.
+                    messages = MessageAssembler(role: .client, maxMessageBytes: 16 << 20, inflation: inflation, pool: pool.inflaters)
+                    messages.reader.validatesText = pool.validateText
                 }
                 phase = .open
                 everOpen = true

@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import VigilLoop
+import VigilWire
 
 /// The monotonic clock every latency in a run is measured on (one process, one clock).
 enum Clock {
@@ -67,6 +68,10 @@ final class ClientPool {
 
     /// The TLS setup of every connection, for a wss:// URL.
     let tls: TLSContext?
+    /// Offer permessage-deflate in every handshake (the server's events then arrive compressed).
+    var offerDeflate = false
+    /// Inflater streams shared by the connections (a message is inflated whole in one turn).
+    let inflaters = InflaterPool()
 
     init(url: LoadURL, seed: UInt64, validateText: Bool, tls: TLSContext? = nil, perSource: Int = 20_000) throws {
         self.tls = tls

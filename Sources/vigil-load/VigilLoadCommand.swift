@@ -26,6 +26,9 @@ struct CommonOptions: ParsableArguments {
     @Option(help: ArgumentHelp("For wss://: verify the server's certificate against this CA (PEM). Without it the certificate is not checked (a throwaway loopback certificate).", valueName: "file"))
     var ca: String?
 
+    @Flag(help: "Offer permessage-deflate: the daemon then sends its events compressed, and this client inflates them.")
+    var deflate = false
+
     @Option(help: "Seconds of measured traffic after the ramp-up.")
     var duration: Double = 10
 
@@ -84,6 +87,7 @@ struct CommonOptions: ParsableArguments {
             }
         }
         let pool = try ClientPool(url: target, seed: seed, validateText: false, tls: tls)
+        pool.offerDeflate = deflate
         let driver = Driver(pool: pool, scenario: scenario, options: .init(
             durationSeconds: duration, rampTimeoutSeconds: rampTimeout, drainTimeoutSeconds: drainTimeout,
             connectRate: connectRate, maxConnecting: maxConnecting, serverPID: serverPID,

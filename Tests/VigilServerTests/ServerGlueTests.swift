@@ -324,3 +324,28 @@ final class CommitWitness: ChangeLog {
         #expect(!watcher.ended)
     }
 }
+
+/// permessage-deflate in the fan-out: one compressed frame per event and setting, shared.
+@Suite struct CompressionGlueTests {
+    @Test func anEventIsCompressedOncePerSettingWhateverTheNumberOfSubscribers() throws {
+        let h = try ServerHarness()
+        let compressing = try (0..<3).map { _ in try h.open(deflate: true) }
+        let plain = try h.open()
+        let publisher = try h.open()
+        for client in compressing + [plain] {
+            client.send(#"{"op":"subscribe","ref":"s","area":{"bbox":[52.0,13.0,53.0,14.0]}}"#)
+            try h.read(client, count: 1)
+            client.messages.removeAll()
+        }
+        let description = Array(repeating: "a long, compressible description", count: 20).joined(separator: " ")
+        let before = h.server.compression.framesCompressed
+        publisher.send(#"{"op":"pin.create","ref":1,"pin":{"lat":52.5,"lon":13.4,"title":"t","description":"\#(description)"}}"#)
+        for client in compressing + [plain] {
+            try h.read(client, count: 1)
+            #expect(client.messages.first?.type == "pin.added")
+            #expect(client.messages.first?["pin"]?.object?["description"]?.string == description)
+        }
+        #expect(h.server.compression.framesCompressed - before == 1)
+        #expect(h.server.compression.slotCount == 1)
+    }
+}

@@ -48,9 +48,16 @@ final class ServerHarness {
     }
 
     /// A client that completed the WebSocket handshake on `path` (and, on /v1, read its welcome).
-    func open(_ path: String = "/v1", serverSendBuffer: Int32? = nil) throws -> TestClient {
+    /// With `deflate`, the client offers permessage-deflate and inflates what it is sent.
+    func open(_ path: String = "/v1", serverSendBuffer: Int32? = nil, deflate: Bool = false) throws -> TestClient {
         let client = connect(serverSendBuffer: serverSendBuffer)
-        client.write(Handshake.clientRequest(host: "test", path: path, key: "dGhlIHNhbXBsZSBub25jZQ==", subprotocols: []))
+        var request = Handshake.clientRequest(host: "test", path: path, key: "dGhlIHNhbXBsZSBub25jZQ==", subprotocols: [])
+        if deflate {
+            request.removeLast(2)
+            request += Array("Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n".utf8)
+            client.inflate()
+        }
+        client.write(request)
         try run(until: { client.poll(); return client.upgraded })
         if path == "/v1" {
             try run(until: { client.poll(); return !client.messages.isEmpty })
@@ -114,6 +121,17 @@ final class TestClient {
     private var maskKey: UInt32 = 0x1234_5678
 
     init(fd: Int32) { self.fd = fd }
+
+    /// Inflates compressed frames from now on (the server agreed to permessage-deflate; the
+    /// daemon always asks for no context takeover, and its window is at most 15 bits).
+    func inflate() {
+        let mirror = DeflateParameters(serverNoContextTakeover: true, clientNoContextTakeover: true,
+                                       serverMaxWindowBits: 15, clientMaxWindowBits: 15)
+        assembler = MessageAssembler(role: .client, maxMessageBytes: 1 << 24, inflation: mirror)
+        inflating = true
+    }
+
+    private(set) var inflating = false
 
     /// Bytes written but not yet taken by the socket (the server has not read enough yet).
     private var pending: [UInt8] = []

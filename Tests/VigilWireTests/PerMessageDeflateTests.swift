@@ -160,4 +160,26 @@ import VigilTestSupport
             #expect(PerMessageDeflate.windowBits(bad) == nil, "\(String(describing: bad))")
         }
     }
+
+    /// The client's side: a response mirrored into what the client's inflater needs (the server's
+    /// window and context rule), for every answer the server itself gives.
+    @Test func theClientMirrorsTheServersAnswer() throws {
+        for offer in ["permessage-deflate", "permessage-deflate; server_max_window_bits=10",
+                      "permessage-deflate; client_max_window_bits", "permessage-deflate; client_max_window_bits=9"] {
+            let agreement = try #require(try PerMessageDeflate.negotiate([offer], settings: DeflateSettings()))
+            let mirror = try #require(PerMessageDeflate.clientInflation(fromResponse: [agreement.responseHeader]))
+            #expect(mirror.inflateWindowBits == max(9, agreement.parameters.serverMaxWindowBits), "\(offer)")
+            #expect(mirror.clientNoContextTakeover == agreement.parameters.serverNoContextTakeover, "\(offer)")
+            #expect(mirror.serverMaxWindowBits == agreement.parameters.clientMaxWindowBits, "\(offer)")
+        }
+        #expect(PerMessageDeflate.clientInflation(fromResponse: []) == nil)
+        #expect(PerMessageDeflate.clientInflation(fromResponse: ["x-other"]) == nil)
+        #expect(PerMessageDeflate.clientInflation(fromResponse: ["permessage-deflate; ="]) == nil)
+    }
+
+    @Test func aClientRequestCanOfferAnExtension() {
+        let request = String(decoding: Handshake.clientRequest(host: "h", path: "/v1", key: "k", subprotocols: [], extensions: "permessage-deflate"), as: UTF8.self)
+        #expect(request.contains("\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n"))
+        #expect(!String(decoding: Handshake.clientRequest(host: "h", path: "/", key: "k", subprotocols: []), as: UTF8.self).contains("Extensions"))
+    }
 }
