@@ -12,6 +12,10 @@ public struct PanicSettings: Equatable, Sendable {
     public var maxStreams: Int = 100_000
     /// Watch tokens a `start` may ask for.
     public var maxWatchersOnStart: Int = 16
+    /// A stream's note: at most this many characters and this many bytes of UTF-8 (8 a
+    /// character, the densest real text; see `PinSettings.titleMaxBytes`).
+    public var noteMaxCharacters: Int = 280
+    public var noteMaxBytes: Int = 2_240
 
     public init(historyEvents: Int = 1000, staleAfterMs: Int64 = 120_000, endedGraceMs: Int64 = 3_600_000,
                 maxWatchTokens: Int = 32, maxStreams: Int = 100_000, maxWatchersOnStart: Int = 16) {

@@ -16,6 +16,15 @@ public struct PinSettings: Equatable, Sendable {
     public var coverCellBudget = 32
     public var titleMaxCharacters = 80
     public var descriptionMaxCharacters = 1_000
+    /// UTF-8 caps beside the character limits: one character (an extended grapheme cluster) can
+    /// be any number of combining marks, so 80 characters alone do not bound the bytes a pin
+    /// costs in memory, in snapshots and in every subscriber's reply. 8 bytes a character leaves
+    /// room for the densest real text (an emoji with a skin tone or a flag is 8 bytes; Hindi or
+    /// Tamil text averages 5–6, since Unicode 15.1 counts a conjunct such as "क्ष", 9 bytes, as one
+    /// character), so only stacked marks or long emoji sequences reach it. 4 a character would
+    /// refuse 80 skin-toned emoji and long Hindi titles.
+    public var titleMaxBytes = 640
+    public var descriptionMaxBytes = 8_000
 
     public init() {}
 
