@@ -9,6 +9,10 @@ public struct PinSettings: Equatable, Sendable {
     public var writeBurst = 30
     public var maxPins = 1_000_000
     public var maxSubscribePins = 10_000
+    /// A subscribe looks at no more than this many times its pin limit (at least 4,096 pins)
+    /// before it answers, truncated if need be (see `PinStore.pins(in:...)`): what bounds the
+    /// loop time a world-sized area with a selective category filter can cost.
+    public var subscribeScanFactor = 4
     /// Subscriptions are covered by cells of one precision in this range (1 = 5,000 km, 7 = 150 m).
     public var cellPrecisionMin = 1
     public var cellPrecisionMax = 7
