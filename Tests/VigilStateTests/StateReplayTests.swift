@@ -122,8 +122,10 @@ import VigilTestSupport
                 }
             case 7...8:
                 guard let id = pickPin() else { continue }
-                if case .success = run.map.vote(id, session: UInt64(1 + roll(12)), value: roll(3) == 0 ? -1 : 1, now: run.now, out: &pinOut) {
-                    run.journal(.pinState(id, in: run.map))
+                // The vote itself, its pin's removal, or nothing (the same vote again).
+                if case .success(let vote) = run.map.vote(id, voter: UInt64(1 + roll(12)), value: roll(3) == 0 ? -1 : 1, out: &pinOut),
+                   let record = JournalRecord.afterVote(vote) {
+                    run.journal(record)
                 }
             case 9:
                 run.map.expire(now: run.now, out: &pinOut)         // derived at restore: not journaled

@@ -5,6 +5,9 @@ public struct PinSettings: Equatable, Sendable {
     public var maxTTLSeconds = 86_400
     public var categories = ["general", "sighting", "hazard", "help", "social"]
     public var voteFlagThreshold = 5
+    /// Voters kept per pin: what bounds a pin's vote table (9 bytes a voter in a snapshot, ~20 in
+    /// memory). A pin with this many voters takes changes of their votes but no new voter.
+    public var maxVotersPerPin = 1_000
     public var writesPerMinute = 30
     public var writeBurst = 30
     public var maxPins = 1_000_000

@@ -71,6 +71,13 @@ public struct PinStore: Sendable {
         return pin
     }
 
+    /// Sets `voter`'s vote on pin `id` in place (a vote moves the pin in no index). Nil when no
+    /// such pin is held, false when the voter had that vote already.
+    @discardableResult
+    public mutating func setVote(_ id: PinID, voter: UInt64, value: Int8) -> Bool? {
+        pins[id]?.setVote(voter, value)
+    }
+
     /// Removes and returns every pin whose `expiresAt` is at or before `now`, oldest first.
     public mutating func removeExpired(now: Int64) -> [Pin] {
         var expired: [Pin] = []
