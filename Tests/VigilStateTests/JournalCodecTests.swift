@@ -21,6 +21,7 @@ import VigilTestSupport
             .panicEvent(stream.id, PanicEvent(seq: 3, at: 11, kind: .location(Fixtures.location(s)))),
             .panicEvent(stream.id, PanicEvent(seq: 4, at: 12, kind: .status(.amber))),
             .panicEvent(stream.id, PanicEvent(seq: 5, at: 13, kind: .ended(.cancelled))),
+            .panicEvent(quiet.id, PanicEvent(seq: 2, at: 86_400_000, kind: .ended(.abandoned))),
             .panicInvite(stream.id, s.digest(ofToken: "new")),
             .panicRevoke(stream.id, s.digest(ofToken: "old")),
             .panicRemove(quiet.id),
@@ -197,9 +198,12 @@ import VigilTestSupport
                                       secrets: secrets, now: 50, out: &deliveries).get()
         guard case .panicStart(let start) = JournalRecord.panicStart(started.stream) else { Issue.record("not a start"); return }
         expectSameStream(try start.stream(), started.stream)
-        let seq = try panic.setStatus(started.stream.id, by: 1, ownerToken: nil, status: .red, secrets: secrets, now: 60, out: &deliveries).get()
+        let change: PanicChange = try panic.setStatus(started.stream.id, by: 1, ownerToken: nil, status: .red, secrets: secrets, now: 60, out: &deliveries).get()
         let current = try #require(panic.stream(started.stream.id))
         let latest = try #require(JournalRecord.latestEvent(of: current))
-        #expect(latest == .panicEvent(started.stream.id, PanicEvent(seq: seq, at: 60, kind: .status(.red))))
+        #expect(latest == .panicEvent(started.stream.id, PanicEvent(seq: change.seq, at: 60, kind: .status(.red))))
+        #expect(change.event.map { JournalRecord.panicEvent(started.stream.id, $0) } == latest)
+        let again: PanicChange = try panic.setStatus(started.stream.id, by: 1, ownerToken: nil, status: .red, secrets: secrets, now: 70, out: &deliveries).get()
+        #expect(again == .unchanged(seq: change.seq) && again.event == nil, "the same status again: nothing to journal")
     }
 }

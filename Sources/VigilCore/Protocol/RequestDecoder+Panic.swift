@@ -30,7 +30,7 @@ extension RequestDecoder {
             return .panicStatus(stream: try streamID(o), ownerToken: try optionalToken(o, "owner_token"), status: try panicStatus(o))
         case "panic.end":
             guard let r = o["reason"] else { throw RequestError.missing("reason") }
-            guard let text = r.string, let reason = PanicEndReason(rawValue: text) else {
+            guard let text = r.string, let reason = PanicEndReason(rawValue: text), reason.isGivenByOwner else {
                 throw RequestError("invalid_reason", field: "reason", "reason must be \"safe\" or \"cancelled\"")
             }
             return .panicEnd(stream: try streamID(o), ownerToken: try optionalToken(o, "owner_token"), reason: reason)
