@@ -13,7 +13,9 @@
 ///   Dead entries keep their key, so the array stays sorted; when they outnumber the live ones the
 ///   array is compacted, O(n) once per n/2 removals, so O(1) amortised. Walking skips them.
 ///
-/// Memory: 40 bytes an entry, three entries a pin (one per index level), plus array slack.
+/// Memory: 40 bytes an entry, three entries a pin (one per index level), plus array slack: for a
+/// million pins about 45 MB more than the hash sets of ids it replaced (`vigil-bench state`, peak
+/// RSS 1.89 → 1.93 GB), for a restore no slower (3.7–4.4 s → 3.4–3.8 s, same machine, noisy).
 struct CellRecency: Sendable {
     struct Entry: Sendable {
         var createdAt: Int64
