@@ -14,7 +14,7 @@ public enum Durability: Sendable, Equatable {
 extension JournalRecord {
     public var durability: Durability {
         switch self {
-        case .pinPut, .pinRemove, .panicRemove:
+        case .pinPut, .pinRemove, .pinVote, .panicRemove:
             return .standard
         case .panicEvent(_, let event):
             if case .location = event.kind { return .standard }

@@ -16,7 +16,10 @@ import VigilCore
 ///              5 panicInvite  id 16, digest 32
 ///              6 panicRevoke  id 16, digest 32
 ///              7 panicRemove  id 16
+///              8 pinVote      pin id 16, voter u64, value i8 (+1 or -1)
 ///
+/// A kind is only ever added (a build that meets a kind it does not know stops there and says so,
+/// see `JournalStop.undecodable`, rather than skipping it), so the version stays 1.
 /// A crash can cut the last write anywhere, so `scan` stops at the first record that is cut
 /// short, has an impossible length, or fails its checksum; the bytes before it are the journal.
 public enum JournalCodec {
@@ -167,6 +170,11 @@ public enum JournalCodec {
         case .panicRemove(let id):
             w.u8(7)
             w.streamID(id)
+        case .pinVote(let id, let voter, let value):
+            w.u8(8)
+            w.pinID(id)
+            w.u64(voter)
+            w.u8(UInt8(bitPattern: value))
         }
     }
 
@@ -201,6 +209,14 @@ public enum JournalCodec {
             record = .panicRevoke(try r.streamID(), try r.digest())
         case 7:
             record = .panicRemove(try r.streamID())
+        case 8:
+            r.what = "pinVote record"
+            let id = try r.pinID()
+            let voter = try r.u64()
+            let at = r.offset
+            let value = Int8(bitPattern: try r.u8())
+            guard value == 1 || value == -1 else { throw r.invalid("vote value \(value) is not ±1", at: at) }
+            record = .pinVote(id, voter: voter, value: value)
         case let kind:
             throw r.invalid("unknown record kind \(kind)", at: 0)
         }

@@ -10,10 +10,15 @@ import VigilCore
 /// are dropped at restore), removal of ended streams after their grace (likewise), stale
 /// notices, and everything about connections (owners, watchers, subscriptions).
 public enum JournalRecord: Equatable, Sendable {
-    /// A pin created, edited or voted on: its full state afterwards, votes and sequence included.
+    /// A pin created or edited (or, before votes had records of their own, voted on): its full
+    /// state afterwards, votes and sequence included.
     case pinPut(Pin)
     /// A pin deleted or flagged (or expired, though that needs no record).
     case pinRemove(PinID)
+    /// One vote that changed a pin's counts and left it standing: `voter`'s vote is now `value`.
+    /// A vote changes nothing else (not `updatedAt`), so this is all replay needs; a vote that
+    /// flagged the pin is its `pinRemove`, and one that changed nothing has no record.
+    case pinVote(PinID, voter: UInt64, value: Int8)
     /// A new panic stream: everything it started with.
     case panicStart(PanicStartRecord)
     /// A location, status change or end, with the seq and time the hub gave it.
@@ -68,12 +73,21 @@ public struct PanicStartRecord: Equatable, Sendable {
 }
 
 extension JournalRecord {
-    /// The record after any successful pin write (create, update, delete, vote): the pin as the
-    /// hub now holds it, or its removal when the hub no longer holds it (deleted, flagged by votes).
-    /// One rule for every write, so the server needs no case analysis of vote outcomes.
+    /// The record after a successful create, update or delete: the pin as the hub now holds it,
+    /// or its removal when the hub no longer holds it. (Not for votes: see `afterVote`.)
     public static func pinState(_ id: PinID, in hub: MapHub) -> JournalRecord {
         if let pin = hub.store[id] { return .pinPut(pin) }
         return .pinRemove(id)
+    }
+
+    /// The record of a vote: the vote itself when it changed the counts, the pin's removal when
+    /// it flagged it away, nothing when it changed nothing (so nothing is written or synced).
+    public static func afterVote(_ vote: VoteOutcome) -> JournalRecord? {
+        switch vote.change {
+        case .unchanged: return nil
+        case .counted: return .pinVote(vote.pin.id, voter: vote.voter, value: vote.value)
+        case .flagged: return .pinRemove(vote.pin.id)
+        }
     }
 
     /// The record for a stream the hub has just started.

@@ -4,7 +4,7 @@ import VigilCore
 ///
 ///     location   lat f64, lon f64, present u8 (bit 0 accuracy, 1 heading, 2 speed), then each present reading f64
 ///     event      seq u64, at i64, kind u8 (1 location + location, 2 status + status u8, 3 ended + reason u8)
-///     status     1 red, 2 amber        reason   1 safe, 2 cancelled
+///     status     1 red, 2 amber        reason   1 safe, 2 cancelled, 3 abandoned
 ///     stream     id 16, status u8, startedAt i64, updatedAt i64, seq u64, last location + at i64,
 ///                note (u8 0/1 + string), ended (u8 0/1 + reason u8 + at i64), ownerDigest 32,
 ///                watch tokens (u32 count × 32), staleNotified u8 0/1, history capacity u32,
@@ -34,6 +34,7 @@ enum PanicFields {
         switch reason {
         case .safe: return 1
         case .cancelled: return 2
+        case .abandoned: return 3
         }
     }
 
@@ -51,6 +52,7 @@ enum PanicFields {
         switch try r.u8() {
         case 1: return .safe
         case 2: return .cancelled
+        case 3: return .abandoned
         case let c: throw r.invalid("unknown end reason code \(c)", at: at)
         }
     }

@@ -11,6 +11,8 @@ import VigilCore
 ///
 /// Rules, chosen so that applying a record twice changes nothing:
 /// - `pinPut` sets the pin (insert or replace; a pin with sequence 0 keeps the held one's).
+/// - `pinVote` sets that voter's vote on the pin if held (the same vote again changes nothing; a
+///   pin not held was removed later in the journal, or before a snapshot slice was taken).
 /// - `pinRemove`, `panicRemove`: remove if held.
 /// - `panicStart` of a stream held already is skipped.
 /// - `panicEvent` applies the next seq, skips a seq already held, refuses a gap or an event after
@@ -60,6 +62,9 @@ public struct StateImage: Sendable {
             appliedCount += 1
         case .pinRemove(let id):
             count(pinStore.remove(id) != nil)
+        case .pinVote(let id, let voter, let value):
+            // In place, no re-index: replaying a million votes costs a million dictionary updates.
+            count(pinStore.setVote(id, voter: voter, value: value) == true)
         case .panicStart(let start):
             guard streams[start.id] == nil else { duplicateCount += 1; return }
             do {
@@ -87,9 +92,9 @@ public struct StateImage: Sendable {
         }
     }
 
-    /// The highest session id that has voted on a held pin. Sessions restart from a counter after
-    /// a restart: the server should number new sessions above this one, or a new session could
-    /// find (and silently change) an old session's vote.
+    /// The highest voter number on a held pin. The server's voter numbers restart from a counter
+    /// after a restart: it should number new voters above this one, or a new voter could find (and
+    /// silently change) an old one's vote.
     public var highestVoteSession: UInt64 {
         var highest: UInt64 = 0
         for pin in pinStore.pins.values {

@@ -133,6 +133,12 @@ struct InspectorLine {
         case .pinRemove(let id):
             w.field("record", "pinRemove")
             w.field("id", id.description)
+        case .pinVote(let id, _, let value):
+            // The voter is left out, as pins show only their counts: it would link one
+            // address's votes across pins for whoever reads the output.
+            w.field("record", "pinVote")
+            w.field("id", id.description)
+            w.field("value", Int64(value))
         case .panicStart(let start):
             w.field("record", "panicStart")
             w.field("stream", start.id.description)

@@ -13,7 +13,7 @@ public struct RecoveredState: Sendable {
     /// Records that did not fit the state (see `StateImage`), the first few described.
     public var replayIssues: [String]
     public var replayIssueCount: Int
-    /// Number new sessions above this (see `StateImage.highestVoteSession`).
+    /// Number new voters above this (see `StateImage.highestVoteSession`).
     public var highestVoteSession: UInt64
     /// The journal segment to open for new records.
     public var nextSegment: UInt64

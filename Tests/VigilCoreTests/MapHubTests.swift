@@ -139,7 +139,7 @@ import VigilTestSupport
         #expect(hub.store.count == 0)
     }
 
-    @Test func oneVotePerSessionAndFlaggingRemovesThePin() {
+    @Test func oneVotePerVoterAndFlaggingRemovesThePin() throws {
         var settings = PinSettings()
         settings.voteFlagThreshold = 3
         var hub = MapHub(settings: settings)
@@ -147,20 +147,37 @@ import VigilTestSupport
         var out: [PinDelivery] = []
         let pin = create(&hub, draft(1, 1), out: &out)
         out.removeAll()
-        var p = try! hub.vote(pin.id, session: 10, value: 1, now: 2, out: &out).get()
-        #expect(p.up == 1 && p.down == 0)
-        p = try! hub.vote(pin.id, session: 10, value: 1, now: 2, out: &out).get()   // same vote: no change, no event
-        #expect(p.up == 1 && out.count == 1)
-        p = try! hub.vote(pin.id, session: 10, value: -1, now: 2, out: &out).get()  // replaces
-        #expect(p.up == 0 && p.down == 1)
-        _ = hub.vote(pin.id, session: 11, value: -1, now: 2, out: &out)
+        var v = try hub.vote(pin.id, voter: 10, value: 1, out: &out).get()
+        #expect(v.change == .counted && v.pin.up == 1 && v.pin.down == 0 && v.voter == 10 && v.value == 1)
+        v = try hub.vote(pin.id, voter: 10, value: 1, out: &out).get()       // same vote: no change, no event
+        #expect(v.change == .unchanged && v.pin.up == 1 && out.count == 1)
+        v = try hub.vote(pin.id, voter: 10, value: -1, out: &out).get()      // replaces
+        #expect(v.change == .counted && v.pin.up == 0 && v.pin.down == 1)
+        #expect(v.pin.updatedAt == pin.updatedAt, "a vote is not an edit")
+        _ = hub.vote(pin.id, voter: 11, value: -1, out: &out)
         #expect(hub.store[pin.id] != nil)
-        p = try! hub.vote(pin.id, session: 12, value: -1, now: 2, out: &out).get()  // down - up = 3
-        #expect(p.down == 3)
+        v = try hub.vote(pin.id, voter: 12, value: -1, out: &out).get()      // down - up = 3
+        #expect(v.change == .flagged && v.pin.down == 3)
         #expect(hub.store[pin.id] == nil)
         #expect(out.last?.kind == .removed(.flagged))
         #expect(out.dropLast().allSatisfy { $0.kind == .updated })
-        #expect(hub.vote(pin.id, session: 13, value: 1, now: 2, out: &out) == .failure(.notFound))
+        #expect(hub.vote(pin.id, voter: 13, value: 1, out: &out) == .failure(.notFound))
+    }
+
+    /// A pin keeps at most `maxVotersPerPin` voters: a new one beyond is refused (and told so
+    /// plainly), while those it has can still change their votes.
+    @Test func theVotersOfAPinAreBounded() throws {
+        var settings = PinSettings()
+        settings.maxVotersPerPin = 3
+        var hub = MapHub(settings: settings)
+        var out: [PinDelivery] = []
+        let pin = create(&hub, draft(1, 1), out: &out)
+        for voter in 1...3 as ClosedRange<UInt64> { _ = try hub.vote(pin.id, voter: voter, value: 1, out: &out).get() }
+        #expect(hub.vote(pin.id, voter: 4, value: 1, out: &out) == .failure(.tooManyVoters))
+        #expect(try hub.vote(pin.id, voter: 2, value: -1, out: &out).get().change == .counted)
+        #expect(hub.store[pin.id]?.votes == [1: 1, 2: -1, 3: 1])
+        let error = RequestError.from(PinFailure.tooManyVoters)
+        #expect(error.code == "too_many_votes" && error.field == "id")
     }
 
     @Test func expiryIsExactAndFollowsTTLChanges() {
@@ -220,6 +237,7 @@ import VigilTestSupport
         var rng = SplitMix64(state: 42)
         var settings = PinSettings()
         settings.maxSubscribePins = 100_000
+        settings.maxVotersPerPin = 4
         var checked = CheckedMapHub(settings: settings)
         let digest = secrets.digest(ofToken: "tok")
         var now: Int64 = 0
@@ -238,7 +256,7 @@ import VigilTestSupport
         for step in 0..<3_000 {
             now += Int64(rng.next() % 2_000)            // pins live 60 s to an hour: some expire, many stay
             let problem: String?
-            switch rng.next() % 7 {
+            switch rng.next() % 8 {
             case 0:
                 let mask = rng.next() % 4 == 0 ? UInt64(1 + rng.next() % 31) : nil
                 problem = checked.subscribe(Int32(rng.next() % 40), area: randomArea(), categories: mask)
@@ -255,6 +273,9 @@ import VigilTestSupport
                 problem = checked.delete(id, digest: digest)
             case 5:
                 problem = checked.expire(now: now)
+            case 6:
+                guard let id = randomPin() else { continue }
+                problem = checked.vote(id, voter: rng.next() % 6, value: rng.next() % 3 == 0 ? 1 : -1)
             default:
                 problem = checked.unsubscribe(Int32(rng.next() % 40))
             }

@@ -101,6 +101,47 @@ import VigilGeo
         #expect(error(#"{"op":"pin.create","pin":{"lat":0,"lon":0,"title":"x","description":"\#(description)"}}"#)?.code == "invalid_description")
     }
 
+    /// One character can be any number of combining marks: 80 of them stacked on 80 letters are 80
+    /// characters and kilobytes. The byte cap refuses them with the same code and field as the
+    /// character limit, wherever a title, description or note is read.
+    @Test func textIsCappedInUTF8BytesAsWellAsCharacters() {
+        let stacked = String(repeating: "a" + String(repeating: "\u{301}", count: 20), count: 80)
+        #expect(stacked.count == 80 && stacked.utf8.count == 80 * 41)
+        let title = error(#"{"op":"pin.create","pin":{"lat":0,"lon":0,"title":"\#(stacked)"}}"#)
+        #expect(title?.code == "invalid_title" && title?.field == "pin.title")
+        let changed = error(#"{"op":"pin.update","id":"x","edit_token":"t","changes":{"title":"\#(stacked)"}}"#)
+        #expect(changed?.code == "invalid_title" && changed?.field == "changes.title")
+        let description = error(#"{"op":"pin.create","pin":{"lat":0,"lon":0,"title":"x","description":"\#(stacked)\#(stacked)"}}"#)
+        #expect(description == nil, "160 characters and 6,560 bytes fit a description")
+        let long = String(repeating: stacked, count: 2)
+        let tooLong = error(#"{"op":"pin.update","id":"x","edit_token":"t","changes":{"description":"\#(long)\#(long)"}}"#)
+        #expect(tooLong?.code == "invalid_description" && tooLong?.field == "changes.description")
+        let note = error(#"{"op":"panic.start","status":"red","lat":0,"lon":0,"note":"\#(stacked)"}"#)
+        #expect(note?.code == "invalid_note" && note?.field == "note")
+        #expect(error(#"{"op":"panic.start","status":"red","lat":0,"lon":0,"note":"\#(String(repeating: "é", count: 280))"}"#) == nil)
+        #expect(error(#"{"op":"panic.start","status":"red","lat":0,"lon":0,"note":"\#(String(repeating: "é", count: 281))"}"#)?.code == "invalid_note")
+    }
+
+    /// The caps come from the settings, and each is exact: at the cap passes, one byte more does not.
+    @Test func byteCapsAreExactAndConfigurable() {
+        var pins = PinSettings()
+        pins.titleMaxBytes = 12
+        pins.descriptionMaxBytes = 5
+        var panic = PanicSettings()
+        panic.noteMaxBytes = 4
+        let decoder = RequestDecoder(settings: pins, panic: panic)
+        func code(_ text: String) -> String? {
+            if case .failure(let rejected) = Array(text.utf8).withUnsafeBytes({ decoder.decode($0) }) { return rejected.error.code }
+            return nil
+        }
+        #expect(code(#"{"op":"pin.create","pin":{"lat":0,"lon":0,"title":"  éééééé  "}}"#) == nil, "12 bytes after trimming")
+        #expect(code(#"{"op":"pin.create","pin":{"lat":0,"lon":0,"title":"éééééée"}}"#) == "invalid_title")
+        #expect(code(#"{"op":"pin.create","pin":{"lat":0,"lon":0,"title":"x","description":"12345"}}"#) == nil)
+        #expect(code(#"{"op":"pin.create","pin":{"lat":0,"lon":0,"title":"x","description":"123456"}}"#) == "invalid_description")
+        #expect(code(#"{"op":"panic.start","status":"red","lat":0,"lon":0,"note":"🚨"}"#) == nil)
+        #expect(code(#"{"op":"panic.start","status":"red","lat":0,"lon":0,"note":"🚨!"}"#) == "invalid_note")
+    }
+
     @Test func theRefIsKeptForErrorReplies() {
         if case .failure(let rejected) = decode(#"{"op":"nope","ref":"r-9"}"#) {
             #expect(rejected.ref == .string("r-9"))

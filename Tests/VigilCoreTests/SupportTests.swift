@@ -84,3 +84,54 @@ import VigilTestSupport
         #expect(allowed >= 30 && allowed <= 31, "got \(allowed)")
     }
 }
+
+@Suite struct TokenLevelTests {
+    /// The retry time is exact for any rate: a take at `now + retry` succeeds and one a
+    /// millisecond earlier does not, whatever fraction of a token time has earned meanwhile.
+    @Test func retryAfterIsExact() {
+        var rng = SplitMix64(state: 77)
+        for _ in 0..<300 {
+            let rate = TokenRate(capacity: 1 + Int(rng.next() % 20), refill: 1 + Int(rng.next() % 700),
+                                 periodMs: [1_000, 60_000, 3_600_000, 7][Int(rng.next() % 4)])
+            var level = TokenLevel(full: rate, nowMs: 0)
+            var now: Int64 = Int64(rng.next() % 1_000)
+            for _ in 0..<60 {
+                now += Int64(rng.next() % 3_000)
+                guard let retry = level.take(rate, nowMs: now) else { continue }
+                #expect(retry >= 1)
+                var early = level, onTime = level
+                #expect(early.take(rate, nowMs: now + retry - 1) != nil, "\(rate): a token before the retry time")
+                #expect(onTime.take(rate, nowMs: now + retry) == nil, "\(rate): no token at the retry time")
+            }
+        }
+    }
+
+    /// Over a long run the bucket grants exactly the burst plus the rate, never more.
+    @Test func grantsTheBurstPlusTheRateExactly() {
+        let rate = TokenRate.perHour(600, capacity: 200)          // one every 6 s
+        var level = TokenLevel(full: rate, nowMs: 0)
+        var granted = 0
+        var now: Int64 = 0
+        var last: Int64 = 0
+        while now <= 3_600_000 {
+            while level.take(rate, nowMs: now) == nil { granted += 1 }
+            last = now
+            now += 997                                            // not a divisor of 6 s: fractions carry over
+        }
+        #expect(granted == 200 + Int(last / 6_000))
+    }
+
+    /// A bucket idle for years refills to its capacity, no more, with no overflow; `fullAt` says
+    /// when an emptied one is full again.
+    @Test func longIdleAndFullAt() {
+        let rate = TokenRate.perSecond(200, capacity: 1_000)
+        var level = TokenLevel(full: rate, nowMs: 5)
+        for _ in 0..<1_000 { #expect(level.take(rate, nowMs: 5) == nil) }
+        #expect(level.take(rate, nowMs: 5) == 5)
+        #expect(level.fullAt(rate) == 5 + 5_000)
+        #expect(level.tokens(rate, nowMs: 5 + 2_500) == 500)
+        #expect(level.tokens(rate, nowMs: Int64(1) << 60) == 1_000)
+        #expect(level.fullAt(rate) == Int64(1) << 60)
+    }
+}
+

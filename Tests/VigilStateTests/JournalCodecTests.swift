@@ -13,12 +13,15 @@ import VigilTestSupport
             .pinPut(Fixtures.pin(s, sequence: 1)),
             .pinPut(Fixtures.pin(s, sequence: 2, votes: 5)),
             .pinRemove(PinID(random: s.randomBytes(16))),
+            .pinVote(PinID(random: s.randomBytes(16)), voter: 7, value: 1),
+            .pinVote(PinID(random: s.randomBytes(16)), voter: .max, value: -1),
             .panicStart(stream),
             .panicStart(quiet),
             .panicEvent(stream.id, PanicEvent(seq: 2, at: 10, kind: .location(PanicLocation(lat: 1, lon: 2)))),
             .panicEvent(stream.id, PanicEvent(seq: 3, at: 11, kind: .location(Fixtures.location(s)))),
             .panicEvent(stream.id, PanicEvent(seq: 4, at: 12, kind: .status(.amber))),
             .panicEvent(stream.id, PanicEvent(seq: 5, at: 13, kind: .ended(.cancelled))),
+            .panicEvent(quiet.id, PanicEvent(seq: 2, at: 86_400_000, kind: .ended(.abandoned))),
             .panicInvite(stream.id, s.digest(ofToken: "new")),
             .panicRevoke(stream.id, s.digest(ofToken: "old")),
             .panicRemove(quiet.id),
@@ -124,6 +127,22 @@ import VigilTestSupport
         #expect(scan.stop?.isTornWrite == false)
     }
 
+    /// A vote record holds exactly the pin, the voter and ±1: 26 bytes of payload however many
+    /// votes the pin has, so a pin's journal grows with its votes, not with their square.
+    @Test func aVoteRecordIsTheVoteAlone() throws {
+        let id = PinID(high: 5, low: 6)
+        let bytes = JournalCodec.encode(.pinVote(id, voter: 0x0102_0304_0506_0708, value: -1))
+        #expect(bytes.count == JournalCodec.frameBytes + 1 + 16 + 8 + 1)
+        #expect(Array(bytes[JournalCodec.frameBytes...].prefix(1)) == [8])
+        #expect(try JournalCodec.decodeRecord(payload: Array(bytes[JournalCodec.frameBytes...])) == .pinVote(id, voter: 0x0102_0304_0506_0708, value: -1))
+        for bad: UInt8 in [0, 2, 0x7F, 0xFE] {
+            var payload = Array(bytes[JournalCodec.frameBytes...])
+            payload[payload.count - 1] = bad
+            #expect(throws: StateError.self) { try JournalCodec.decodeRecord(payload: payload) }
+        }
+        #expect(JournalRecord.pinVote(id, voter: 1, value: 1).durability == .standard)
+    }
+
     @Test func trailingBytesInAPayloadAreRefused() {
         var w = StateWriter()
         JournalCodec.writePayload(.panicRemove(StreamID(high: 3, low: 4)), to: &w)
@@ -163,8 +182,15 @@ import VigilTestSupport
         let pin = try map.create(PinDraft(point: .init(lat: 1, lon: 2), title: "x", description: "", category: "general", ttlSeconds: 600),
                                  id: PinID(high: 9, low: 9), editDigest: digest, now: 1000, out: &out).get()
         #expect(JournalRecord.pinState(pin.id, in: map) == .pinPut(pin))
+        let vote = try map.vote(pin.id, voter: 3, value: -1, out: &out).get()
+        #expect(JournalRecord.afterVote(vote) == .pinVote(pin.id, voter: 3, value: -1))
+        #expect(JournalRecord.afterVote(try map.vote(pin.id, voter: 3, value: -1, out: &out).get()) == nil, "the same vote again: nothing to journal")
         _ = map.delete(pin.id, digest: digest, out: &out)
         #expect(JournalRecord.pinState(pin.id, in: map) == .pinRemove(pin.id))
+        var flagging = MapHub(settings: { var s = PinSettings(); s.voteFlagThreshold = 1; return s }())
+        let doomed = try flagging.create(PinDraft(point: .init(lat: 1, lon: 2), title: "x", description: "", category: "general", ttlSeconds: 600),
+                                         id: PinID(high: 8, low: 8), editDigest: digest, now: 1000, out: &out).get()
+        #expect(JournalRecord.afterVote(try flagging.vote(doomed.id, voter: 1, value: -1, out: &out).get()) == .pinRemove(doomed.id))
 
         var panic = PanicHub(settings: PanicSettings())
         var deliveries: [PanicDelivery] = []
@@ -172,9 +198,12 @@ import VigilTestSupport
                                       secrets: secrets, now: 50, out: &deliveries).get()
         guard case .panicStart(let start) = JournalRecord.panicStart(started.stream) else { Issue.record("not a start"); return }
         expectSameStream(try start.stream(), started.stream)
-        let seq = try panic.setStatus(started.stream.id, by: 1, ownerToken: nil, status: .red, secrets: secrets, now: 60, out: &deliveries).get()
+        let change: PanicChange = try panic.setStatus(started.stream.id, by: 1, ownerToken: nil, status: .red, secrets: secrets, now: 60, out: &deliveries).get()
         let current = try #require(panic.stream(started.stream.id))
         let latest = try #require(JournalRecord.latestEvent(of: current))
-        #expect(latest == .panicEvent(started.stream.id, PanicEvent(seq: seq, at: 60, kind: .status(.red))))
+        #expect(latest == .panicEvent(started.stream.id, PanicEvent(seq: change.seq, at: 60, kind: .status(.red))))
+        #expect(change.event.map { JournalRecord.panicEvent(started.stream.id, $0) } == latest)
+        let again: PanicChange = try panic.setStatus(started.stream.id, by: 1, ownerToken: nil, status: .red, secrets: secrets, now: 70, out: &deliveries).get()
+        #expect(again == .unchanged(seq: change.seq) && again.event == nil, "the same status again: nothing to journal")
     }
 }

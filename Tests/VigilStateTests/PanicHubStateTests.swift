@@ -109,8 +109,13 @@ import VigilTestSupport
 
     @Test func restoringTimesNearTheLimitsCannotOverflow() throws {
         let s = Fixtures.stream(secrets, events: 0, capacity: 2, start: PanicStream.restorableMagnitude)
-        var hub = PanicHub(settings: PanicSettings(staleAfterMs: .max, endedGraceMs: .max))
+        var hub = PanicHub(settings: PanicSettings(staleAfterMs: .max, endedGraceMs: .max, abandonAfterMs: .max))
         hub.restoreStreams([s], now: 0)
         #expect(hub.nextDeadline == .max)
+        var abandoning = PanicHub(settings: PanicSettings(staleAfterMs: .max, endedGraceMs: .max))
+        abandoning.restoreStreams([s], now: 0)
+        #expect(abandoning.nextDeadline == PanicStream.restorableMagnitude + PanicSettings().abandonAfterMs)
+        var out: [PanicDelivery] = []
+        #expect(abandoning.tick(now: .max, out: &out).map(\.event.kind) == [.ended(.abandoned)])
     }
 }

@@ -26,6 +26,7 @@ import VigilTestSupport
             Fixtures.stream(s, events: 10, capacity: 4),                      // ring wrapped
             Fixtures.stream(s, events: 2, capacity: 50, end: .safe, note: nil),
             Fixtures.stream(s, events: 7, capacity: 3, end: .cancelled, tokens: 0),
+            Fixtures.stream(s, events: 1, capacity: 5, end: .abandoned, tokens: 1),
         ].sorted { $0.id < $1.id }
         return StateSnapshot(takenAt: 1_700_000_123_456, journalSegment: 42, pins: pins, streams: streams)
     }

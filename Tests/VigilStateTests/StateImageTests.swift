@@ -22,6 +22,26 @@ import VigilTestSupport
         #expect(image.appliedCount == 3 && image.duplicateCount == 2 && image.issueCount == 0)
     }
 
+    /// A vote record sets that voter's vote, counts included; the same record again changes
+    /// nothing, and a vote for a pin not held (removed later in the journal) is a quiet no-op.
+    @Test func pinVoteSetsTheVoteIdempotently() {
+        var image = StateImage()
+        var pin = Fixtures.pin(secrets, sequence: 4)
+        pin.votes = [1: 1]
+        pin.up = 1
+        pin.down = 0
+        image.apply(.pinPut(pin))
+        image.apply(.pinVote(pin.id, voter: 2, value: -1))
+        image.apply(.pinVote(pin.id, voter: 2, value: -1))
+        image.apply(.pinVote(pin.id, voter: 1, value: -1))
+        let held = image.pins[pin.id]
+        #expect(held?.votes == [1: -1, 2: -1] && held?.up == 0 && held?.down == 2)
+        #expect(held?.updatedAt == pin.updatedAt && held?.sequence == 4)
+        image.apply(.pinVote(PinID(high: 1, low: 2), voter: 1, value: 1))
+        #expect(image.appliedCount == 3 && image.duplicateCount == 2 && image.issueCount == 0)
+        #expect(image.highestVoteSession == 2)
+    }
+
     @Test func panicRecordsRebuildTheStream() throws {
         let start = Fixtures.stream(secrets, events: 0, capacity: 3, tokens: 1)
         var live = start

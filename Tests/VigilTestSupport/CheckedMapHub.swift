@@ -58,11 +58,20 @@ public struct CheckedMapHub {
         return compare("delete \(id)", result, expected)
     }
 
+    public mutating func vote(_ id: PinID, voter: UInt64, value: Int8) -> String? {
+        out.removeAll(keepingCapacity: true)
+        let result = hub.vote(id, voter: voter, value: value, out: &out)
+        let expected = oracle.vote(id, voter: voter, value: value)
+        guard result == expected.result else { return "vote \(value) by \(voter) on \(id): answered \(result), expected \(expected.result)" }
+        return deliveries("vote on \(id)", expected: expected.notices) ?? sizes(after: "vote on \(id)")
+    }
+
     public mutating func expire(now: Int64) -> String? {
         out.removeAll(keepingCapacity: true)
-        hub.expire(now: now, out: &out)
+        let removed = hub.expire(now: now, out: &out)
         let expected = oracle.expire(now: now)
-        return deliveries("expire at \(now)", expected: expected) ?? sizes(after: "expire at \(now)")
+        if removed.count != expected.removed { return "expire at \(now): reported \(removed.count) pins removed, expected \(expected.removed)" }
+        return deliveries("expire at \(now)", expected: expected.notices) ?? sizes(after: "expire at \(now)")
     }
 
     // MARK: comparing

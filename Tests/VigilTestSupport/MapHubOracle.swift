@@ -107,10 +107,30 @@ public struct MapHubOracle {
         return (.success(pin), notices(.removed(.deleted), pin))
     }
 
+    /// `voter` votes `value`: the same value again changes nothing; a new voter beyond
+    /// `maxVotersPerPin` is refused; otherwise the counts are recounted from the votes, and the pin
+    /// is `updated` for its subscribers, or `removed(flagged)` for everyone at the threshold.
+    public mutating func vote(_ id: PinID, voter: UInt64, value: Int8) -> (result: Result<VoteOutcome, PinFailure>, notices: [PinNotice]) {
+        guard let at = pins.firstIndex(where: { $0.id == id }) else { return (.failure(.notFound), []) }
+        var pin = pins[at]
+        let previous = pin.votes[voter]
+        if previous == value { return (.success(VoteOutcome(change: .unchanged, pin: pin, voter: voter, value: value)), []) }
+        if previous == nil && pin.votes.count >= settings.maxVotersPerPin { return (.failure(.tooManyVoters), []) }
+        pin.votes[voter] = value
+        pin.up = pin.votes.values.filter { $0 == 1 }.count
+        pin.down = pin.votes.values.filter { $0 == -1 }.count
+        if pin.down - pin.up >= settings.voteFlagThreshold {
+            pins.remove(at: at)
+            return (.success(VoteOutcome(change: .flagged, pin: pin, voter: voter, value: value)), notices(.removed(.flagged), pin))
+        }
+        pins[at] = pin
+        return (.success(VoteOutcome(change: .counted, pin: pin, voter: voter, value: value)), notices(.updated, pin))
+    }
+
     /// Every pin whose `expiresAt` is at or before `now` goes: `expired` to every subscription that held it.
-    public mutating func expire(now: Int64) -> [PinNotice] {
+    public mutating func expire(now: Int64) -> (notices: [PinNotice], removed: Int) {
         let due = pins.filter { $0.expiresAt <= now }
         pins.removeAll { $0.expiresAt <= now }
-        return due.flatMap { notices(.expired, $0) }
+        return (due.flatMap { notices(.expired, $0) }, due.count)
     }
 }

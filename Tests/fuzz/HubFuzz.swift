@@ -4,7 +4,8 @@
 //
 // The input is a script of operations on one hub: subscribe subscriber k to a box or circle and a
 // category mask, unsubscribe, create a pin at a point, move or edit it, delete it (sometimes with a
-// wrong token or an unknown id), advance the clock and expire. After every operation CheckedMapHub
+// wrong token or an unknown id), vote on it (a few voters, a low flag threshold and voter cap),
+// advance the clock and expire. After every operation CheckedMapHub
 // compares the hub's answer and deliveries with the brute-force oracle (a plain list of
 // subscriptions and pins): exactly the right subscribers, each told once, of the right kind.
 // Any difference stops the run with fatalError, whose message (kept in -O builds, unlike a
@@ -19,6 +20,8 @@ public func hubFuzzEntry(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     // byte varies how subscriptions are covered (finest precision, cell budget).
     var settings = PinSettings()
     settings.maxPins = 48
+    settings.maxVotersPerPin = 4
+    settings.voteFlagThreshold = 3
     let shape = script.byte()
     settings.maxSubscribePins = 1 + Int(shape & 0x0F)
     settings.cellPrecisionMax = 4 + Int(shape >> 5)                     // 4 ... 11
@@ -33,7 +36,7 @@ public func hubFuzzEntry(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
     while !script.isAtEnd {
         let problem: String?
-        switch script.byte() % 8 {
+        switch script.byte() % 9 {
         case 0:
             let subscriber = Int32(script.byte() % 8)
             let area = script.area()
@@ -68,6 +71,11 @@ public func hubFuzzEntry(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         case 6:
             now += Int64(script.word(2)) * 100                              // up to 109 minutes
             problem = checked.expire(now: now)
+        case 7:
+            let pins = checked.oracle.pins
+            let pick = Int(script.byte()), flags = script.byte()
+            let id = pins.isEmpty || flags & 0x80 != 0 ? PinID(high: .max, low: UInt64(pick)) : pins[pick % pins.count].id
+            problem = checked.vote(id, voter: UInt64(flags & 7), value: flags & 8 == 0 ? 1 : -1)
         default:
             problem = checked.expire(now: now)                              // again: nothing is due twice
         }

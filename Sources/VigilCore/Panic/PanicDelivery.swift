@@ -35,6 +35,9 @@ public enum PanicFailure: Error, Equatable, Sendable {
     case ended
     /// `maxStreams` streams are held already.
     case capacityExceeded
+    /// Only the reserved share of `maxStreams` is left, and the start was not eligible for it
+    /// (`PanicHub.start`'s `reserveEligible`).
+    case reserveOnly
     /// The stream would hold more than `maxWatchTokens` watch tokens (or `start` asked for more
     /// than `maxWatchersOnStart`).
     case tooManyWatchTokens

@@ -3,9 +3,13 @@ public enum PanicStatus: String, Sendable {
     case red, amber
 }
 
-/// Why a stream ended: the person is safe, or the alarm was a mistake.
+/// Why a stream ended: the person is safe, or the alarm was a mistake (both said by the owner);
+/// or the owner sent nothing for `PanicSettings.abandonAfterMs` (said by the hub's clock).
 public enum PanicEndReason: String, Sendable {
-    case safe, cancelled
+    case safe, cancelled, abandoned
+
+    /// Whether an owner may end a stream with this reason (`panic.end`); `abandoned` is the hub's.
+    public var isGivenByOwner: Bool { self != .abandoned }
 }
 
 /// One fix from the phone. Range checks (latitude, longitude, non-negative accuracy) happen at decode.
@@ -46,3 +50,44 @@ public struct PanicEvent: Equatable, Sendable {
         self.kind = kind
     }
 }
+
+/// An event and the stream it belongs to: what the server journals (`JournalRecord.panicEvent`)
+/// for a change the hub made on its own, such as the end of an abandoned stream.
+public struct StreamEvent: Equatable, Sendable {
+    public var stream: StreamID
+    public var event: PanicEvent
+
+    public init(stream: StreamID, event: PanicEvent) {
+        self.stream = stream
+        self.event = event
+    }
+}
+
+/// What a status change did to its stream: recorded an event (journal it), or nothing (the
+/// status it had already: nothing to journal or sync; the reply still carries the current seq).
+public enum PanicChange: Equatable, Sendable {
+    case recorded(PanicEvent)
+    case unchanged(seq: UInt64)
+
+    /// The stream's seq after the operation: the reply's `seq`.
+    public var seq: UInt64 {
+        switch self {
+        case .recorded(let event): return event.seq
+        case .unchanged(let seq): return seq
+        }
+    }
+
+    /// The event to journal, if anything changed.
+    public var event: PanicEvent? {
+        if case .recorded(let event) = self { return event }
+        return nil
+    }
+}
+
+/// What a revocation did: killed a live watch token (journal it), or nothing (the token was
+/// never issued, or was revoked already: nothing to journal or sync; the reply is `ok` all the same).
+public enum PanicRevocation: Equatable, Sendable {
+    case revoked
+    case notLive
+}
+

@@ -11,8 +11,10 @@ extension PanicHub {
 
     /// Puts streams back with no owner connection and no watchers, re-arming their timers: an
     /// active stream's stale notice at `lastLocationAt + staleAfterMs` (already due after a long
-    /// downtime: the next `tick` then notes the silence, telling nobody since nobody watches), an
-    /// ended stream's removal at `ended.at + endedGraceMs`. Ended streams whose grace has passed
+    /// downtime: the next `tick` then notes the silence, telling nobody since nobody watches) and
+    /// its abandonment at `updatedAt + abandonAfterMs` (after a downtime past it, the next `tick`
+    /// ends it at that time, and the server journals the end as for any tick), an ended stream's
+    /// removal at `ended.at + endedGraceMs`. Ended streams whose grace has passed
     /// by `now` are removed at once, as `tick` would have done. Produces no deliveries.
     ///
     /// Meant for a hub that holds no streams yet; a stream with an id already held replaces it.
@@ -30,6 +32,7 @@ extension PanicHub {
             } else {
                 stream.staleArmed = true
                 fileStale(at: Self.saturatingSum(stream.lastLocationAt, settings.staleAfterMs), stream.id)
+                fileAbandon(at: Self.saturatingSum(stream.updatedAt, settings.abandonAfterMs), stream.id)
             }
             streams[stream.id] = stream
         }

@@ -13,12 +13,22 @@ import HeapModule
 /// - A wrong token and an unknown stream get the same `.forbidden`, and the token is hashed before
 ///   the stream is looked up, so neither answer nor timing tells whether a stream exists.
 ///
-/// Time: an active stream never expires (the phone may be away for long; it resumes). `tick`
-/// is the clock for everything else: stale notices, and removal of ended streams after their grace.
+/// Time: an active stream does not expire while its phone speaks (it may be away for long; it
+/// resumes), but one whose owner has sent nothing for `abandonAfterMs` is ended as `abandoned`.
+/// `tick` is the clock for that and everything else: stale notices, abandonment, and removal of
+/// ended streams after their grace (PanicHub+Timers.swift).
+///
+/// Capacity: `maxStreams` streams are held at most, and the last `reservedShare` of them only for
+/// starts the caller vouches for (`start`'s `reserveEligible`): the server passes whether the
+/// requesting address has no idle stream (`hasIdleStream`), so whoever starts streams and leaves
+/// them silent can fill the unreserved part only, and a person whose address has no idle stream
+/// can still start one. The trade: behind a carrier's shared address (CGNAT) one busy abuser makes
+/// everyone there ineligible for the reserve until its streams are abandoned; they still get the
+/// unreserved part like anyone.
 public struct PanicHub: Sendable {
     /// A timer entry. Entries are never removed early: one whose stream is gone or changed is
-    /// skipped (or re-filed) when it reaches the top. Each stream has at most one stale and one
-    /// grace entry at a time, so the heaps hold at most two entries per stream.
+    /// skipped (or re-filed) when it reaches the top. Each stream has at most one stale, one
+    /// abandonment and one grace entry at a time, so the heaps hold at most three entries per stream.
     struct Deadline: Comparable, Sendable {
         let at: Int64
         let order: UInt64      // insertion order: equal deadlines fire in the order they were set
@@ -29,11 +39,12 @@ public struct PanicHub: Sendable {
     public let settings: PanicSettings
     var streams: [StreamID: PanicStream] = [:]
     /// Streams each connection watches, and streams it owns: what `disconnected` must undo.
-    private var watching: [WatcherID: Set<StreamID>] = [:]
-    private var owning: [WatcherID: Set<StreamID>] = [:]
-    private var staleDeadlines = Heap<Deadline>()
-    private var graceDeadlines = Heap<Deadline>()
-    private var nextOrder: UInt64 = 0
+    var watching: [WatcherID: Set<StreamID>] = [:]
+    var owning: [WatcherID: Set<StreamID>] = [:]
+    var staleDeadlines = Heap<Deadline>()
+    var abandonDeadlines = Heap<Deadline>()
+    var graceDeadlines = Heap<Deadline>()
+    var nextOrder: UInt64 = 0
 
     public init(settings: PanicSettings) {
         self.settings = settings
@@ -51,9 +62,17 @@ public struct PanicHub: Sendable {
 
     /// The earliest pending timer (possibly of an entry that turns out stale): when to call `tick`.
     public var nextDeadline: Int64? {
-        switch (staleDeadlines.min?.at, graceDeadlines.min?.at) {
-        case let (a?, b?): return min(a, b)
-        case let (a, b): return a ?? b
+        [staleDeadlines.min?.at, abandonDeadlines.min?.at, graceDeadlines.min?.at].compactMap { $0 }.min()
+    }
+
+    /// Whether any of `ids` is an idle stream: active, with no location for `staleAfterMs` or
+    /// longer (the silence `tick` tells watchers of). The server asks it of the streams an
+    /// address holds, to decide whether that address may use the reserve (see the type's
+    /// comment); it costs a lookup per id, and ids of streams no longer held count as not idle.
+    public func hasIdleStream(among ids: [StreamID], now: Int64) -> Bool {
+        ids.contains { id in
+            guard let stream = streams[id], stream.isActive else { return false }
+            return Self.saturatingSum(stream.lastLocationAt, settings.staleAfterMs) <= now
         }
     }
 
@@ -63,13 +82,18 @@ public struct PanicHub: Sendable {
     /// Its first event, seq 1, is the location. Nobody watches yet, so nothing is delivered, except
     /// that ended streams whose grace has passed are removed first (silently, as in `tick`), so they
     /// do not hold capacity.
+    ///
+    /// Once `settings.unreservedStreams` streams are held, only a start with `reserveEligible`
+    /// is admitted (`.reserveOnly` otherwise); at `maxStreams`, none (`.capacityExceeded`). The
+    /// default, eligible, is the rule without a reserve: a caller that cannot tell loses nothing.
     public mutating func start(owner: WatcherID, status: PanicStatus, location: PanicLocation, note: String?, watchers: Int,
-                               secrets: Secrets, now: Int64, out: inout [PanicDelivery])
+                               reserveEligible: Bool = true, secrets: Secrets, now: Int64, out: inout [PanicDelivery])
         -> Result<(stream: PanicStream, ownerToken: String, watchTokens: [String]), PanicFailure> {
         precondition(watchers >= 1, "a panic stream starts with at least one contact (checked at decode)")
         guard watchers <= settings.maxWatchersOnStart, watchers <= settings.maxWatchTokens else { return .failure(.tooManyWatchTokens) }
         removeEndedStreams(dueBy: now)
         guard streams.count < settings.maxStreams else { return .failure(.capacityExceeded) }
+        guard reserveEligible || streams.count < settings.unreservedStreams else { return .failure(.reserveOnly) }
         var id = StreamID(random: secrets.randomBytes(16))
         while streams[id] != nil { id = StreamID(random: secrets.randomBytes(16)) }
         let ownerToken = secrets.newToken()
@@ -81,7 +105,8 @@ public struct PanicHub: Sendable {
         stream.staleArmed = true
         streams[id] = stream
         owning[owner, default: []].insert(id)
-        fileStale(at: now + settings.staleAfterMs, id)
+        fileStale(at: Self.saturatingSum(now, settings.staleAfterMs), id)
+        fileAbandon(at: Self.saturatingSum(now, settings.abandonAfterMs), id)
         return .success((stream, ownerToken, watchTokens))
     }
 
@@ -97,34 +122,44 @@ public struct PanicHub: Sendable {
             Self.deliver(event, of: stream, out: &out)
             return .success(event.seq)
         }
-        if needsStaleEntry { fileStale(at: now + settings.staleAfterMs, id) }
+        if needsStaleEntry { fileStale(at: Self.saturatingSum(now, settings.staleAfterMs), id) }
         return result
     }
 
     /// A status change: the next seq, to every watcher. Setting the status it already has is not an
-    /// event (nothing changed, nothing to tell): it succeeds with the current seq.
+    /// event (nothing changed, nothing to tell, nothing to journal): `.unchanged` with the current seq.
     public mutating func setStatus(_ id: StreamID, by connection: WatcherID, ownerToken: String?, status: PanicStatus,
-                                   secrets: Secrets, now: Int64, out: inout [PanicDelivery]) -> Result<UInt64, PanicFailure> {
+                                   secrets: Secrets, now: Int64, out: inout [PanicDelivery]) -> Result<PanicChange, PanicFailure> {
         steer(id, by: connection, ownerToken: ownerToken, secrets: secrets) { stream in
             guard stream.isActive else { return .failure(.ended) }
-            guard stream.status != status else { return .success(stream.seq) }
+            guard stream.status != status else { return .success(.unchanged(seq: stream.seq)) }
             let event = stream.record(.status(status), now: now)
             Self.deliver(event, of: stream, out: &out)
-            return .success(event.seq)
+            return .success(.recorded(event))
         }
+    }
+
+    /// `setStatus` as it was, answering only the seq.
+    @available(*, deprecated, message: "use the setStatus that returns a PanicChange, and journal its event (none when .unchanged)")
+    public mutating func setStatus(_ id: StreamID, by connection: WatcherID, ownerToken: String?, status: PanicStatus,
+                                   secrets: Secrets, now: Int64, out: inout [PanicDelivery]) -> Result<UInt64, PanicFailure> {
+        let change: Result<PanicChange, PanicFailure> = setStatus(id, by: connection, ownerToken: ownerToken, status: status,
+                                                                  secrets: secrets, now: now, out: &out)
+        return change.map(\.seq)
     }
 
     /// Ends the stream: the `ended` event (next seq) to every watcher. The stream stays readable for
     /// `endedGraceMs` (watch, replay), then `tick` removes it with its trail and tokens.
     public mutating func end(_ id: StreamID, by connection: WatcherID, ownerToken: String?, reason: PanicEndReason,
                              secrets: Secrets, now: Int64, out: inout [PanicDelivery]) -> Result<UInt64, PanicFailure> {
+        precondition(reason.isGivenByOwner, "only tick ends a stream as abandoned")
         let result = steer(id, by: connection, ownerToken: ownerToken, secrets: secrets) { stream -> Result<UInt64, PanicFailure> in
             guard stream.isActive else { return .failure(.ended) }
             let event = stream.record(.ended(reason), now: now)
             Self.deliver(event, of: stream, out: &out)
             return .success(event.seq)
         }
-        if case .success = result { fileGrace(at: now + settings.endedGraceMs, id) }
+        if case .success = result { fileGrace(at: Self.saturatingSum(now, settings.endedGraceMs), id) }
         return result
     }
 
@@ -167,20 +202,21 @@ public struct PanicHub: Sendable {
     /// Kills a watch token: every connection watching with it gets `.revoked` and stops watching, the
     /// token opens nothing again, and the owner hears the new watcher count if it changed. Allowed on
     /// an ended stream (cutting a reader off the trail). A token that is not live (never issued, or
-    /// revoked already) is a no-op success: revoking is idempotent.
+    /// revoked already) is a success that changed nothing (`.notLive`: nothing to journal or sync),
+    /// so revoking is idempotent and a storm of revocations costs no disk.
     public mutating func revoke(_ id: StreamID, by connection: WatcherID, ownerToken: String?, watchToken: String,
-                                secrets: Secrets, out: inout [PanicDelivery]) -> Result<Void, PanicFailure> {
+                                secrets: Secrets, out: inout [PanicDelivery]) -> Result<PanicRevocation, PanicFailure> {
         let digest = secrets.digest(ofToken: watchToken)
         var cut: [WatcherID] = []
-        let result = steer(id, by: connection, ownerToken: ownerToken, secrets: secrets) { stream -> Result<Void, PanicFailure> in
-            guard let index = stream.watchTokenIndex(digest) else { return .success(()) }
+        let result = steer(id, by: connection, ownerToken: ownerToken, secrets: secrets) { stream -> Result<PanicRevocation, PanicFailure> in
+            guard let index = stream.watchTokenIndex(digest) else { return .success(.notLive) }
             stream.watchTokens.remove(at: index)
             cut = stream.watchers.filter { $0.value.matches(digest) }.map(\.key).sorted()
-            guard !cut.isEmpty else { return .success(()) }
+            guard !cut.isEmpty else { return .success(.revoked) }
             for watcher in cut { stream.watchers.removeValue(forKey: watcher) }
             out.append(PanicDelivery(stream: id, kind: .revoked, recipients: cut))
             Self.deliverWatcherCount(of: stream, out: &out)
-            return .success(())
+            return .success(.revoked)
         }
         for watcher in cut { Self.unindex(&watching, watcher, id) }
         return result
@@ -249,37 +285,6 @@ public struct PanicHub: Sendable {
         }
     }
 
-    // MARK: timers
-
-    /// Tells the watchers of each active stream whose last location is `staleAfterMs` old or older
-    /// (once per silence; a new location re-arms it), then removes the ended streams whose grace has
-    /// passed: their watchers stop watching (silently: they were sent `ended` already) and their
-    /// tokens die. Costs O(log n) per due entry and nothing else.
-    public mutating func tick(now: Int64, out: inout [PanicDelivery]) {
-        let staleAfterMs = settings.staleAfterMs          // `body` may not read the hub (see withStream)
-        while let top = staleDeadlines.min, top.at <= now {
-            _ = staleDeadlines.popMin()
-            var refileAt: Int64?
-            withStream(top.id) { stream in
-                guard stream.isActive else { return }                // ended: no notice
-                let due = stream.lastLocationAt + staleAfterMs
-                if due > now {                                       // a location came since this entry was filed
-                    refileAt = due
-                    return
-                }
-                stream.staleArmed = false                            // the next location files a new entry
-                guard !stream.staleNotified else { return }
-                stream.staleNotified = true
-                let recipients = stream.watchers.keys.sorted()
-                if !recipients.isEmpty {
-                    out.append(PanicDelivery(stream: stream.id, kind: .stale(since: stream.lastLocationAt), recipients: recipients))
-                }
-            }                                                        // gone: no notice either
-            if let refileAt { fileStale(at: refileAt, top.id) }
-        }
-        removeEndedStreams(dueBy: now)
-    }
-
     // MARK: private
 
     /// Runs `body` on the held stream `id` in place; nil (and `body` not run) when there is none.
@@ -291,7 +296,7 @@ public struct PanicHub: Sendable {
     /// change the hub (the compiler enforces it), so callers copy the settings they need before,
     /// append deliveries to their own `out`, and do timer and index work after it returns.
     @discardableResult
-    private mutating func withStream<R>(_ id: StreamID, _ body: (inout PanicStream) -> R) -> R? {
+    mutating func withStream<R>(_ id: StreamID, _ body: (inout PanicStream) -> R) -> R? {
         streams[id]?.applying(body)
     }
 
@@ -311,32 +316,13 @@ public struct PanicHub: Sendable {
         } ?? .failure(.forbidden)
     }
 
-    mutating func removeEndedStreams(dueBy now: Int64) {
-        while let top = graceDeadlines.min, top.at <= now {
-            _ = graceDeadlines.popMin()
-            guard let stream = streams.removeValue(forKey: top.id) else { continue }
-            for watcher in stream.watchers.keys { Self.unindex(&watching, watcher, top.id) }
-            if let owner = stream.owner { Self.unindex(&owning, owner, top.id) }
-        }
-    }
-
-    mutating func fileStale(at: Int64, _ id: StreamID) {
-        nextOrder += 1
-        staleDeadlines.insert(Deadline(at: at, order: nextOrder, id: id))
-    }
-
-    mutating func fileGrace(at: Int64, _ id: StreamID) {
-        nextOrder += 1
-        graceDeadlines.insert(Deadline(at: at, order: nextOrder, id: id))
-    }
-
-    private static func unindex(_ index: inout [WatcherID: Set<StreamID>], _ connection: WatcherID, _ id: StreamID) {
+    static func unindex(_ index: inout [WatcherID: Set<StreamID>], _ connection: WatcherID, _ id: StreamID) {
         guard index[connection]?.remove(id) != nil, index[connection]?.isEmpty == true else { return }
         index.removeValue(forKey: connection)
     }
 
     /// The event to every watcher of `stream` (nothing when nobody watches).
-    private static func deliver(_ event: PanicEvent, of stream: PanicStream, out: inout [PanicDelivery]) {
+    static func deliver(_ event: PanicEvent, of stream: PanicStream, out: inout [PanicDelivery]) {
         let recipients = stream.watchers.keys.sorted()
         if !recipients.isEmpty { out.append(PanicDelivery(stream: stream.id, kind: .event(event), recipients: recipients)) }
     }

@@ -12,15 +12,39 @@ public struct PanicSettings: Equatable, Sendable {
     public var maxStreams: Int = 100_000
     /// Watch tokens a `start` may ask for.
     public var maxWatchersOnStart: Int = 16
+    /// A stream's note: at most this many characters and this many bytes of UTF-8 (8 a
+    /// character, the densest real text; see `PinSettings.titleMaxBytes`).
+    public var noteMaxCharacters: Int = 280
+    public var noteMaxBytes: Int = 2_240
+    /// An active stream whose owner has sent nothing (no location, status change or end) for this
+    /// long is ended by `tick` with reason `abandoned`, so that streams started and left behind
+    /// cannot hold the stream capacity for ever. A day: a phone that is on sends a location far
+    /// more often, and one that is off for a day has left its contacts with its last place anyway.
+    public var abandonAfterMs: Int64 = 86_400_000
+    /// The share of `maxStreams` kept for starts the caller vouches for (`start`'s
+    /// `reserveEligible`): once `unreservedStreams` are held, only those are admitted.
+    public var reservedShare: Double = 0.2
 
     public init(historyEvents: Int = 1000, staleAfterMs: Int64 = 120_000, endedGraceMs: Int64 = 3_600_000,
-                maxWatchTokens: Int = 32, maxStreams: Int = 100_000, maxWatchersOnStart: Int = 16) {
+                maxWatchTokens: Int = 32, maxStreams: Int = 100_000, maxWatchersOnStart: Int = 16,
+                abandonAfterMs: Int64 = 86_400_000, reservedShare: Double = 0.2) {
         precondition(historyEvents >= 1, "a stream keeps at least its last event")
+        precondition(abandonAfterMs > 0, "a stream is abandoned after some time, not at once")
+        precondition(reservedShare >= 0 && reservedShare <= 1, "the reserved share is a fraction of maxStreams")
         self.historyEvents = historyEvents
         self.staleAfterMs = staleAfterMs
         self.endedGraceMs = endedGraceMs
         self.maxWatchTokens = maxWatchTokens
         self.maxStreams = maxStreams
         self.maxWatchersOnStart = maxWatchersOnStart
+        self.abandonAfterMs = abandonAfterMs
+        self.reservedShare = reservedShare
+    }
+
+    /// Streams held (active and in grace) up to which any start is admitted: `maxStreams` less
+    /// the reserved share, rounded so that the reserve is never smaller than the share asks.
+    public var unreservedStreams: Int {
+        let reserved = (Double(maxStreams) * reservedShare).rounded(.up)
+        return max(0, maxStreams - Int(min(reserved, Double(maxStreams))))
     }
 }

@@ -70,31 +70,49 @@ public struct MapHub: Sendable {
         return .success(pin)
     }
 
-    /// Records `session`'s vote (+1 or -1), replacing its earlier one. When `down - up` reaches
-    /// the threshold the pin is removed for everyone (`flagged`).
-    public mutating func vote(_ id: PinID, session: UInt64, value: Int8, now: Int64, out: inout [PinDelivery]) -> Result<Pin, PinFailure> {
+    /// Records `voter`'s vote (+1 or -1), replacing its earlier one. When `down - up` reaches
+    /// the threshold the pin is removed for everyone (`flagged`). The voter is whatever number the
+    /// server gives a source of votes (one per address, so reconnecting does not vote again).
+    ///
+    /// Voting the value the voter has already changes nothing and delivers nothing
+    /// (`.unchanged`); a new voter on a pin with `maxVotersPerPin` voters is refused
+    /// (`.tooManyVoters`), while its voters may still change theirs. A vote touches neither the
+    /// pin's `updatedAt` nor its place in the indexes: it costs a dictionary update, not a re-index.
+    public mutating func vote(_ id: PinID, voter: UInt64, value: Int8, out: inout [PinDelivery]) -> Result<VoteOutcome, PinFailure> {
         precondition(value == 1 || value == -1)
-        guard var pin = store[id] else { return .failure(.notFound) }
-        let previous = pin.votes[session]
-        if previous == value { return .success(pin) }
-        if previous == 1 { pin.up -= 1 } else if previous == -1 { pin.down -= 1 }
-        if value == 1 { pin.up += 1 } else { pin.down += 1 }
-        pin.votes[session] = value
+        // Read through a temporary, gone before the write below: a copy of the pin held across
+        // it would share the vote table and make the write copy all of it.
+        guard let held = store[id].map({ (voters: $0.votes.count, previous: $0.votes[voter]) }) else { return .failure(.notFound) }
+        if held.previous == value, let pin = store[id] {
+            return .success(VoteOutcome(change: .unchanged, pin: pin, voter: voter, value: value))
+        }
+        if held.previous == nil && held.voters >= settings.maxVotersPerPin { return .failure(.tooManyVoters) }
+        store.setVote(id, voter: voter, value: value)
+        guard let pin = store[id] else { return .failure(.notFound) }
         if pin.down - pin.up >= settings.voteFlagThreshold {
             store.remove(id)
             deliver(.removed(.flagged), pin, out: &out)
-            return .success(pin)
+            return .success(VoteOutcome(change: .flagged, pin: pin, voter: voter, value: value))
         }
-        store.replace(pin)
         deliver(.updated, pin, out: &out)
-        return .success(pin)
+        return .success(VoteOutcome(change: .counted, pin: pin, voter: voter, value: value))
     }
 
-    /// Removes every pin due at `now` and tells its subscribers.
-    public mutating func expire(now: Int64, out: inout [PinDelivery]) {
-        for pin in store.removeExpired(now: now) {
+    /// The vote as it was before votes were per voter and journaled as votes.
+    @available(*, deprecated, message: "use vote(_:voter:value:out:) and journal JournalRecord.afterVote(_:) of its outcome")
+    public mutating func vote(_ id: PinID, session: UInt64, value: Int8, now: Int64, out: inout [PinDelivery]) -> Result<Pin, PinFailure> {
+        vote(id, voter: session, value: value, out: &out).map(\.pin)
+    }
+
+    /// Removes every pin due at `now` and tells its subscribers; returns the pins removed (all of
+    /// them, also those nobody was told of: the server counts each against its creator's budget).
+    @discardableResult
+    public mutating func expire(now: Int64, out: inout [PinDelivery]) -> [Pin] {
+        let expired = store.removeExpired(now: now)
+        for pin in expired {
             deliver(.expired, pin, out: &out)
         }
+        return expired
     }
 
     // MARK: fan-out

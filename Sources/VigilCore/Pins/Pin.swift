@@ -1,7 +1,7 @@
 import VigilGeo
 
 /// A live map pin. Everything a client sees, plus what only the server keeps: the digest of the
-/// edit token and the votes by session. Nothing identifies the person who created it.
+/// edit token and the votes by voter. Nothing identifies the person who created it.
 public struct Pin: Equatable, Sendable {
     public let id: PinID
     public var point: GeoPoint
@@ -15,7 +15,10 @@ public struct Pin: Equatable, Sendable {
     public var down: Int
     /// SHA-256 of the edit token; the token itself is never stored.
     public let editDigest: TokenDigest
-    /// Vote per session (+1 or -1). Sessions are anonymous per-connection serial numbers.
+    /// Vote per voter (+1 or -1). A voter is an opaque number the server gives each source of
+    /// votes (one per address while the address is known: see `AddressBudgets.voter`), never the
+    /// address or a hash of it; `up` and `down` count these values. At most
+    /// `PinSettings.maxVotersPerPin` voters, except on a pin restored with more.
     public var votes: [UInt64: Int8]
     /// The pin's geohash cell at full precision; covers and channels use its ancestors.
     public var cell: GeohashCell
@@ -37,6 +40,18 @@ public struct Pin: Equatable, Sendable {
         self.editDigest = editDigest
         self.votes = [:]
         self.cell = Geohash.cell(point, precision: Geohash.maxPrecision)
+    }
+
+    /// Sets `voter`'s vote, keeping `up` and `down` equal to the counts of the two values.
+    /// False when the voter had that vote already (nothing changed).
+    @discardableResult
+    public mutating func setVote(_ voter: UInt64, _ value: Int8) -> Bool {
+        precondition(value == 1 || value == -1, "a vote is +1 or -1")
+        let previous = votes.updateValue(value, forKey: voter)
+        if previous == value { return false }
+        if previous == 1 { up -= 1 } else if previous == -1 { down -= 1 }
+        if value == 1 { up += 1 } else { down += 1 }
+        return true
     }
 
     public static func == (a: Pin, b: Pin) -> Bool {

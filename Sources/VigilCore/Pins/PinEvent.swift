@@ -27,4 +27,6 @@ public enum PinFailure: Error, Equatable, Sendable {
     case notFound
     /// The store holds `PinSettings.maxPins`.
     case capacityExceeded
+    /// A new voter on a pin that has `PinSettings.maxVotersPerPin` voters already.
+    case tooManyVoters
 }

@@ -4,7 +4,9 @@ import VigilGeo
 /// The live pins, with the two indexes that keep every operation cheap:
 ///
 /// - a spatial index: each pin is listed under its geohash cell at a few index levels
-///   (`indexLevels`), so an area query visits only the cells that cover the area, whatever its size;
+///   (`indexLevels`), each cell's pins in recency order (`CellRecency`), so an area query visits
+///   only the cells that cover the area and, in them, only the newest pins it needs
+///   (`pins(in:...)`, in PinStore+Query.swift);
 /// - an expiry heap ordered by `expiresAt`, so expiring costs nothing for pins that are not due.
 ///   Entries are never removed early: an entry whose pin is gone or whose `expiresAt` changed is
 ///   stale and skipped when it reaches the top (edits are rate-limited, so stale entries are bounded).
@@ -23,7 +25,11 @@ public struct PinStore: Sendable {
     }
 
     public internal(set) var pins: [PinID: Pin] = [:]
-    private var spatial: [UInt64: Set<PinID>] = [:]
+    /// Cell key (`GeohashCell.key` at an index level) → that cell's pins, oldest first.
+    var spatial: [UInt64: CellRecency] = [:]
+    /// Category names → the small tags index entries carry, in order of first use; names past
+    /// the 255th share `CategoryTags.overflow` (their pins are looked up to be filtered).
+    var categoryTags = CategoryTags()
     var expiry = Heap<ExpiryEntry>()
     var nextSequence: UInt64 = 0
 
@@ -47,14 +53,12 @@ public struct PinStore: Sendable {
         return pin
     }
 
-    /// Stores an edited pin, moving it in the indexes when its cell or expiry changed.
+    /// Stores an edited pin, moving it in the indexes when its cell or expiry changed: O(1) for
+    /// an edit that stays in its cells, a removal and an insert per index level it leaves.
     public mutating func replace(_ pin: Pin) {
         guard let old = pins[pin.id] else { preconditionFailure("replacing an unknown pin") }
         pins[pin.id] = pin
-        if old.cell != pin.cell {
-            unindex(old)
-            index(pin)
-        }
+        reindex(from: old, to: pin)
         if old.expiresAt != pin.expiresAt {
             expiry.insert(ExpiryEntry(expiresAt: pin.expiresAt, id: pin.id))
         }
@@ -65,6 +69,13 @@ public struct PinStore: Sendable {
         guard let pin = pins.removeValue(forKey: id) else { return nil }
         unindex(pin)
         return pin
+    }
+
+    /// Sets `voter`'s vote on pin `id` in place (a vote moves the pin in no index). Nil when no
+    /// such pin is held, false when the voter had that vote already.
+    @discardableResult
+    public mutating func setVote(_ id: PinID, voter: UInt64, value: Int8) -> Bool? {
+        pins[id]?.setVote(voter, value)
     }
 
     /// Removes and returns every pin whose `expiresAt` is at or before `now`, oldest first.
@@ -82,50 +93,45 @@ public struct PinStore: Sendable {
     /// The earliest pending expiry (possibly of a stale entry), for tests and diagnostics.
     public var nextExpiry: Int64? { expiry.min?.expiresAt }
 
-    /// Every pin exactly inside `area` whose category bit is in `categories`, newest first,
-    /// at most `limit` (and whether more matched). `cells` is the area's cover at `precision`.
-    public func pins(in area: GeoArea, cells: [GeohashCell], precision: Int, categories: UInt64,
-                     settings: PinSettings, limit: Int) -> (pins: [Pin], truncated: Bool) {
-        let level = Self.indexLevels.last(where: { $0 <= precision }) ?? Self.indexLevels[0]
-        var keys = Set<UInt64>()
-        for cell in cells {
-            if precision >= level {
-                keys.insert(cell.ancestor(precision: level).key)
-            } else {
-                // A coarse cover cell spans 32^(level - precision) index cells.
-                let shift = 5 * (level - precision)
-                for k in 0..<(UInt64(1) << UInt64(shift)) {
-                    keys.insert(GeohashCell(bits: cell.bits << UInt64(shift) | k, precision: level).key)
-                }
-            }
-        }
-        var found: [Pin] = []
-        for key in keys {
-            guard let ids = spatial[key] else { continue }
-            for id in ids {
-                guard let pin = pins[id], area.contains(pin.point) else { continue }
-                guard let bit = settings.categoryIndex(pin.category), categories & (1 << UInt64(bit)) != 0 else { continue }
-                found.append(pin)
-            }
-        }
-        found.sort { ($0.createdAt, $0.sequence) > ($1.createdAt, $1.sequence) }
-        if found.count > limit {
-            return (Array(found.prefix(limit)), true)
-        }
-        return (found, false)
-    }
-
+    /// Files `pin` in its cell at every index level.
     mutating func index(_ pin: Pin) {
+        let entry = entry(pin)
         for level in Self.indexLevels {
-            spatial[pin.cell.ancestor(precision: level).key, default: []].insert(pin.id)
+            spatial[pin.cell.ancestor(precision: level).key, default: CellRecency()].insert(entry)
         }
     }
 
     mutating func unindex(_ pin: Pin) {
+        let entry = entry(pin)
         for level in Self.indexLevels {
-            let key = pin.cell.ancestor(precision: level).key
-            spatial[key]?.remove(pin.id)
-            if spatial[key]?.isEmpty == true { spatial[key] = nil }
+            remove(entry, fromCell: pin.cell.ancestor(precision: level).key)
         }
+    }
+
+    /// Moves a replaced pin's entries where its cell or order key changed, level by level: a move
+    /// within a 600 m cell touches nothing, one across it only the finest level.
+    mutating func reindex(from old: Pin, to new: Pin) {
+        let before = entry(old), after = entry(new)
+        let sameKey = before.sameKey(after) && before.tag == after.tag
+        if sameKey && old.cell == new.cell { return }
+        for level in Self.indexLevels {
+            let from = old.cell.ancestor(precision: level).key, to = new.cell.ancestor(precision: level).key
+            guard !sameKey || from != to else { continue }
+            remove(before, fromCell: from)
+            spatial[to, default: CellRecency()].insert(after)
+        }
+    }
+
+    private mutating func remove(_ entry: CellRecency.Entry, fromCell key: UInt64) {
+        // In place (the dictionary's modify accessor): copying a big cell out and back would cost
+        // O(its pins) per removal.
+        if spatial[key]?.remove(entry) == true, spatial[key]?.isEmpty == true {
+            spatial.removeValue(forKey: key)
+        }
+    }
+
+    /// The index entry of `pin`, its category tagged (a new category gets the next tag).
+    mutating func entry(_ pin: Pin) -> CellRecency.Entry {
+        CellRecency.Entry(createdAt: pin.createdAt, sequence: pin.sequence, id: pin.id, tag: categoryTags.tag(pin.category))
     }
 }

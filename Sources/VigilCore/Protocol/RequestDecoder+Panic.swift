@@ -1,7 +1,5 @@
 /// Decoding of the `panic.*` operations (docs/PROTOCOL.md, "Panic-location streams").
 extension RequestDecoder {
-    static let noteMaxCharacters = 280
-
     /// The operation, or nil when `op` is not a panic operation.
     func decodePanic(_ op: String, _ o: JSONObject) throws -> ClientOperation? {
         switch op {
@@ -12,8 +10,9 @@ extension RequestDecoder {
             if let n = o["note"] {
                 guard let text = n.string else { throw RequestError("invalid_note", field: "note", "note must be a string") }
                 let trimmed = Self.trim(text)
-                guard trimmed.count <= Self.noteMaxCharacters else {
-                    throw RequestError("invalid_note", field: "note", "note must have at most \(Self.noteMaxCharacters) characters")
+                guard Self.fits(trimmed, characters: panic.noteMaxCharacters, bytes: panic.noteMaxBytes) else {
+                    throw RequestError("invalid_note", field: "note",
+                                       "note must have at most \(panic.noteMaxCharacters) characters and \(panic.noteMaxBytes) bytes of UTF-8")
                 }
                 note = trimmed.isEmpty ? nil : trimmed
             }
@@ -31,7 +30,7 @@ extension RequestDecoder {
             return .panicStatus(stream: try streamID(o), ownerToken: try optionalToken(o, "owner_token"), status: try panicStatus(o))
         case "panic.end":
             guard let r = o["reason"] else { throw RequestError.missing("reason") }
-            guard let text = r.string, let reason = PanicEndReason(rawValue: text) else {
+            guard let text = r.string, let reason = PanicEndReason(rawValue: text), reason.isGivenByOwner else {
                 throw RequestError("invalid_reason", field: "reason", "reason must be \"safe\" or \"cancelled\"")
             }
             return .panicEnd(stream: try streamID(o), ownerToken: try optionalToken(o, "owner_token"), reason: reason)

@@ -107,21 +107,22 @@ public struct RequestDecoder: Sendable {
     }
 
     func title(_ v: JSONValue, field: String) throws -> String {
-        let limit = settings.titleMaxCharacters
+        let characters = settings.titleMaxCharacters, bytes = settings.titleMaxBytes
         guard let s = v.string else { throw RequestError("invalid_title", field: field, "\(field) must be a string") }
         let trimmed = Self.trim(s)
-        guard !trimmed.isEmpty, trimmed.count <= limit else {
-            throw RequestError("invalid_title", field: field, "\(field) must have 1 to \(limit) characters after trimming white space")
+        guard !trimmed.isEmpty, Self.fits(trimmed, characters: characters, bytes: bytes) else {
+            throw RequestError("invalid_title", field: field,
+                               "\(field) must have 1 to \(characters) characters and at most \(bytes) bytes of UTF-8 after trimming white space")
         }
         return trimmed
     }
 
     func description(_ v: JSONValue, field: String) throws -> String {
-        let limit = settings.descriptionMaxCharacters
+        let characters = settings.descriptionMaxCharacters, bytes = settings.descriptionMaxBytes
         guard let s = v.string else { throw RequestError("invalid_description", field: field, "\(field) must be a string") }
         let trimmed = Self.trim(s)
-        guard trimmed.count <= limit else {
-            throw RequestError("invalid_description", field: field, "\(field) must have at most \(limit) characters")
+        guard Self.fits(trimmed, characters: characters, bytes: bytes) else {
+            throw RequestError("invalid_description", field: field, "\(field) must have at most \(characters) characters and \(bytes) bytes of UTF-8")
         }
         return trimmed
     }
@@ -225,6 +226,13 @@ public struct RequestDecoder: Sendable {
             mask |= 1 << UInt64(bit)
         }
         return mask
+    }
+
+    /// Whether `text` has at most `characters` characters and `bytes` bytes of UTF-8. The bytes
+    /// are checked first: `utf8.count` is O(1) for a native string, while counting characters
+    /// walks grapheme breaks, so a message of 60 KiB of combining marks is refused at once.
+    static func fits(_ text: String, characters: Int, bytes: Int) -> Bool {
+        text.utf8.count <= bytes && text.count <= characters
     }
 
     /// Trims surrounding white space (Unicode White_Space, line breaks included).

@@ -27,6 +27,7 @@ public struct RequestError: Error, Equatable, Sendable {
         case .forbidden: return RequestError("forbidden", "no pin with that id and edit token")
         case .notFound: return RequestError("not_found", field: "id", "no live pin with that id")
         case .capacityExceeded: return RequestError("capacity_exceeded", "the server holds its maximum number of pins; try again later")
+        case .tooManyVoters: return RequestError("too_many_votes", field: "id", "the pin holds its maximum number of votes; only its voters can change theirs")
         }
     }
 }

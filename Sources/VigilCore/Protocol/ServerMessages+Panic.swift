@@ -98,6 +98,8 @@ extension RequestError {
         case .forbidden: return RequestError("forbidden", "no stream with that id and token")
         case .ended: return RequestError("stream_ended", "the stream has ended")
         case .capacityExceeded: return RequestError("capacity_exceeded", "the server holds its maximum number of streams; try again later")
+        // The same code: for the client it is the same situation (no stream now, retry later).
+        case .reserveOnly: return RequestError("capacity_exceeded", "the server keeps its last streams for addresses with no idle stream; try again later")
         case .tooManyWatchTokens: return RequestError("too_many_watch_tokens", "the stream has its maximum number of watch tokens")
         case .sinceAhead: return RequestError("invalid_since", field: "since", "since is after the stream's last seq")
         }

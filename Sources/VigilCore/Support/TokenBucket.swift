@@ -1,41 +1,29 @@
-/// A token bucket: `capacity` tokens, refilled continuously at `perMinute` a minute.
+/// A token bucket: `capacity` tokens, refilled continuously at `perMinute` a minute. The
+/// per-session limits of one connection; a table of many buckets under one rule keeps
+/// `TokenLevel`s and the `TokenRate` once instead (see `AddressBudgets`).
 ///
-/// Times are milliseconds on any monotonic clock; the bucket stores its level in thousandths of a
-/// token so that refills need no floating point.
+/// Times are milliseconds on any monotonic clock. The retry time `take` returns is exact: a take
+/// at that time succeeds and one a millisecond earlier does not (see `TokenLevel`).
 public struct TokenBucket: Sendable {
-    public let capacity: Int
-    public let perMinute: Int
-    private var milliTokens: Int64
-    private var lastMs: Int64
+    public let rate: TokenRate
+    private var level: TokenLevel
 
     public init(capacity: Int, perMinute: Int, nowMs: Int64) {
-        precondition(capacity > 0 && perMinute > 0)
-        self.capacity = capacity
-        self.perMinute = perMinute
-        self.milliTokens = Int64(capacity) * 1000
-        self.lastMs = nowMs
+        self.init(rate: .perMinute(perMinute, capacity: capacity), nowMs: nowMs)
     }
+
+    /// A full bucket with any rate.
+    public init(rate: TokenRate, nowMs: Int64) {
+        self.rate = rate
+        self.level = TokenLevel(full: rate, nowMs: nowMs)
+    }
+
+    public var capacity: Int { rate.capacity }
+    /// Tokens a minute (rounded down for a rate given over another period).
+    public var perMinute: Int { Int(Int64(rate.refill) * 60_000 / rate.periodMs) }
 
     /// Takes one token, or returns how many milliseconds until one is available.
     public mutating func take(nowMs: Int64) -> Int64? {
-        refill(nowMs)
-        if milliTokens >= 1000 {
-            milliTokens -= 1000
-            return nil
-        }
-        // One token is 60,000 / perMinute ms of refill; scale the missing thousandths.
-        let missing = 1000 - milliTokens
-        return max(1, (missing * 60_000 + Int64(perMinute) * 1000 - 1) / (Int64(perMinute) * 1000))
-    }
-
-    private mutating func refill(_ nowMs: Int64) {
-        guard nowMs > lastMs else { return }
-        let gained = (nowMs - lastMs) * Int64(perMinute) * 1000 / 60_000
-        if gained > 0 {
-            milliTokens = min(Int64(capacity) * 1000, milliTokens + gained)
-            // Advance only by the time that produced whole thousandths, keeping the remainder.
-            lastMs += gained * 60_000 / (Int64(perMinute) * 1000)
-            if milliTokens == Int64(capacity) * 1000 { lastMs = nowMs }
-        }
+        level.take(rate, nowMs: nowMs)
     }
 }

@@ -19,7 +19,8 @@ import VigilTestSupport
     @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
     func randomOperationsKeepTheInvariants(seed: UInt64) throws {
         let settings = PanicSettings(historyEvents: 6, staleAfterMs: 30_000, endedGraceMs: 90_000,
-                                     maxWatchTokens: 4, maxStreams: 5, maxWatchersOnStart: 3)
+                                     maxWatchTokens: 4, maxStreams: 5, maxWatchersOnStart: 3,
+                                     abandonAfterMs: 50_000, reservedShare: 0.4)
         var hub = PanicHub(settings: settings)
         let secrets = TestSecrets(seed: seed)
         let dice = TestSecrets(seed: seed &* 31 &+ 17)
@@ -27,7 +28,7 @@ import VigilTestSupport
         var models: [StreamID: Model] = [:]
         var gone: [StreamID] = []
         var now: Int64 = 0
-        var eventsDelivered = 0, replayed = 0, gaps = 0
+        var eventsDelivered = 0, replayed = 0, gaps = 0, abandoned = 0, reserveRefusals = 0
 
         func pickStream() -> StreamID? {
             if !gone.isEmpty && roll(8) == 0 { return gone[roll(gone.count)] }
@@ -74,9 +75,13 @@ import VigilTestSupport
             switch roll(17) {
             case 0, 1:
                 let n = 1 + roll(3)
+                let eligible = roll(2) == 0
                 let r = hub.start(owner: c, status: .red, location: PanicRig.at(Double(roll(100))), note: nil, watchers: n,
-                                  secrets: secrets, now: now, out: &out)
+                                  reserveEligible: eligible, secrets: secrets, now: now, out: &out)
                 switch r {
+                case .failure(.reserveOnly):
+                    #expect(!eligible && hub.count >= settings.unreservedStreams && hub.count < settings.maxStreams)
+                    reserveRefusals += 1
                 case .failure(let f):
                     #expect(f == .capacityExceeded && hub.count >= settings.maxStreams)
                 case .success(let s):
@@ -90,22 +95,30 @@ import VigilTestSupport
                 let useToken = roll(2) == 0
                 let token = useToken ? (roll(5) == 0 ? "bogus" : m?.ownerToken) : nil
                 let allowed = m != nil && (m!.owner == c || (token != nil && token == m!.ownerToken))
-                let r: Result<UInt64, PanicFailure>
+                let r: Result<PanicChange, PanicFailure>
                 let kind = roll(30)
+                let status: PanicStatus = roll(2) == 0 ? .red : .amber
+                let before = hub.stream(id)?.status
                 if kind < 24 {
                     r = hub.update(id, by: c, ownerToken: token, location: PanicRig.at(Double(roll(100))), secrets: secrets, now: now, out: &out)
+                        .map { _ in .recorded(hub.stream(id)!.history.all.last!) }
                 } else if kind < 29 {
-                    r = hub.setStatus(id, by: c, ownerToken: token, status: roll(2) == 0 ? .red : .amber, secrets: secrets, now: now, out: &out)
+                    r = hub.setStatus(id, by: c, ownerToken: token, status: status, secrets: secrets, now: now, out: &out)
                 } else {
                     r = hub.end(id, by: c, ownerToken: token, reason: .safe, secrets: secrets, now: now, out: &out)
+                        .map { _ in .recorded(hub.stream(id)!.history.all.last!) }
                 }
                 if !allowed {
                     #expect(r.failure == .forbidden)
                 } else if m!.ended {
                     #expect(r.failure == .ended)
                 } else {
-                    let seq = try r.get()
-                    if seq == UInt64(m!.log.count) + 1 { logged(id, seq) } else { #expect(seq == UInt64(m!.log.count)) }  // same status
+                    switch try r.get() {
+                    case .recorded(let event):
+                        logged(id, event.seq)
+                    case .unchanged(let seq):                                  // the same status: no event
+                        #expect(kind >= 24 && kind < 29 && before == status && seq == UInt64(m!.log.count))
+                    }
                     if kind == 29 { models[id]!.ended = true }
                 }
             case 8, 9, 10:
@@ -160,10 +173,12 @@ import VigilTestSupport
                 let token = roll(4) == 0 ? (m.dead.first ?? "bogus") : (m.live.isEmpty ? "bogus" : m.live[roll(m.live.count)])
                 let byToken = m.owner != c
                 let r = hub.revoke(id, by: c, ownerToken: byToken ? m.ownerToken : nil, watchToken: token, secrets: secrets, out: &out)
-                #expect(r.ok)
                 if let i = models[id]!.live.firstIndex(of: token) {
+                    #expect(r == .success(.revoked))
                     models[id]!.live.remove(at: i)
                     models[id]!.dead.append(token)
+                } else {
+                    #expect(r == .success(.notLive) && out.isEmpty, "a token that is not live: nothing changes")
                 }
             case 14:
                 guard let id = pickStream(), let m = models[id] else { continue }
@@ -178,7 +193,19 @@ import VigilTestSupport
                 models[id]!.owner = c
             default:
                 now += Int64(roll(20_000))
-                hub.tick(now: now, out: &out)
+                // Streams whose owner fell silent for `abandonAfterMs` end, at that deadline, with
+                // the next seq; the model logs each end before the deliveries are checked.
+                for ended in hub.tick(now: now, out: &out) {
+                    let m = try #require(models[ended.stream])
+                    let last = try #require(m.log.last)
+                    #expect(!m.ended && ended.event == PanicEvent(seq: last.seq + 1, at: last.at + settings.abandonAfterMs, kind: .ended(.abandoned)))
+                    models[ended.stream]!.log.append(ended.event)
+                    models[ended.stream]!.ended = true
+                    abandoned += 1
+                }
+                for (id, m) in models where !m.ended {
+                    #expect(hub.stream(id)!.updatedAt + settings.abandonAfterMs > now, "an overdue stream was not abandoned")
+                }
             }
             try absorb(out)
             for id in models.keys where hub.stream(id) == nil {          // swept after grace
@@ -197,6 +224,8 @@ import VigilTestSupport
             }
             #expect(hub.count == models.count)
         }
-        #expect(eventsDelivered > 400 && replayed > 100 && gaps > 10)   // the run exercised what it checks
+        // The run exercised what it checks.
+        #expect(eventsDelivered > 400 && replayed > 100 && gaps > 10 && abandoned > 3 && reserveRefusals > 3,
+                "\(eventsDelivered) events, \(replayed) replayed, \(gaps) gaps, \(abandoned) abandoned, \(reserveRefusals) reserve refusals")
     }
 }

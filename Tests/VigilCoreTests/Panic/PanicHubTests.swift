@@ -25,7 +25,7 @@ struct PanicRig {
     }
 
     @discardableResult
-    mutating func status(_ id: StreamID, by c: WatcherID = 1, token: String? = nil, _ s: PanicStatus, now: Int64 = 0) -> Result<UInt64, PanicFailure> {
+    mutating func status(_ id: StreamID, by c: WatcherID = 1, token: String? = nil, _ s: PanicStatus, now: Int64 = 0) -> Result<PanicChange, PanicFailure> {
         hub.setStatus(id, by: c, ownerToken: token, status: s, secrets: secrets, now: now, out: &out)
     }
 
@@ -41,7 +41,7 @@ struct PanicRig {
     }
 
     @discardableResult
-    mutating func revoke(_ id: StreamID, by c: WatcherID = 1, token: String? = nil, _ watchToken: String) -> Result<Void, PanicFailure> {
+    mutating func revoke(_ id: StreamID, by c: WatcherID = 1, token: String? = nil, _ watchToken: String) -> Result<PanicRevocation, PanicFailure> {
         hub.revoke(id, by: c, ownerToken: token, watchToken: watchToken, secrets: secrets, out: &out)
     }
 
@@ -49,7 +49,8 @@ struct PanicRig {
         hub.invite(id, by: c, ownerToken: token, secrets: secrets)
     }
 
-    mutating func tick(_ now: Int64) { hub.tick(now: now, out: &out) }
+    @discardableResult
+    mutating func tick(_ now: Int64) -> [StreamEvent] { hub.tick(now: now, out: &out) }
 
     /// The deliveries so far, cleared.
     mutating func take() -> [PanicDelivery] {
@@ -121,9 +122,9 @@ func seqs(_ deliveries: [PanicDelivery]) -> [UInt64] {
         let s = rig.start(status: .red)
         rig.watch(s.id, 10, s.watch[0])
         _ = rig.take()
-        #expect(rig.status(s.id, .red, now: 5) == .success(1))
-        #expect(rig.out.isEmpty)
-        #expect(rig.status(s.id, .amber, now: 6) == .success(2))
+        #expect(rig.status(s.id, .red, now: 5) == .success(.unchanged(seq: 1)))
+        #expect(rig.out.isEmpty && rig.hub.stream(s.id)!.updatedAt == 0, "the same status changes nothing, not even the time")
+        #expect(rig.status(s.id, .amber, now: 6) == .success(.recorded(PanicEvent(seq: 2, at: 6, kind: .status(.amber)))))
         #expect(rig.take().map(\.kind) == [.event(PanicEvent(seq: 2, at: 6, kind: .status(.amber)))])
         #expect(rig.hub.stream(s.id)!.status == .amber && rig.hub.stream(s.id)!.updatedAt == 6)
         #expect(rig.hub.stream(s.id)!.lastLocationAt == 0)   // a status is not a location
@@ -225,10 +226,10 @@ func seqs(_ deliveries: [PanicDelivery]) -> [UInt64] {
         #expect(rig.watch(s.id, 10, s.watch[0]).failure == .forbidden)
         #expect(rig.watch(s.id, 13, s.watch[0], since: 1).failure == .forbidden)
         #expect(rig.watch(s.id, 13, s.watch[1]).ok)
-        // Revoking again, or a token never issued: nothing happens.
+        // Revoking again, or a token never issued: nothing happens, and the caller is told so.
         _ = rig.take()
-        #expect(rig.revoke(s.id, s.watch[0]).ok)
-        #expect(rig.revoke(s.id, "never-issued").ok)
+        #expect(rig.revoke(s.id, s.watch[0]) == .success(.notLive))
+        #expect(rig.revoke(s.id, "never-issued") == .success(.notLive))
         #expect(rig.out.isEmpty)
         #expect(rig.revoke(s.id, by: 11, s.watch[1]).failure == .forbidden)   // a watcher cannot revoke
     }
@@ -238,7 +239,7 @@ func seqs(_ deliveries: [PanicDelivery]) -> [UInt64] {
         let s = rig.start(watchers: 2)
         rig.watch(s.id, 10, s.watch[0])
         _ = rig.take()
-        #expect(rig.revoke(s.id, s.watch[1]).ok)
+        #expect(rig.revoke(s.id, s.watch[1]) == .success(.revoked), "a live token nobody watches with still dies")
         #expect(rig.out.isEmpty)
         #expect(rig.watch(s.id, 11, s.watch[1]).failure == .forbidden)
     }
@@ -318,7 +319,7 @@ func seqs(_ deliveries: [PanicDelivery]) -> [UInt64] {
         rig.tick(61_000)
         let out = rig.take()
         #expect(out.map(\.kind) == [.stale(since: 60_000)] && out[0].recipients == [10] && out[0].stream == s.id)
-        #expect(rig.hub.nextDeadline == nil)
+        #expect(rig.hub.nextDeadline == 86_400_000, "no stale entry left; the abandonment entry filed at the start")
     }
 
     @Test func aLocationBeforeTheDeadlinePostponesIt() {
@@ -373,7 +374,9 @@ func seqs(_ deliveries: [PanicDelivery]) -> [UInt64] {
         rig.hub.unwatch(s.id, watcher: 11, out: &rig.out)
         #expect(rig.out.isEmpty)
         rig.tick(120_000)                                      // the lazy stale entry of the gone stream
-        #expect(rig.hub.nextDeadline == nil)
+        #expect(rig.hub.nextDeadline == 86_400_000)            // and its abandonment entry, filed at the start
+        rig.tick(86_400_000)
+        #expect(rig.hub.nextDeadline == nil && rig.out.isEmpty)
     }
 
     @Test func theOwnerHearsEveryChangeInTheNumberOfWatchingConnections() {
@@ -404,8 +407,8 @@ func seqs(_ deliveries: [PanicDelivery]) -> [UInt64] {
         #expect(rig.out.isEmpty)                               // no owner left to tell
         let st = rig.hub.stream(s.id)!
         #expect(st.isActive && st.owner == nil && rig.hub.watcherCount(s.id) == 1)
-        rig.tick(1_000_000_000)                                // an active stream never expires
-        #expect(rig.hub.stream(s.id) != nil)
+        rig.tick(86_399_999)                                   // silent a day less a millisecond: not abandoned
+        #expect(rig.hub.stream(s.id)?.isActive == true)
         #expect(rig.take().map(\.kind) == [.stale(since: 0)])
         #expect(rig.update(s.id, by: 1).failure == .forbidden) // a new connection 1 is nobody
         #expect(rig.update(s.id, by: 1, token: s.owner) == .success(2))

@@ -1,0 +1,113 @@
+import HeapModule
+
+/// The panic hub's clock: stale notices, abandonment, and removal of ended streams after their
+/// grace, each from a heap of deadlines, so a tick costs O(log n) per due entry and nothing for
+/// the streams that are not due.
+///
+/// Every deadline follows from a stream's own times (its last location, its last event, its
+/// end), never from when `tick` happened to run, so a hub replayed from the journal, or another
+/// node with the same records, reaches the same events.
+extension PanicHub {
+    /// In order: tells the watchers of each active stream whose last location is `staleAfterMs`
+    /// old or older (once per silence; a new location re-arms it); ends each active stream whose
+    /// owner has sent nothing (no location, status change or end) for `abandonAfterMs`; then removes
+    /// the ended streams whose grace has passed: their watchers stop watching (silently: they were
+    /// sent `ended` already) and their tokens die.
+    ///
+    /// An abandoned stream ends like any other: the `ended` event (reason `abandoned`, the next
+    /// seq) goes to its watchers, and it stays readable for `endedGraceMs`. The event's time is the
+    /// deadline, `updatedAt + abandonAfterMs`, not `now`, so it is the same wherever and however
+    /// late it is computed. Returned here as well (also for streams nobody watches), because the
+    /// server must journal each one: the end of a stream is part of its durable state.
+    @discardableResult
+    public mutating func tick(now: Int64, out: inout [PanicDelivery]) -> [StreamEvent] {
+        noteStaleStreams(now: now, out: &out)
+        let ended = endAbandonedStreams(now: now, out: &out)
+        removeEndedStreams(dueBy: now)
+        return ended
+    }
+
+    private mutating func noteStaleStreams(now: Int64, out: inout [PanicDelivery]) {
+        let staleAfterMs = settings.staleAfterMs          // `body` may not read the hub (see withStream)
+        while let top = staleDeadlines.min, top.at <= now {
+            _ = staleDeadlines.popMin()
+            var refileAt: Int64?
+            withStream(top.id) { stream in
+                guard stream.isActive else { return }                // ended: no notice
+                let due = Self.saturatingSum(stream.lastLocationAt, staleAfterMs)
+                if due > now {                                       // a location came since this entry was filed
+                    refileAt = due
+                    return
+                }
+                stream.staleArmed = false                            // the next location files a new entry
+                guard !stream.staleNotified else { return }
+                stream.staleNotified = true
+                let recipients = stream.watchers.keys.sorted()
+                if !recipients.isEmpty {
+                    out.append(PanicDelivery(stream: stream.id, kind: .stale(since: stream.lastLocationAt), recipients: recipients))
+                }
+            }                                                        // gone: no notice either
+            if let refileAt { fileStale(at: refileAt, top.id) }
+        }
+    }
+
+    /// Each active stream keeps one abandonment entry, filed at its start (or restore) and never
+    /// moved by its events: when the entry comes due and the stream has had an event since, it is
+    /// filed again at `updatedAt + abandonAfterMs`. A stream that speaks costs one heap operation
+    /// per `abandonAfterMs`, not one per event.
+    private mutating func endAbandonedStreams(now: Int64, out: inout [PanicDelivery]) -> [StreamEvent] {
+        let abandonAfterMs = settings.abandonAfterMs, graceMs = settings.endedGraceMs
+        var ended: [StreamEvent] = []
+        while let top = abandonDeadlines.min, top.at <= now {
+            _ = abandonDeadlines.popMin()
+            var refileAt: Int64?
+            var endedAt: Int64?
+            withStream(top.id) { stream in
+                guard stream.isActive else { return }                // ended by its owner: nothing to do
+                let due = Self.saturatingSum(stream.updatedAt, abandonAfterMs)
+                if due > now {
+                    refileAt = due
+                    return
+                }
+                let event = stream.record(.ended(.abandoned), now: due)
+                Self.deliver(event, of: stream, out: &out)
+                ended.append(StreamEvent(stream: stream.id, event: event))
+                endedAt = due
+            }
+            if let refileAt { fileAbandon(at: refileAt, top.id) }
+            if let endedAt { fileGrace(at: Self.saturatingSum(endedAt, graceMs), top.id) }
+        }
+        return ended
+    }
+
+    mutating func removeEndedStreams(dueBy now: Int64) {
+        while let top = graceDeadlines.min, top.at <= now {
+            _ = graceDeadlines.popMin()
+            guard let stream = streams.removeValue(forKey: top.id) else { continue }
+            for watcher in stream.watchers.keys { Self.unindex(&watching, watcher, top.id) }
+            if let owner = stream.owner { Self.unindex(&owning, owner, top.id) }
+        }
+    }
+
+    mutating func fileStale(at: Int64, _ id: StreamID) {
+        nextOrder += 1
+        staleDeadlines.insert(Deadline(at: at, order: nextOrder, id: id))
+    }
+
+    /// Also drops, now and then, the entries of streams that ended or went since they were filed:
+    /// they would otherwise wait up to `abandonAfterMs` at the bottom of the heap, and a day of
+    /// short streams would pile them up. Rebuilding when they reach twice the streams held costs
+    /// O(n) once per n starts.
+    mutating func fileAbandon(at: Int64, _ id: StreamID) {
+        if abandonDeadlines.count >= 2 * max(streams.count, 512) {
+            abandonDeadlines = Heap(abandonDeadlines.unordered.filter { streams[$0.id]?.isActive == true })
+        }
+        nextOrder += 1
+        abandonDeadlines.insert(Deadline(at: at, order: nextOrder, id: id))
+    }
+
+    mutating func fileGrace(at: Int64, _ id: StreamID) {
+        nextOrder += 1
+        graceDeadlines.insert(Deadline(at: at, order: nextOrder, id: id))
+    }
+}
