@@ -91,6 +91,19 @@ public enum ConfigLoader {
         ("session", [
             ("messages_per_second", .integer(1...100_000, \.messagesPerSecond)),
             ("message_burst", .integer(1...1_000_000, \.messageBurst)),
+            ("subscribes_per_second", .integer(1...100_000, \.subscribesPerSecond)),
+            ("subscribe_burst", .integer(1...1_000_000, \.subscribeBurst)),
+        ]),
+        ("limits", [
+            ("panic_starts_per_hour", .integer(1...10_000_000, \.addressBudgets.panicStarts.refill)),
+            ("panic_start_burst", .integer(1...10_000_000, \.addressBudgets.panicStarts.capacity)),
+            ("open_streams_per_address", .integer(1...10_000_000, \.addressBudgets.maxOpenStreams)),
+            ("pin_creates_per_hour", .integer(1...100_000_000, \.addressBudgets.pinCreates.refill)),
+            ("pin_create_burst", .integer(1...100_000_000, \.addressBudgets.pinCreates.capacity)),
+            ("live_pins_per_address", .integer(1...100_000_000, \.addressBudgets.maxLivePins)),
+            ("subscribes_per_second", .integer(1...10_000_000, \.addressBudgets.subscribes.refill)),
+            ("subscribe_burst", .integer(1...100_000_000, \.addressBudgets.subscribes.capacity)),
+            ("tracked_addresses", .integer(1...100_000_000, \.addressBudgets.maxTrackedAddresses)),
         ]),
         ("pins", [
             ("default_ttl_s", .integer(1...31_536_000, \.pins.defaultTTLSeconds)),
@@ -105,6 +118,9 @@ public enum ConfigLoader {
             ("cell_precision_min", .integer(1...2, \.pins.cellPrecisionMin)),
             ("cell_precision_max", .integer(1...12, \.pins.cellPrecisionMax)),
             ("cover_cell_budget", .integer(32...100_000, \.pins.coverCellBudget)),
+            ("title_max_bytes", .integer(4...65_536, \.pins.titleMaxBytes)),
+            ("description_max_bytes", .integer(4...1_048_576, \.pins.descriptionMaxBytes)),
+            ("max_voters_per_pin", .integer(1...1_000_000, \.pins.maxVotersPerPin)),
         ]),
         ("panic", [
             ("history_events", .integer(1...100_000, \.panic.historyEvents)),
@@ -114,6 +130,9 @@ public enum ConfigLoader {
             ("max_watch_tokens", .integer(1...1_000, \.panic.maxWatchTokens)),
             ("max_watchers_on_start", .integer(1...1_000, \.panic.maxWatchersOnStart)),
             ("conflate_above_bytes", .integer(4_096...(1024 * 1024 * 1024), \.conflateAboveBytes)),
+            ("abandon_after_ms", .integer64(60_000...31_536_000_000, \.panic.abandonAfterMs)),
+            ("reserved_percent", .integer(0...90, \.panic.reservedPercent)),
+            ("note_max_bytes", .integer(4...65_536, \.panic.noteMaxBytes)),
         ]),
         ("state", [
             ("directory", .path(\.stateDirectory)),

@@ -47,6 +47,11 @@ public struct ServerConfig: Equatable, Sendable {
     // session
     public var messagesPerSecond = 50
     public var messageBurst = 100
+    /// Subscribes per connection (a map that pans re-subscribes about once a second).
+    public var subscribesPerSecond = 10
+    public var subscribeBurst = 20
+    // limits: per-address budgets that a reconnect does not reset
+    public var addressBudgets = AddressBudgetSettings()
     // pins
     public var pins = PinSettings()
     // panic
@@ -64,4 +69,12 @@ public struct ServerConfig: Equatable, Sendable {
     public var logLevel = "info"
 
     public init() {}
+}
+
+extension PanicSettings {
+    /// `reservedShare` as a whole percentage, for the config file (`panic.reserved_percent`).
+    var reservedPercent: Int {
+        get { Int((reservedShare * 100).rounded()) }
+        set { reservedShare = Double(newValue) / 100 }
+    }
 }

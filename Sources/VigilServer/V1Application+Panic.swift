@@ -9,10 +9,17 @@ import VigilState
 extension V1Application {
     private static let forbidden = Outcome(.error(.from(PanicFailure.forbidden)))
 
-    func startStream(owner: Int32, status: PanicStatus, location: PanicLocation, note: String?, watchers: Int, now: Int64) -> Outcome {
-        switch panic.start(owner: owner, status: status, location: location, note: note, watchers: watchers,
-                           secrets: secrets, now: now, out: &scratch.panic) {
+    /// Counted against the caller's address (starts per hour, open streams). Once the reserved
+    /// share of capacity is all that is left, only an address with no idle stream may start one
+    /// (`PanicSettings.reservedShare`): an address that started streams and never updates them
+    /// cannot take the last places from a person in danger.
+    func startStream(_ caller: Caller, status: PanicStatus, location: PanicLocation, note: String?, watchers: Int, now: Int64) -> Outcome {
+        if let refused = budgets.admitPanicStart(caller.address, now: caller.monotonicMs).error { return Outcome(.error(refused)) }
+        let eligible = !panic.hasIdleStream(among: budgets.openStreams(of: caller.address), now: now)
+        switch panic.start(owner: caller.fd, status: status, location: location, note: note, watchers: watchers,
+                           reserveEligible: eligible, secrets: secrets, now: now, out: &scratch.panic) {
         case .success(let started):
+            budgets.streamStarted(started.stream.id, by: caller.address, now: caller.monotonicMs)
             return Outcome(.panicStarted(stream: started.stream.id, seq: started.stream.seq,
                                          ownerToken: started.ownerToken, watchTokens: started.watchTokens),
                            record: .panicStart(started.stream))
@@ -27,16 +34,24 @@ extension V1Application {
                                                     secrets: secrets, now: now, out: &scratch.panic))
     }
 
+    /// The status it already has is not a change: `ok` with the current seq, and nothing journaled
+    /// (so nothing fsynced).
     func setStreamStatus(_ stream: StreamID?, by me: Int32, token: String?, status: PanicStatus, now: Int64) -> Outcome {
         guard let stream else { return Self.forbidden }
-        return newestEvent(of: stream, panic.setStatus(stream, by: me, ownerToken: token, status: status,
-                                                       secrets: secrets, now: now, out: &scratch.panic))
+        let change: Result<PanicChange, PanicFailure> = panic.setStatus(stream, by: me, ownerToken: token, status: status,
+                                                                       secrets: secrets, now: now, out: &scratch.panic)
+        switch change {
+        case .success(let c): return Outcome(.seq(c.seq), record: c.event.map { .panicEvent(stream, $0) })
+        case .failure(let failure): return Outcome(.error(.from(failure)))
+        }
     }
 
-    func endStream(_ stream: StreamID?, by me: Int32, token: String?, reason: PanicEndReason, now: Int64) -> Outcome {
+    func endStream(_ stream: StreamID?, caller: Caller, token: String?, reason: PanicEndReason, now: Int64) -> Outcome {
         guard let stream else { return Self.forbidden }
-        return newestEvent(of: stream, panic.end(stream, by: me, ownerToken: token, reason: reason,
-                                                 secrets: secrets, now: now, out: &scratch.panic))
+        let outcome = newestEvent(of: stream, panic.end(stream, by: caller.fd, ownerToken: token, reason: reason,
+                                                        secrets: secrets, now: now, out: &scratch.panic))
+        if outcome.record != nil { budgets.streamEnded(stream, now: caller.monotonicMs) }
+        return outcome
     }
 
     /// The reply `seq`, and the record of the stream's newest event after an update, status or end.
@@ -90,8 +105,10 @@ extension V1Application {
     func revokeFromStream(_ stream: StreamID?, by me: Int32, token: String?, watchToken: String) -> Outcome {
         guard let stream else { return Self.forbidden }
         switch panic.revoke(stream, by: me, ownerToken: token, watchToken: watchToken, secrets: secrets, out: &scratch.panic) {
-        case .success:
+        case .success(.revoked):
             return Outcome(.ok, record: .panicRevoke(stream, secrets.digest(ofToken: watchToken)))
+        case .success(.notLive):
+            return Outcome(.ok)  // nothing changed: nothing to journal, nothing to fsync
         case .failure(let failure):
             return Outcome(.error(.from(failure)))
         }

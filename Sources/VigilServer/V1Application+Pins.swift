@@ -6,12 +6,17 @@ import VigilState
 /// A wrong edit token and an unknown pin get the same `forbidden`; an id that is not a UUID
 /// (decoded as nil) is answered like an unknown pin.
 extension V1Application {
-    func createPin(_ draft: PinDraft, now: Int64) -> Outcome {
+    /// Counted against the caller's address (pins created per hour, live pins) as well as the store.
+    func createPin(_ draft: PinDraft, caller: Caller, now: Int64) -> Outcome {
+        if let refused = budgets.admitPinCreate(caller.address, now: caller.monotonicMs).error { return Outcome(.error(refused)) }
         let token = secrets.newToken()
         let id = PinID(random: secrets.randomBytes(16))
         switch hub.create(draft, id: id, editDigest: secrets.digest(ofToken: token), now: now, out: &scratch.pins) {
-        case .success(let pin): return Outcome(.pinCreated(pin, editToken: token), record: .pinPut(pin))
-        case .failure(let failure): return Outcome(.error(.from(failure)))
+        case .success(let pin):
+            budgets.pinCreated(pin.id, by: caller.address, now: caller.monotonicMs)
+            return Outcome(.pinCreated(pin, editToken: token), record: .pinPut(pin))
+        case .failure(let failure):
+            return Outcome(.error(.from(failure)))
         }
     }
 
@@ -22,19 +27,30 @@ extension V1Application {
         return Outcome(.pin(pin), record: .pinPut(pin))
     }
 
-    func deletePin(_ id: PinID?, token: String) -> Outcome {
+    func deletePin(_ id: PinID?, token: String, caller: Caller) -> Outcome {
         guard let id else { return Outcome(.error(.from(PinFailure.forbidden))) }
         switch hub.delete(id, digest: secrets.digest(ofToken: token), out: &scratch.pins) {
-        case .success(let pin): return Outcome(.pinDeleted(pin.id), record: .pinRemove(pin.id))
+        case .success(let pin):
+            budgets.pinRemoved(pin.id, now: caller.monotonicMs)
+            return Outcome(.pinDeleted(pin.id), record: .pinRemove(pin.id))
         case .failure(let failure): return Outcome(.error(.from(failure)))
         }
     }
 
-    /// The record is the pin as the hub now holds it, or its removal when the vote flagged it away.
-    func votePin(_ id: PinID?, value: Int8, voter: UInt64, now: Int64) -> Outcome {
+    /// One vote per address per pin (the address's voter number, which a reconnect keeps). The
+    /// record is the vote itself, the pin's removal when the vote flagged it away, or nothing when
+    /// the same vote came again.
+    func votePin(_ id: PinID?, value: Int8, caller: Caller) -> Outcome {
         guard let id else { return Outcome(.error(.from(PinFailure.notFound))) }
-        let result = hub.vote(id, session: voter, value: value, now: now, out: &scratch.pins)
-        guard case .success = result else { return Outcome(.from(result)) }
-        return Outcome(.from(result), record: .pinState(id, in: hub))
+        guard let voter = budgets.voter(for: caller.address, now: caller.monotonicMs) else {
+            return Outcome(.error(AddressAdmission.overLimit(.trackedAddresses).error!))
+        }
+        switch hub.vote(id, voter: voter, value: value, out: &scratch.pins) {
+        case .success(let vote):
+            if vote.change == .flagged { budgets.pinRemoved(id, now: caller.monotonicMs) }
+            return Outcome(.pin(vote.pin), record: JournalRecord.afterVote(vote))
+        case .failure(let failure):
+            return Outcome(.error(.from(failure)))
+        }
     }
 }

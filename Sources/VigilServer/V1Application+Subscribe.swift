@@ -5,8 +5,11 @@ import VigilGeo
 extension V1Application {
     /// Replaces the connection's subscription; the reply lists the pins inside the area. Not journaled:
     /// subscriptions belong to connections, which a restart ends.
-    func subscribe(_ me: Int32, area: GeoArea, categories: UInt64?) -> Outcome {
-        let result = hub.subscribe(me, area: area, categories: categories)
+    /// Rate-limited per connection (at the dispatch) and per address, like a write: a subscribe
+    /// scans the area (within the scan budget), so it is not free.
+    func subscribe(_ caller: Caller, area: GeoArea, categories: UInt64?) -> Outcome {
+        if let refused = budgets.admitSubscribe(caller.address, now: caller.monotonicMs).error { return Outcome(.error(refused)) }
+        let result = hub.subscribe(caller.fd, area: area, categories: categories)
         return Outcome(.subscribed(pins: result.pins, truncated: result.truncated))
     }
 

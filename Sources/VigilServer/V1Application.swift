@@ -36,8 +36,10 @@ public final class V1Application: WebSocketApplication {
     let limits: ServerMessages.Limits
     /// The server outlives the application it builds and mounts.
     unowned let server: Server
-    private var nextSerial: UInt64 = 1
     private var sessions = V1Sessions()
+    /// Budgets per client address (a keyed hash of it) that a reconnect does not reset; their
+    /// clock is the monotonic one.
+    var budgets: AddressBudgets
     /// The deliveries of the operation being applied (the hubs' `out:`).
     var scratch = Deliveries()
     var outbox = Outbox()
@@ -57,6 +59,7 @@ public final class V1Application: WebSocketApplication {
     init(server: Server, settings: PinSettings, panic: PanicSettings, secrets: any Secrets) {
         self.server = server
         self.hub = MapHub(settings: settings)
+        self.budgets = AddressBudgets(settings: server.config.addressBudgets)
         self.panic = PanicHub(settings: panic)
         self.decoder = RequestDecoder(settings: settings, panic: panic)
         self.secrets = secrets
@@ -71,8 +74,9 @@ public final class V1Application: WebSocketApplication {
     func attach(_ p: Persistence) {
         hub = p.recovered.map
         panic = p.recovered.panic
-        // Votes are kept per session serial: new sessions must not reuse a restored voter's number.
-        nextSerial = max(nextSerial, p.recovered.highestVoteSession + 1)
+        // Restored votes keep their voter numbers: new voters must not reuse one (a restored
+        // pin's voters are no longer tied to any address, so they simply stay counted).
+        budgets = AddressBudgets(settings: server.config.addressBudgets, firstVoter: p.recovered.highestVoteSession + 1)
         persistence = p
         log = p
         server.addTickStep { [unowned self, unowned p] in p.tick(map: self.hub, panic: self.panic) }
@@ -92,10 +96,9 @@ public final class V1Application: WebSocketApplication {
         let now = monotonicMilliseconds()
         let settings = hub.settings
         sessions[connection.fd] = V1Session(
-            serial: nextSerial,
             writes: TokenBucket(capacity: settings.writeBurst, perMinute: settings.writesPerMinute, nowMs: now),
-            messages: TokenBucket(capacity: server.config.messageBurst, perMinute: server.config.messagesPerSecond * 60, nowMs: now))
-        nextSerial += 1
+            messages: TokenBucket(capacity: server.config.messageBurst, perMinute: server.config.messagesPerSecond * 60, nowMs: now),
+            subscribes: TokenBucket(capacity: server.config.subscribeBurst, perMinute: server.config.subscribesPerSecond * 60, nowMs: now))
         // The session id is random and shown once; nothing refers to it later, so it is not kept.
         outbox.append(.welcome(connection.fd, session: Base64URL.encode(secrets.randomBytes(16))))
     }
@@ -138,7 +141,13 @@ public final class V1Application: WebSocketApplication {
                                  .error(RequestError("rate_limited", "too many writes; retry after \(retry) ms", retryAfterMs: retry))))
             return
         }
-        apply(dispatch(request.operation, voter: session.serial, from: fd, now: Self.wallClockMs()), to: fd, ref: request.ref)
+        if case .subscribe = request.operation, let retry = session.subscribes.take(nowMs: now) {
+            outbox.append(.reply(fd, ref: request.ref,
+                                 .error(RequestError("rate_limited", "too many subscribes; retry after \(retry) ms", retryAfterMs: retry))))
+            return
+        }
+        let caller = Caller(fd: fd, address: connection.addressKey, monotonicMs: now)
+        apply(dispatch(request.operation, caller: caller, now: Self.wallClockMs()), to: fd, ref: request.ref)
     }
 
     /// The one place an operation's effects land: its record in the journal, its reply and then
@@ -149,29 +158,38 @@ public final class V1Application: WebSocketApplication {
         outbox.append(deliveries: &scratch)
     }
 
-    /// Every operation of protocol version 1, by family.
-    func dispatch(_ operation: ClientOperation, voter: UInt64, from me: Int32, now: Int64) -> Outcome {
+    /// Who sent a request: its connection, its address's key for the budgets, and the monotonic
+    /// time the budgets count in.
+    struct Caller {
+        let fd: Int32
+        let address: AddressKey
+        let monotonicMs: Int64
+    }
+
+    /// Every operation of protocol version 1, by family. `now` is the wall clock (client-visible times).
+    func dispatch(_ operation: ClientOperation, caller: Caller, now: Int64) -> Outcome {
+        let me = caller.fd
         switch operation {
         case .subscribe(let area, let categories):
-            return subscribe(me, area: area, categories: categories)
+            return subscribe(caller, area: area, categories: categories)
         case .unsubscribe:
             return unsubscribe(me)
         case .pinCreate(let draft):
-            return createPin(draft, now: now)
+            return createPin(draft, caller: caller, now: now)
         case .pinUpdate(let id, let token, let changes):
             return updatePin(id, token: token, changes: changes, now: now)
         case .pinDelete(let id, let token):
-            return deletePin(id, token: token)
+            return deletePin(id, token: token, caller: caller)
         case .pinVote(let id, let value):
-            return votePin(id, value: value, voter: voter, now: now)
+            return votePin(id, value: value, caller: caller)
         case .panicStart(let status, let location, let note, let watchers):
-            return startStream(owner: me, status: status, location: location, note: note, watchers: watchers, now: now)
+            return startStream(caller, status: status, location: location, note: note, watchers: watchers, now: now)
         case .panicUpdate(let stream, let token, let location):
             return updateStream(stream, by: me, token: token, location: location, now: now)
         case .panicStatus(let stream, let token, let status):
             return setStreamStatus(stream, by: me, token: token, status: status, now: now)
         case .panicEnd(let stream, let token, let reason):
-            return endStream(stream, by: me, token: token, reason: reason, now: now)
+            return endStream(stream, caller: caller, token: token, reason: reason, now: now)
         case .panicResume(let stream, let token):
             return resumeStream(stream, by: me, token: token)
         case .panicWatch(let stream, let token, let since):
@@ -194,13 +212,20 @@ public final class V1Application: WebSocketApplication {
         log?.commitTurn()
     }
 
-    /// Every tick: pins that expired and panic streams' timers (stale notices, ended streams'
-    /// grace); their deliveries go out with this turn.
+    /// Every tick: pins that expired and panic streams' timers (stale notices, abandoned streams
+    /// ended, ended streams' grace); their deliveries go out with this turn. An abandonment is an
+    /// event like an owner's end, so it is journaled too; expiry needs no record (restore drops
+    /// expired pins by their times). Each frees its creator's address budget.
     private func tick() {
         let now = Self.wallClockMs()
-        hub.expire(now: now, out: &scratch.pins)
-        panic.tick(now: now, out: &scratch.panic)
+        let monotonic = monotonicMilliseconds()
+        for pin in hub.expire(now: now, out: &scratch.pins) { budgets.pinRemoved(pin.id, now: monotonic) }
+        for ended in panic.tick(now: now, out: &scratch.panic) {
+            log?.append(.panicEvent(ended.stream, ended.event))
+            budgets.streamEnded(ended.stream, now: monotonic)
+        }
         outbox.append(deliveries: &scratch)
+        _ = budgets.sweep(now: monotonic)
     }
 }
 

@@ -1,16 +1,17 @@
 import VigilCore
 
-/// What one `/v1` connection's anonymous session holds: a number for its votes and its rate
-/// limits. Nothing that identifies a person; the random session id of the welcome is not kept.
+/// What one `/v1` connection's anonymous session holds: its rate limits. Nothing that identifies
+/// a person; the random session id of the welcome is not kept, and budgets that must outlive a
+/// reconnect (votes among them) are kept per address in `AddressBudgets`.
 ///
-/// A value in `V1Application`'s table indexed by fd (no object per connection): 80 bytes.
+/// A value in `V1Application`'s table indexed by fd (no object per connection).
 struct V1Session {
-    /// Unique per daemon and never reused (restored votes keep theirs): a voter's identity.
-    let serial: UInt64
     /// Pin writes, panic starts and invitations (`pins.writes_per_minute`).
     var writes: TokenBucket
     /// Every message (`session.messages_per_second`): over it the connection is closed with 1008.
     var messages: TokenBucket
+    /// Subscribes (`session.subscribes_per_second`): a panning map, not a scan loop.
+    var subscribes: TokenBucket
     /// A close was decided (the message limit); later messages in the same read are ignored.
     var closing = false
 }

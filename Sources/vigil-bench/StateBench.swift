@@ -34,7 +34,7 @@ extension VigilBench {
                     let id = PinID(high: rng.next(), low: UInt64(i))
                     _ = hub.create(PinDraft(point: p, title: "pin \(i)", description: "a sighting near the station", category: "general",
                                             ttlSeconds: 86_400), id: id, editDigest: digest, now: now, out: &out)
-                    if i % 10 == 0 { _ = hub.vote(id, session: UInt64(i), value: 1, now: now, out: &out) }
+                    if i % 10 == 0 { _ = hub.vote(id, voter: UInt64(i), value: 1, out: &out) }
                     out.removeAll(keepingCapacity: true)
                 }
                 for s in 0..<streams {

@@ -95,9 +95,18 @@ final class ClientPool {
         return "127.0.\(1 + k / 250).\(1 + k % 250)"
     }
 
-    /// Starts a non-blocking connect. The delegate hears `opened` or `closed(failure:)`.
-    func connect(tag: Int, delegate: ClientDelegate) -> ClientConnection? {
-        let source = sourceAddress(forAttempt: attempts)
+    /// A source address of its own for client `n` of a role that must look like a different
+    /// person to the daemon (vigild counts votes and some budgets per client address): 127.0.200.1,
+    /// 127.0.200.2, ... (nil when the target is not IPv4 loopback: then they share one).
+    func ownSource(_ n: Int) -> String? {
+        guard spreadSources else { return nil }
+        return "127.\(200 + n / 62_500).\(n / 250 % 250).\(1 + n % 250)"
+    }
+
+    /// Starts a non-blocking connect (from `source` when given, otherwise from the next spread
+    /// address). The delegate hears `opened` or `closed(failure:)`.
+    func connect(tag: Int, delegate: ClientDelegate, source: String? = nil) -> ClientConnection? {
+        let source = source ?? sourceAddress(forAttempt: attempts)
         attempts += 1
         let fd: Int32
         do {

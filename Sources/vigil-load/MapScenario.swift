@@ -165,7 +165,9 @@ final class MapScenario: Scenario {
 
     func openNext(pool: ClientPool) -> Bool {
         if nextPublisherToOpen < config.publishers {
-            publisherConnections[nextPublisherToOpen] = pool.connect(tag: nextPublisherToOpen, delegate: self)
+            // Each publisher from an address of its own: vigild counts one vote per address and pin.
+            publisherConnections[nextPublisherToOpen] = pool.connect(tag: nextPublisherToOpen, delegate: self,
+                                                                     source: pool.ownSource(nextPublisherToOpen))
             if publisherConnections[nextPublisherToOpen] == nil { counters.connectFailures += 1; counters.error("connect failed (publisher)") }
             nextPublisherToOpen += 1
             return true

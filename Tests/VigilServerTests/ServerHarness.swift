@@ -21,6 +21,12 @@ final class ServerHarness {
         config.messagesPerSecond = 100_000
         config.pins.writeBurst = 100_000
         config.pins.writesPerMinute = 1_000_000
+        config.subscribeBurst = 100_000
+        config.subscribesPerSecond = 100_000
+        // Every socketpair client is the same local peer: lift its per-address budgets.
+        config.addressBudgets.pinCreates = .perHour(10_000_000, capacity: 1_000_000)
+        config.addressBudgets.panicStarts = .perHour(10_000_000, capacity: 1_000_000)
+        config.addressBudgets.subscribes = .perSecond(1_000_000, capacity: 1_000_000)
         configure(&config)
         server = try Server(config: config, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
         try server.startTicker()  // deadlines and the hubs' timers, every 50 ms as in the daemon

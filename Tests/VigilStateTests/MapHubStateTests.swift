@@ -25,8 +25,8 @@ import VigilTestSupport
             ids.append(pin.id)
         }
         _ = hub.update(ids[3], digest: secrets.digest(ofToken: "t3"), changes: PinChanges(lat: 45, title: "moved"), now: 6_000, out: &out)
-        _ = hub.vote(ids[4], session: 7, value: 1, now: 6_000, out: &out)
-        _ = hub.vote(ids[4], session: 8, value: -1, now: 6_000, out: &out)
+        _ = hub.vote(ids[4], voter: 7, value: 1, out: &out)
+        _ = hub.vote(ids[4], voter: 8, value: -1, out: &out)
         _ = hub.delete(ids[5], digest: secrets.digest(ofToken: "t5"), out: &out)
         return hub
     }

@@ -18,6 +18,7 @@ independent implementation of RFC 6455.  Every read has a deadline.
 from __future__ import annotations
 
 import itertools
+import socket
 import json
 import math
 import time
@@ -41,10 +42,17 @@ _AUTO = object()
 # ---------------------------------------------------------------------------------------
 # config
 # ---------------------------------------------------------------------------------------
+# Per-address budgets high enough that a module's tests, all from 127.0.0.1, never meet them;
+# test_abuse.py tests the budgets themselves.
+GENEROUS_LIMITS = {"panic_start_burst": 100000, "panic_starts_per_hour": 1000000, "pin_create_burst": 100000,
+                   "pin_creates_per_hour": 10000000, "subscribe_burst": 100000, "subscribes_per_second": 100000}
+
+
 def pins_config(**overrides) -> dict:
     """The full pins/session config of the contract, with ``overrides`` as
     ``{"pins": {...}, "session": {...}, ...}`` merged in per section."""
     cfg = {
+        "limits": dict(GENEROUS_LIMITS),
         "server": {"shutdown_grace_ms": 2000},
         "pins": {
             "default_ttl_s": 14400, "min_ttl_s": 60, "max_ttl_s": 86400,
@@ -53,7 +61,7 @@ def pins_config(**overrides) -> dict:
             "max_pins": 1000000, "max_subscribe_pins": 10000,
             "cell_precision_min": 1, "cell_precision_max": 7, "cover_cell_budget": 32,
         },
-        "session": {"messages_per_second": 50, "message_burst": 100},
+        "session": {"messages_per_second": 50, "message_burst": 100, "subscribes_per_second": 1000, "subscribe_burst": 1000},
     }
     for section, values in overrides.items():
         cfg.setdefault(section, {}).update(values)
@@ -72,7 +80,9 @@ class ProtocolViolation(AssertionError):
 
 
 class PinClient:
-    def __init__(self, port: int, *, timeout: float = 5.0, subprotocol: bool = True):
+    def __init__(self, port: int, *, timeout: float = 5.0, subprotocol: bool = True, source: str | None = None):
+        """``source`` binds the client to a loopback address (127.x.y.z): budgets that the daemon
+        keeps per client address then see a different client."""
         self.timeout = timeout
         opts = dict(proxy=None, compression=None, ping_interval=None, open_timeout=5,
                     close_timeout=3, max_size=16 * 1024 * 1024)
@@ -80,6 +90,10 @@ class PinClient:
             opts["subprotocols"] = ["vigil.v1"]
         url, tls = transport.ws_url(port)  # ws:// or wss:// (VIGIL_E2E_SCHEME)
         opts.update(tls)
+        if source is not None:
+            sock = socket.create_connection(("127.0.0.1", int(url.split(":")[2].split("/")[0])), timeout=5,
+                                            source_address=(source, 0))
+            opts["sock"] = sock
         try:
             self.ws = connect(url, legacy=True, **opts)
         except TypeError:  # websockets without the legacy flag: connect() returns the connection

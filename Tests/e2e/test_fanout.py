@@ -27,6 +27,7 @@ CONFIG = {
     "panic": {"conflate_above_bytes": 1073741824},
     "session": {"messages_per_second": 100000, "message_burst": 100000},
     "pins": {"writes_per_minute": 1000000, "write_burst": 100000},
+    "limits": {"pin_create_burst": 1000000, "pin_creates_per_hour": 10000000, "live_pins_per_address": 10000000},
 }
 TYPE = re.compile(rb'"type":"([a-z.]+)"')
 

@@ -22,8 +22,12 @@ from vigilproc import REPO
 
 # The per-session limits of a phone would refuse one client standing in for many.
 LIFTED = {
-    "session": {"messages_per_second": 100000, "message_burst": 1000000},
+    "session": {"messages_per_second": 100000, "message_burst": 1000000,
+                "subscribes_per_second": 100000, "subscribe_burst": 1000000},
     "pins": {"writes_per_minute": 1000000, "write_burst": 1000000},
+    "limits": {"panic_start_burst": 10000000, "panic_starts_per_hour": 10000000, "open_streams_per_address": 10000000,
+               "pin_create_burst": 100000000, "pin_creates_per_hour": 100000000, "live_pins_per_address": 100000000,
+               "subscribe_burst": 100000000, "subscribes_per_second": 10000000},
 }
 
 

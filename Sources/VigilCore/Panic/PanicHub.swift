@@ -139,15 +139,6 @@ public struct PanicHub: Sendable {
         }
     }
 
-    /// `setStatus` as it was, answering only the seq.
-    @available(*, deprecated, message: "use the setStatus that returns a PanicChange, and journal its event (none when .unchanged)")
-    public mutating func setStatus(_ id: StreamID, by connection: WatcherID, ownerToken: String?, status: PanicStatus,
-                                   secrets: Secrets, now: Int64, out: inout [PanicDelivery]) -> Result<UInt64, PanicFailure> {
-        let change: Result<PanicChange, PanicFailure> = setStatus(id, by: connection, ownerToken: ownerToken, status: status,
-                                                                  secrets: secrets, now: now, out: &out)
-        return change.map(\.seq)
-    }
-
     /// Ends the stream: the `ended` event (next seq) to every watcher. The stream stays readable for
     /// `endedGraceMs` (watch, replay), then `tick` removes it with its trail and tokens.
     public mutating func end(_ id: StreamID, by connection: WatcherID, ownerToken: String?, reason: PanicEndReason,

@@ -98,12 +98,6 @@ public struct MapHub: Sendable {
         return .success(VoteOutcome(change: .counted, pin: pin, voter: voter, value: value))
     }
 
-    /// The vote as it was before votes were per voter and journaled as votes.
-    @available(*, deprecated, message: "use vote(_:voter:value:out:) and journal JournalRecord.afterVote(_:) of its outcome")
-    public mutating func vote(_ id: PinID, session: UInt64, value: Int8, now: Int64, out: inout [PinDelivery]) -> Result<Pin, PinFailure> {
-        vote(id, voter: session, value: value, out: &out).map(\.pin)
-    }
-
     /// Removes every pin due at `now` and tells its subscribers; returns the pins removed (all of
     /// them, also those nobody was told of: the server counts each against its creator's budget).
     @discardableResult
