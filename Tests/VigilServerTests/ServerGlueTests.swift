@@ -4,6 +4,7 @@ import Testing
 import VigilCore
 import VigilLoop
 import VigilState
+import VigilTestSupport
 import VigilWire
 @testable import VigilServer
 
@@ -347,5 +348,118 @@ final class CommitWitness: ChangeLog {
         }
         #expect(h.server.compression.framesCompressed - before == 1)
         #expect(h.server.compression.slotCount == 1)
+    }
+}
+
+/// Every client message gets exactly one reply (issue 11: malformed stream ids got none).
+@Suite struct OneReplyPerRequestTests {
+    /// Random and mutated ids, tokens and fields for every operation, each with a unique ref:
+    /// exactly one reply (`ok` or `error`) per ref comes back, and nothing else carries a ref.
+    @Test(arguments: [1, 2, 3] as [UInt64])
+    func everyOperationGetsExactlyOneReply(seed: UInt64) throws {
+        let h = try ServerHarness()
+        let owner = try h.open()
+        owner.send(#"{"op":"panic.start","ref":"setup","status":"red","lat":1,"lon":1,"watchers":2}"#)
+        try h.read(owner, count: 1)
+        let started = owner.messages.removeFirst()
+        let stream = try #require(started["stream"]?.string)
+        let token = try #require(started["owner_token"]?.string)
+        let watch = try #require(started["watch_tokens"]?.array?.first?.string)
+        owner.send(#"{"op":"pin.create","ref":"pin","pin":{"lat":1,"lon":1,"title":"p"}}"#)
+        try h.read(owner, count: 1)
+        let pin = try #require(owner.messages.removeFirst()["pin"]?.object?["id"]?.string)
+        let client = try h.open()
+        var rng = SplitMix64(state: seed)
+        func pick<T>(_ options: [T]) -> T { options[Int(rng.next() % UInt64(options.count))] }
+        func mutate(_ text: String) -> String {
+            var bytes = Array(text.utf8)
+            switch rng.next() % 6 {
+            case 0: return String(text.dropLast())                       // wrong length
+            case 1: return text + "A"                                    // wrong length
+            case 2: if !bytes.isEmpty { bytes[Int(rng.next() % UInt64(bytes.count))] = UInt8(ascii: "!") }  // outside base64url
+            case 3: if !bytes.isEmpty { bytes[bytes.count - 1] = UInt8(ascii: "B") }  // unused bits set
+            case 4: return ""
+            default: return text                                          // the real one
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        func value(_ real: String) -> String {
+            switch rng.next() % 5 {
+            case 0: return "7"                        // a number where a string belongs
+            case 1: return "null"
+            case 2: return "\"\(mutate(real))\""
+            default: return "\"\(real)\""
+            }
+        }
+        let ops: [(String) -> String] = [
+            { _ in #"{"op":"panic.update","stream":\#(value(stream)),"lat":1,"lon":1}"# },
+            { _ in #"{"op":"panic.update","stream":\#(value(stream)),"owner_token":\#(value(token)),"lat":91,"lon":1}"# },
+            { _ in #"{"op":"panic.status","stream":\#(value(stream)),"owner_token":\#(value(token)),"status":\#(pick(["\"red\"", "\"amber\"", "\"blue\"", "1"]))}"# },
+            { _ in #"{"op":"panic.end","stream":\#(value(stream)),"owner_token":\#(value(token)),"reason":\#(pick(["\"safe\"", "\"abandoned\"", "\"x\""]))}"# },
+            { _ in #"{"op":"panic.resume","stream":\#(value(stream)),"owner_token":\#(value(token))}"# },
+            { _ in #"{"op":"panic.watch","stream":\#(value(stream)),"watch_token":\#(value(watch))\#(pick(["", #","since":1"#, #","since":-3"#, #","since":"x""#]))}"# },
+            { _ in #"{"op":"panic.unwatch","stream":\#(value(stream))}"# },
+            { _ in #"{"op":"panic.invite","stream":\#(value(stream)),"owner_token":\#(value(token))}"# },
+            { _ in #"{"op":"panic.revoke","stream":\#(value(stream)),"owner_token":\#(value(token)),"watch_token":\#(value(watch))}"# },
+            { _ in #"{"op":"pin.update","id":\#(value(pin)),"edit_token":\#(value(token)),"changes":{"title":"t"}}"# },
+            { _ in #"{"op":"pin.delete","id":\#(value(pin)),"edit_token":\#(value(token))}"# },
+            { _ in #"{"op":"pin.vote","id":\#(value(pin)),"value":\#(pick(["1", "-1", "0", "\"up\""]))}"# },
+            { _ in #"{"op":"subscribe","area":\#(pick([#"{"bbox":[0,0,1,1]}"#, #"{"bbox":[0,0]}"#, #"{"center":{"lat":1,"lon":1},"radius_m":-1}"#]))}"# },
+            { _ in #"{"op":"unsubscribe"}"# },
+            { _ in #"{"op":"panic.start","status":"amber","lat":1,"lon":1,"watchers":\#(pick(["1", "0", "99"]))}"# },
+            { _ in #"{"op":"mystery"}"# },
+        ]
+        var expected = Set<Int>()
+        for i in 0..<400 {
+            let body = pick(ops)("")
+            // Insert the ref as the first member.
+            let request = "{\"ref\":\(i)," + body.dropFirst()
+            client.send(request)
+            expected.insert(i)
+        }
+        try h.run(until: {
+            client.poll()
+            return client.messages.filter { $0["ref"] != nil }.count >= expected.count
+        })
+        for _ in 0..<5 { try h.turn() }
+        client.poll()
+        let refs = client.messages.compactMap { $0["ref"]?.int }
+        #expect(refs.count == expected.count, "every request answered once")
+        #expect(Set(refs) == expected)
+        #expect(client.messages.filter { $0["ref"] != nil }.allSatisfy { $0.type == "ok" || $0.type == "error" })
+    }
+}
+
+/// A stream whose owner went silent for `panic.abandon_after_ms` is ended by the server itself.
+@Suite struct AbandonedStreamGlueTests {
+    final class RecordingLog: ChangeLog {
+        var records: [JournalRecord] = []
+        func append(_ record: JournalRecord) { records.append(record) }
+        func commitTurn() {}
+    }
+
+    @Test func aSilentStreamIsEndedAsAbandonedToldToItsWatchersAndJournaled() throws {
+        let h = try ServerHarness { $0.panic.abandonAfterMs = 300 }
+        let log = RecordingLog()
+        h.v1.log = log
+        let owner = try h.open()
+        owner.send(#"{"op":"panic.start","ref":1,"status":"amber","lat":1,"lon":1,"watchers":1}"#)
+        try h.read(owner, count: 1)
+        let started = owner.messages.removeFirst()
+        let stream = try #require(started["stream"]?.string)
+        let watcher = try h.open()
+        watcher.send(#"{"op":"panic.watch","ref":1,"stream":"\#(stream)","watch_token":"\#(try #require(started["watch_tokens"]?.array?.first?.string))"}"#)
+        try h.read(watcher, count: 1)
+        // The owner's phone says nothing more; the server's tick ends the stream (await the event).
+        try h.run(maxTurns: 100, until: { watcher.poll(); return !watcher.all("panic.ended").isEmpty })
+        let ended = try #require(watcher.all("panic.ended").first)
+        #expect(ended["reason"]?.string == "abandoned" && ended["seq"]?.int == 2)
+        let id = try #require(StreamID(stream))
+        #expect(log.records.contains { record in
+            if case .panicEvent(id, let event) = record, case .ended(.abandoned) = event.kind { return true }
+            return false
+        })
+        // Its address's open-stream budget is free again.
+        #expect(h.v1.budgets.openStreams(of: PeerAddress.localKey).isEmpty)
     }
 }
