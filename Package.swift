@@ -16,6 +16,8 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // Linux syscalls Swift's Glibc module does not export (epoll, eventfd, timerfd, signalfd).
@@ -61,14 +63,18 @@ let package = Package(
                 "VigilLoop", "VigilWire", "VigilCore", "VigilGeo", "VigilState", "VigilBytes", "CLinux",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .executableTarget(
             name: "vigild",
             dependencies: [
-                "VigilServer", "VigilState",
+                "VigilServer", "VigilState", "VigilLoop",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         // Micro-benchmarks of the core without sockets (the load client measures the whole daemon).

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 BIN=.build/release
 PORT=${PORT:-9490}
 OUT=$(mktemp -d)
-"$BIN/vigild" --config benchmarks/vigild-bench.yaml --listen "127.0.0.1:$PORT" 2>"$OUT/vigild.log" &
+VIGIL_ADMIN_LISTEN=127.0.0.1:0 "$BIN/vigild" --config benchmarks/vigild-bench.yaml --listen "127.0.0.1:$PORT" 2>"$OUT/vigild.log" &
 VIGILD=$!
 trap 'kill $VIGILD 2>/dev/null || true' EXIT
 for _ in $(seq 50); do grep -q "listening on" "$OUT/vigild.log" && break; sleep 0.1; done

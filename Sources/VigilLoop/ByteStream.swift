@@ -239,7 +239,10 @@ open class ByteStream: EventHandler {
     /// Writes as much of the queue as the kernel takes.
     private func writeQueued() -> FlushResult {
         let before = output.byteCount
-        defer { loop.queuedBytes -= before - output.byteCount }
+        defer {
+            loop.queuedBytes -= before - output.byteCount
+            loop.bytesWritten += before - output.byteCount
+        }
         if let tls { return tlsWrite(tls) }
         return output.flush(fd: fd, iovecs: loop.iovecs, maxIovecs: EventLoop.maxIovecs, pool: loop.chunks)
     }
@@ -422,6 +425,7 @@ open class ByteStream: EventHandler {
         for _ in 0..<loop.readsPerWake {
             let n = readSome(buffer)
             if n > 0 {
+                loop.bytesRead += n
                 received(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]))
                 if state.contains(.closed) { return }
                 if output.byteCount > pauseReadingAbove { break }

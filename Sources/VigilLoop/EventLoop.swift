@@ -73,6 +73,9 @@ public final class EventLoop {
     /// Bytes queued on every stream of this loop and not yet written (a shared chunk counts once
     /// per queue it is on): what a global output budget reads.
     public internal(set) var queuedBytes = 0
+    /// Bytes read from and written to every stream of this loop (TLS: plaintext), for metrics.
+    public internal(set) var bytesRead = 0
+    public internal(set) var bytesWritten = 0
 
     public init(readBufferSize: Int = 64 * 1024, chunkSize: Int = 16 * 1024) throws(SystemError) {
         let fd = epoll_create1(Int32(EPOLL_CLOEXEC))

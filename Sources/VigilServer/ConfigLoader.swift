@@ -59,6 +59,9 @@ public enum ConfigLoader {
             ("shutdown_grace_ms", .integer(0...600_000, \.shutdownGraceMs)),
             ("trusted_proxies", .prefixes(\.trustedProxies)),
         ]),
+        ("admin", [
+            ("listen", .optionalAddress(\.adminListen)),
+        ]),
         ("tls", [
             ("listen", .optionalAddress(\.tlsListen)),
             ("certificate", .path(\.tlsCertificate)),
@@ -142,6 +145,7 @@ public enum ConfigLoader {
         ]),
         ("log", [
             ("level", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"], \.logLevel)),
+            ("summary_interval_s", .integer(0...86_400, \.summaryIntervalSeconds)),
         ]),
     ]
 
@@ -288,6 +292,9 @@ public enum ConfigLoader {
         }
         if c.listen == nil && c.tlsListen == nil {
             issues.append(ConfigIssue(key: "server.listen", message: "is off and tls.listen is not set: vigild would accept no connections"))
+        }
+        if let admin = c.adminListen, admin.port != 0, admin == c.listen || admin == c.tlsListen {
+            issues.append(ConfigIssue(key: "admin.listen", message: "must differ from server.listen and tls.listen (\(admin))"))
         }
         if c.tlsListen != nil && (c.tlsCertificate.isEmpty || c.tlsPrivateKey.isEmpty) {
             issues.append(ConfigIssue(key: "tls.listen", message: "needs tls.certificate and tls.private_key (PEM files)"))

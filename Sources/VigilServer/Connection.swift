@@ -29,14 +29,22 @@ public final class Connection: ByteStream {
     public private(set) var subprotocol: String?
     /// The deflater setting agreed in the handshake (`Compression` slot; 0: no compression).
     public private(set) var compressionSlot: UInt8 = 0
+    /// Why the connection will end if the actions being performed drop it (set by each event's
+    /// handler before it performs the lifecycle's actions; read by `.drop`).
+    private var endCause = ConnectionEnd.peerGone
+    /// The last close code sent or received (0: none), for the close's debug log line.
+    private var closeCode: UInt16 = 0
     /// The client's address as a keyed hash (`PeerAddress.key`), for budgets that a reconnect does
     /// not reset. The address itself is not kept.
     public private(set) var addressKey: UInt64
     /// The socket's peer is a trusted proxy: the request head's `X-Forwarded-For` names the client.
     private var viaTrustedProxy: Bool
+    /// A connection to the admin listener (the operator's endpoints, no WebSocket).
+    public let isAdmin: Bool
 
-    private init(fd: Int32, server: Server, lifecycle: ConnectionLifecycle, addressKey: UInt64, viaTrustedProxy: Bool) {
+    private init(fd: Int32, server: Server, lifecycle: ConnectionLifecycle, addressKey: UInt64, viaTrustedProxy: Bool, admin: Bool) {
         self.server = server
+        self.isAdmin = admin
         self.lifecycle = lifecycle
         self.addressKey = addressKey
         self.viaTrustedProxy = viaTrustedProxy
@@ -47,10 +55,11 @@ public final class Connection: ByteStream {
 
     /// A connection for a socket just accepted, and the actions that start its life (its
     /// handshake deadline); the server performs them once the connection is registered.
-    static func accepted(fd: Int32, server: Server, nowMs: Int64, addressKey: UInt64, viaTrustedProxy: Bool)
+    static func accepted(fd: Int32, server: Server, nowMs: Int64, addressKey: UInt64, viaTrustedProxy: Bool, admin: Bool = false)
         -> (Connection, ConnectionLifecycle.Actions) {
         let (lifecycle, actions) = ConnectionLifecycle.accepted(nowMs: nowMs, server.timeouts)
-        return (Connection(fd: fd, server: server, lifecycle: lifecycle, addressKey: addressKey, viaTrustedProxy: viaTrustedProxy), actions)
+        return (Connection(fd: fd, server: server, lifecycle: lifecycle, addressKey: addressKey, viaTrustedProxy: viaTrustedProxy,
+                           admin: admin), actions)
     }
 
     // MARK: what the application may do
@@ -89,13 +98,19 @@ public final class Connection: ByteStream {
         perform(lifecycle.closeRequested(code, reason: reason, nowMs: monotonicMilliseconds(), server.timeouts))
     }
 
-    /// Drops the connection now, without a closing handshake.
+    /// Drops the connection now, without a closing handshake (the shutdown grace ran out).
     func abort() {
+        endCause = .shutdown
         perform(lifecycle.gone())
     }
 
     /// The deadline the lifecycle armed last has passed.
     func timerFired(nowMs: Int64) {
+        switch lifecycle.phase {
+        case .http: endCause = .handshakeTimeout
+        case .open: endCause = .pingTimeout
+        case .closeSent, .draining, .closed: endCause = .closeTimeout
+        }
         perform(lifecycle.timerFired(nowMs: nowMs, server.timeouts, canRespond: isTransportReady))
     }
 
@@ -113,6 +128,8 @@ public final class Connection: ByteStream {
     /// The peer sent FIN. With nothing more to read, a WebSocket without a close frame has ended
     /// abnormally (1006, which is never sent on the wire), so the socket simply goes.
     public override func peerClosed() {
+        // EOF after our side is done (a close handshake, an HTTP response) is the normal end.
+        if lifecycle.phase == .draining { endCause = closeCode != 0 ? .closed : .httpDone } else { endCause = .peerGone }
         perform(lifecycle.gone())
     }
 
@@ -124,6 +141,7 @@ public final class Connection: ByteStream {
 
     public override func failed(_ error: SystemError) {
         server.connectionFailed(error)
+        endCause = .ioError
         perform(lifecycle.gone())
     }
 
@@ -143,6 +161,10 @@ public final class Connection: ByteStream {
                 if let client = ForwardedFor.client(headers: head.values("x-forwarded-for"), trusted: server.trustedProxies) {
                     addressKey = client.key
                 }
+            }
+            if isAdmin {
+                respond(server.adminRoute(head))
+                return
             }
             switch server.route(head) {
             case .respond(let response):
@@ -177,6 +199,7 @@ public final class Connection: ByteStream {
 
     /// Sends a complete HTTP response; the connection ends after it.
     private func respond(_ response: HTTPResponse) {
+        if !isAdmin { server.counters.httpResponses[response.status.code, default: 0] += 1 }
         http = nil
         response.serialize().withUnsafeBytes { append($0) }
         perform(lifecycle.responded(nowMs: monotonicMilliseconds(), server.timeouts))
@@ -191,12 +214,15 @@ public final class Connection: ByteStream {
             case .needMore:
                 return
             case .message(let kind, let payload):
+                server.counters.messagesIn += 1
                 if lifecycle.isOpen, let app { app.received(self, kind: kind, payload: payload) }
             case .ping(let payload):
                 perform(lifecycle.pingReceived(payload))
             case .pong:
                 break  // any input already counts as liveness
             case .close(let code, _):
+                server.counters.closesReceived[code ?? 1005, default: 0] += 1
+                if closeCode == 0 { closeCode = code ?? 1005 }
                 perform(lifecycle.closeReceived(code: code, nowMs: monotonicMilliseconds(), server.timeouts))
             case .failure(let error):
                 perform(lifecycle.protocolViolation(error, nowMs: monotonicMilliseconds(), server.timeouts))
@@ -220,6 +246,8 @@ public final class Connection: ByteStream {
             case .sendPong(let payload):
                 payload.withUnsafeBytes { _ = queueFrame(.pong, $0, .control) }
             case .sendClose(let code, let reason):
+                server.counters.closesSent[code?.rawValue ?? 1005, default: 0] += 1
+                if closeCode == 0 { closeCode = code?.rawValue ?? 1005 }
                 let payload = code.map { FrameEncoder.closePayload(code: $0, reason: reason) } ?? []
                 payload.withUnsafeBytes { _ = queueFrame(.close, $0, .control) }
             case .endApplication:
@@ -232,6 +260,7 @@ public final class Connection: ByteStream {
             case .shutWrite:
                 shutdownWriteAfterQueued()
             case .drop:
+                if !isAdmin { server.connectionEnded(endCause, closeCode: closeCode) }
                 server.remove(self)
                 close()
             }
@@ -251,6 +280,7 @@ public final class Connection: ByteStream {
             (p + header).copyMemory(from: src, byteCount: payload.count)
         }
         commit(total)
+        if opcode == .text || opcode == .binary { server.counters.framesOut += 1 }
         return .queued
     }
 
@@ -260,6 +290,7 @@ public final class Connection: ByteStream {
     /// here but `closed` (which only records), so a fan-out may trigger this safely.
     private func overflow(_ traffic: TrafficClass) -> SendResult {
         server.slowConsumer(traffic)
+        endCause = .slowConsumer
         switch server.policies[traffic].overflow {
         case .close(let code, let reason) where lifecycle.isOpen:
             _ = discardUnsent()

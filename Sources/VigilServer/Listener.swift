@@ -13,14 +13,17 @@ final class Listener: EventHandler {
     /// The TLS setup new connections start with (nil: a plain listener). Replaced on reload;
     /// connections keep the context they started with.
     var tls: TLSContext?
+    /// The admin listener: its connections get the operator's endpoints only.
+    let admin: Bool
     private var reserveFd: Int32
     var refused = 0
     private var lastExhaustionLogMs: Int64 = 0
 
-    init(address: ListenAddress, backlog: Int32, server: Server, tls: TLSContext?) throws {
+    init(address: ListenAddress, backlog: Int32, server: Server, tls: TLSContext?, admin: Bool = false) throws {
         fd = try Socket.listen(on: address, backlog: backlog)
         self.server = server
         self.tls = tls
+        self.admin = admin
         reserveFd = open("/dev/null", O_RDONLY | O_CLOEXEC)
         try server.loop.register(fd: fd, events: .readable, handler: self)
     }
@@ -32,7 +35,7 @@ final class Listener: EventHandler {
             let client = withUnsafeMutableBytes(of: &address) { vigil_accept_peer(fd, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), &hasAddress) }
             if client >= 0 {
                 let peer = hasAddress != 0 ? withUnsafeBytes(of: &address) { PeerAddress(bytes: $0) } : nil
-                server.adopt(fd: client, tls: tls, peer: peer)
+                server.adopt(fd: client, tls: tls, peer: peer, admin: admin)
                 continue
             }
             switch errno {

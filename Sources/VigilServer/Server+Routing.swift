@@ -14,9 +14,7 @@ extension Server {
             guard head.method == "GET" || head.method == "HEAD" else {
                 return .respond(HTTPResponse(status: .methodNotAllowed, headers: [("Allow", "GET, HEAD")], body: Array("use GET\n".utf8), contentType: "text/plain; charset=utf-8"))
             }
-            let uptime = (monotonicMilliseconds() - startedMs) / 1000
-            let body = #"{"status":"ok","connections":\#(webSocketCount),"uptime_s":\#(uptime)}"# + "\n"
-            return .respond(HTTPResponse(status: .ok, body: head.method == "HEAD" ? [] : Array(body.utf8), contentType: "application/json"))
+            return .respond(publicHealth(head))
         }
         guard let application = application(at: path) else {
             return .respond(HTTPResponse(status: .notFound, body: Array("no such endpoint: try /v1 (WebSocket) or /healthz\n".utf8), contentType: "text/plain; charset=utf-8"))

@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import Logging
+import Prometheus
 import VigilLoop
 import VigilWire
 
@@ -26,9 +27,12 @@ public final class Server {
     let trustedProxies: [AddressPrefix]
     /// permessage-deflate: settings, shared deflaters, the inflater pool.
     let compression: Compression
-    private var listener: Listener?
-    private var tlsListener: Listener?
-    private var connections: ContiguousArray<Connection?> = []
+    private(set) var listener: Listener?
+    private(set) var tlsListener: Listener?
+    private var adminListener: Listener?
+    /// Connections refused by listeners already closed (shutdown), for the metrics.
+    private(set) var listenerRefusedBefore = 0
+    private(set) var connections: ContiguousArray<Connection?> = []
     private var wheel: TimerWheel
     private var due: [Int32] = []
     private var tickSteps: [() -> Void] = []
@@ -40,7 +44,7 @@ public final class Server {
     private(set) var v1: V1Application?
     private var signals: SignalSource?
     private var ticker: PeriodicTimer?
-    private var shutdownRequested: String?
+    private(set) var shutdownRequested: String?
     private var shutdownDeadlineMs: Int64?
     let startedMs = monotonicMilliseconds()
     /// Connections accepted and not yet closed, in any phase.
@@ -50,16 +54,37 @@ public final class Server {
     /// The addresses actually bound (with the real port when the config asked for port 0).
     public private(set) var boundAddress: ListenAddress?
     public private(set) var boundTLSAddress: ListenAddress?
+    public private(set) var boundAdminAddress: ListenAddress?
     /// Connections refused because `max_connections` were held or shutdown had begun.
     private(set) var refusedCount = 0
     /// What the server counts as it goes (the operator's metrics read these).
     var counters = ServerCounters()
+    /// `/metrics` (the admin listener).
+    let metrics: OperatorMetrics
+    /// systemd's notification socket, when vigild runs as a `Type=notify` service.
+    let notifier: ServiceNotifier?
+    private var nextWatchdogMs: Int64 = 0
+    /// The I/O error of the connection being dropped (for its close line).
+    private var lastFailure: SystemError?
+    /// The figures of the last summary line (its changes are reported).
+    var lastSummary: ServerFigures?
+    private var nextSummaryMs: Int64
+    /// Admin connections open; they have their own small cap, so that a server full of clients
+    /// still answers its operator.
+    private(set) var adminConnectionCount = 0
+    static let maxAdminConnections = 16
 
     static let tickMs: Int64 = 50
 
-    public init(config: ServerConfig, logger: Logger) throws {
+    /// `registry`: where `/metrics` series live (vigild bootstraps swift-metrics with the same one).
+    /// `notifier`: systemd's socket (by default from `$NOTIFY_SOCKET`).
+    public init(config: ServerConfig, logger: Logger, registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+                notifier: ServiceNotifier? = ServiceNotifier()) throws {
         self.config = config
         self.logger = logger
+        self.metrics = OperatorMetrics(registry: registry)
+        self.notifier = notifier
+        self.nextSummaryMs = monotonicMilliseconds() + Int64(config.summaryIntervalSeconds) * 1000
         self.loop = try EventLoop()
         self.wheel = TimerWheel(tickMs: Self.tickMs, slots: 1024, nowMs: monotonicMilliseconds())
         self.timeouts = ConnectionLifecycle.Timeouts(
@@ -126,6 +151,19 @@ public final class Server {
             }
         }
         try startTicker()
+        logger.info("config", metadata: [
+            "max_connections": "\(config.maxConnections)", "max_message_bytes": "\(config.maxMessageBytes)",
+            "max_output_buffer_bytes": "\(config.maxOutputBufferBytes)", "compression": "\(config.compressionEnabled)",
+            "tls": "\(config.tlsListen != nil)", "state_directory": "\(config.stateDirectory.isEmpty ? "none" : config.stateDirectory)",
+            "fsync": "\(config.fsyncPolicy)", "snapshot_interval_s": "\(config.snapshotIntervalSeconds)",
+            "trusted_proxies": "\(config.trustedProxies.count)", "log_level": "\(config.logLevel)",
+        ])
+        if let address = config.adminListen {
+            let admin = try Listener(address: address, backlog: 64, server: self, tls: nil, admin: true)
+            adminListener = admin
+            boundAdminAddress = ListenAddress(host: address.host, port: Socket.localPort(admin.fd) ?? address.port)
+            logger.info("admin endpoints on \(boundAdminAddress!)", metadata: ["endpoints": "/metrics /stats /healthz"])
+        }
         if let address = config.listen {
             let listener = try Listener(address: address, backlog: Int32(config.backlog), server: self, tls: nil)
             self.listener = listener
@@ -137,6 +175,12 @@ public final class Server {
             tlsListener = listener
             boundTLSAddress = ListenAddress(host: address.host, port: Socket.localPort(listener.fd) ?? address.port)
             logger.info("listening for TLS on \(boundTLSAddress!)", metadata: ["certificate": "\(config.tlsCertificate)", "min_version": "\(config.tlsMinVersion)"])
+        }
+        let f = figures()
+        logger.notice("ready", metadata: ["state": "\(f.stateMode.rawValue)", "pins": "\(f.pins)", "streams": "\(f.streamsActive)"])
+        notifier?.send("READY=1\nSTATUS=\(Self.statusLine(f))")
+        if let interval = notifier?.watchdogIntervalMs {
+            logger.info("systemd watchdog enabled", metadata: ["ping_interval_ms": "\(interval)"])
         }
         try loop.run()
         for step in stopSteps { step() }
@@ -179,8 +223,13 @@ public final class Server {
     /// `peer` (nil for a Unix socket) becomes the connection's address key at once, and stays only
     /// as its keyed hash; a trusted proxy's `X-Forwarded-For` may replace it at the request head.
     @discardableResult
-    func adopt(fd: Int32, tls: TLSContext? = nil, peer: PeerAddress? = nil) -> Connection? {
-        if connectionCount >= config.maxConnections || shutdownRequested != nil {
+    func adopt(fd: Int32, tls: TLSContext? = nil, peer: PeerAddress? = nil, admin: Bool = false) -> Connection? {
+        if admin {
+            guard adminConnectionCount < Self.maxAdminConnections, shutdownRequested == nil else {
+                Glibc.close(fd)
+                return nil
+            }
+        } else if connectionCount - adminConnectionCount >= config.maxConnections || shutdownRequested != nil {
             Glibc.close(fd)
             refusedCount += 1
             return nil
@@ -188,7 +237,7 @@ public final class Server {
         Socket.setNoDelay(fd)
         let (connection, actions) = Connection.accepted(fd: fd, server: self, nowMs: monotonicMilliseconds(),
                                                         addressKey: peer?.key ?? PeerAddress.localKey,
-                                                        viaTrustedProxy: peer.map { trustedProxies.contains($0) } ?? false)
+                                                        viaTrustedProxy: peer.map { trustedProxies.contains($0) } ?? false, admin: admin)
         // Reading pauses while a connection's own output is backed up: an echo client that never
         // reads must not make us buffer without bound. It resumes when the output drains.
         connection.pauseReadingAbove = min(config.maxOutputBufferBytes / 2, 1 << 20)
@@ -205,6 +254,7 @@ public final class Server {
         }
         connections[index] = connection
         connectionCount += 1
+        if admin { adminConnectionCount += 1 } else { counters.accepted += 1 }
         connection.perform(actions)
         return connection
     }
@@ -216,7 +266,8 @@ public final class Server {
         wheel.cancel(fd)
         connections[Int(fd)] = nil
         connectionCount -= 1
-        if shutdownDeadlineMs != nil && connectionCount == 0 { loop.stop() }
+        if connection.isAdmin { adminConnectionCount -= 1 }
+        if shutdownDeadlineMs != nil && connectionCount == adminConnectionCount { loop.stop() }
     }
 
     func setDeadline(_ fd: Int32, atMs: Int64) {
@@ -226,8 +277,19 @@ public final class Server {
     func webSocketOpened() { webSocketCount += 1 }
     func webSocketEnded() { webSocketCount -= 1 }
 
+    /// A connection's I/O failed; it is dropped at once, and its close line names the error.
     func connectionFailed(_ error: SystemError) {
-        logger.debug("connection failed", metadata: ["error": "\(error)"])
+        lastFailure = error
+    }
+
+    /// One connection is gone: counted by why, and logged at debug level (no address, no id).
+    func connectionEnded(_ cause: ConnectionEnd, closeCode: UInt16) {
+        counters.ended[cause.rawValue] += 1
+        defer { lastFailure = nil }
+        guard logger.logLevel <= .debug else { return }
+        var metadata: Logger.Metadata = ["reason": "\(cause.label)", "close_code": "\(closeCode)"]
+        if cause == .ioError, let error = lastFailure { metadata["error"] = "\(error)" }
+        logger.debug("connection closed", metadata: metadata)
     }
 
     func slowConsumer(_ traffic: TrafficClass) {
@@ -249,6 +311,15 @@ public final class Server {
         for fd in due { connection(fd: fd)?.timerFired(nowMs: now) }
         due.removeAll(keepingCapacity: true)
         for step in tickSteps { step() }
+        if let interval = notifier?.watchdogIntervalMs, now >= nextWatchdogMs {
+            // From the loop's own tick: a loop that hangs stops the pings, and systemd restarts it.
+            notifier?.send("WATCHDOG=1")
+            nextWatchdogMs = now + interval
+        }
+        if config.summaryIntervalSeconds > 0, now >= nextSummaryMs {
+            nextSummaryMs = now + Int64(config.summaryIntervalSeconds) * 1000
+            logSummary()
+        }
         if let deadline = shutdownDeadlineMs, now >= deadline {
             logger.warning("shutdown grace period over; closing the remaining connections", metadata: ["connections": "\(connectionCount)"])
             for case let connection? in connections { connection.abort() }
@@ -270,10 +341,13 @@ public final class Server {
         }
         shutdownRequested = reason
         logger.notice("shutting down", metadata: ["signal": "\(reason)", "connections": "\(connectionCount)"])
-        listener?.close()
-        listener = nil
-        tlsListener?.close()
-        tlsListener = nil
+        notifier?.send("STOPPING=1\nSTATUS=shutting down: closing \(webSocketCount) websockets")
+        for l in [listener, tlsListener, adminListener] {
+            guard let l else { continue }
+            listenerRefusedBefore += l.refused
+            l.close()
+        }
+        (listener, tlsListener, adminListener) = (nil, nil, nil)
     }
 
     private func closeEveryone(reason: String) {
@@ -285,6 +359,6 @@ public final class Server {
             case .closeSent, .draining, .closed: break
             }
         }
-        if connectionCount == 0 { loop.stop() }
+        if connectionCount == adminConnectionCount { loop.stop() }
     }
 }

@@ -14,6 +14,10 @@ public struct ServerConfig: Equatable, Sendable {
     public var shutdownGraceMs = 5_000
     /// Reverse proxies (addresses or prefixes) whose `X-Forwarded-For` is believed for per-address budgets.
     public var trustedProxies: [String] = []
+    // admin
+    /// The operator's listener (`/metrics`, `/stats`, `/healthz` with detail); nil ("off") for none.
+    /// Loopback by default: its figures are for the operator, not the internet.
+    public var adminListen: ListenAddress? = ListenAddress(host: "127.0.0.1", port: 8081)
     // tls
     /// The TLS (wss://) listener; nil (the default) for none.
     public var tlsListen: ListenAddress?
@@ -67,6 +71,8 @@ public struct ServerConfig: Equatable, Sendable {
     public var fsyncIntervalMs = 200
     // log
     public var logLevel = "info"
+    /// Seconds between the summary lines at info level (0: none).
+    public var summaryIntervalSeconds = 60
 
     public init() {}
 }

@@ -32,6 +32,7 @@ extension V1Application {
             ServerMessages.welcome(session: session, settings: hub.settings, limits: limits, into: &replyWriter)
             replyWriter.withUnsafeBytes { _ = connection.send(.text, payload: $0, traffic: .reply) }
         case .reply(let fd, let ref, let reply):
+            if case .error(let error) = reply { stats.errors[error.code, default: 0] += 1 }
             guard let connection = server.connection(fd: fd) else { return }
             replyWriter.reset()
             ServerMessages.reply(reply, ref: ref, maxBytes: maxReplyBytes, into: &replyWriter)
@@ -39,10 +40,13 @@ extension V1Application {
         case .pins(let delivery):
             ServerMessages.pinEvent(delivery.kind, delivery.pin, into: &eventWriter)
             var frames = EventFrames(SharedFrame.text(eventWriter.takeChunk()))
+            var sent = 0
             for fd in delivery.recipients {
                 guard let connection = server.connection(fd: fd) else { continue }
-                connection.send(shared: frames.frame(for: connection.compressionSlot, server.compression), traffic: .mapEvent)
+                let result = connection.send(shared: frames.frame(for: connection.compressionSlot, server.compression), traffic: .mapEvent)
+                if result == .queued || result == .conflated { sent += 1 }
             }
+            delivered(sent)
         case .panic(let delivery):
             ServerMessages.panicDelivery(delivery, now: Self.wallClockMs(), into: &eventWriter)
             var frames = EventFrames(SharedFrame.text(eventWriter.takeChunk()))
@@ -54,13 +58,24 @@ extension V1Application {
             } else {
                 (traffic, tag) = (.panicNotice, 0)
             }
+            var sent = 0
             for fd in delivery.recipients {
                 guard let connection = server.connection(fd: fd) else { continue }
-                connection.send(shared: frames.frame(for: connection.compressionSlot, server.compression), traffic: traffic, tag: tag)
+                let result = connection.send(shared: frames.frame(for: connection.compressionSlot, server.compression), traffic: traffic, tag: tag)
+                if result == .queued || result == .conflated { sent += 1 }
             }
+            delivered(sent)
         case .close(let fd, let code, let reason):
             server.connection(fd: fd)?.close(code: code, reason: reason)
         }
+    }
+
+    /// Counts one event's deliveries (once per event, not per recipient: the hot loop stays plain).
+    private func delivered(_ sent: Int) {
+        server.counters.framesOut += sent
+        stats.deliveries += sent
+        stats.events += 1
+        server.metrics.recordFanOut(sent)
     }
 
     /// A stream's tag in output queues (never 0, which means "untagged").

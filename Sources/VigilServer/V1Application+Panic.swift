@@ -14,7 +14,7 @@ extension V1Application {
     /// (`PanicSettings.reservedShare`): an address that started streams and never updates them
     /// cannot take the last places from a person in danger.
     func startStream(_ caller: Caller, status: PanicStatus, location: PanicLocation, note: String?, watchers: Int, now: Int64) -> Outcome {
-        if let refused = budgets.admitPanicStart(caller.address, now: caller.monotonicMs).error { return Outcome(.error(refused)) }
+        if let refused = admit(budgets.admitPanicStart(caller.address, now: caller.monotonicMs), rate: .addressPanicStarts) { return refused }
         let eligible = !panic.hasIdleStream(among: budgets.openStreams(of: caller.address), now: now)
         switch panic.start(owner: caller.fd, status: status, location: location, note: note, watchers: watchers,
                            reserveEligible: eligible, secrets: secrets, now: now, out: &scratch.panic) {
@@ -24,6 +24,8 @@ extension V1Application {
                                          ownerToken: started.ownerToken, watchTokens: started.watchTokens),
                            record: .panicStart(started.stream))
         case .failure(let failure):
+            if failure == .capacityExceeded { stats.refused(.panicCapacity) }
+            if failure == .reserveOnly { stats.refused(.panicReserve) }
             return Outcome(.error(.from(failure)))
         }
     }

@@ -8,7 +8,7 @@ import VigilState
 extension V1Application {
     /// Counted against the caller's address (pins created per hour, live pins) as well as the store.
     func createPin(_ draft: PinDraft, caller: Caller, now: Int64) -> Outcome {
-        if let refused = budgets.admitPinCreate(caller.address, now: caller.monotonicMs).error { return Outcome(.error(refused)) }
+        if let refused = admit(budgets.admitPinCreate(caller.address, now: caller.monotonicMs), rate: .addressPinCreates) { return refused }
         let token = secrets.newToken()
         let id = PinID(random: secrets.randomBytes(16))
         switch hub.create(draft, id: id, editDigest: secrets.digest(ofToken: token), now: now, out: &scratch.pins) {
@@ -43,6 +43,7 @@ extension V1Application {
     func votePin(_ id: PinID?, value: Int8, caller: Caller) -> Outcome {
         guard let id else { return Outcome(.error(.from(PinFailure.notFound))) }
         guard let voter = budgets.voter(for: caller.address, now: caller.monotonicMs) else {
+            stats.refused(.addressUntracked)
             return Outcome(.error(AddressAdmission.overLimit(.trackedAddresses).error!))
         }
         switch hub.vote(id, voter: voter, value: value, out: &scratch.pins) {

@@ -8,7 +8,7 @@ extension V1Application {
     /// Rate-limited per connection (at the dispatch) and per address, like a write: a subscribe
     /// scans the area (within the scan budget), so it is not free.
     func subscribe(_ caller: Caller, area: GeoArea, categories: UInt64?) -> Outcome {
-        if let refused = budgets.admitSubscribe(caller.address, now: caller.monotonicMs).error { return Outcome(.error(refused)) }
+        if let refused = admit(budgets.admitSubscribe(caller.address, now: caller.monotonicMs), rate: .addressSubscribes) { return refused }
         let result = hub.subscribe(caller.fd, area: area, categories: categories)
         return Outcome(.subscribed(pins: result.pins, truncated: result.truncated))
     }

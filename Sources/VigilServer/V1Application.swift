@@ -43,6 +43,8 @@ public final class V1Application: WebSocketApplication {
     /// The deliveries of the operation being applied (the hubs' `out:`).
     var scratch = Deliveries()
     var outbox = Outbox()
+    /// What the application counts (the operator's metrics read it).
+    var stats = V1Stats()
     /// Replies and welcomes: one reused buffer, copied into the recipient's queue.
     var replyWriter = JSONWriter(capacity: 4096)
     /// Events: each written straight into the chunk that all its recipients then share.
@@ -81,6 +83,16 @@ public final class V1Application: WebSocketApplication {
         log = p
         server.addTickStep { [unowned self, unowned p] in p.tick(map: self.hub, panic: self.panic) }
         server.addStopStep { [unowned self, unowned p] in p.shutdown(map: self.hub, panic: self.panic) }
+    }
+
+    /// Whether changes reach the disk now.
+    var stateMode: StateMode {
+        guard log != nil else { return .memoryOnly }
+        return .writable
+    }
+
+    /// The state directory's series for `/metrics` (journal and snapshot timings and failures).
+    func persistenceMetrics(_ sync: inout MetricsSync) {
     }
 
     /// Wall-clock Unix milliseconds: pin and stream times are client-visible dates.
@@ -122,6 +134,7 @@ public final class V1Application: WebSocketApplication {
             // Abuse, not a mistake: a client this far over the message rate is closed (1008),
             // after whatever was already produced for it this turn.
             session.closing = true
+            stats.refused(.sessionMessages)
             outbox.append(.close(fd, .policyViolation, reason: "message rate limit"))
             return
         }
@@ -131,17 +144,21 @@ public final class V1Application: WebSocketApplication {
         }
         let request: ClientRequest
         switch decoder.decode(payload) {
-        case .success(let r): request = r
+        case .success(let r):
+            request = r
+            stats.requests[r.operation.metricIndex] += 1
         case .failure(let rejected):
             outbox.append(.reply(fd, ref: rejected.ref, .error(rejected.error)))
             return
         }
         if request.operation.isWrite, let retry = session.writes.take(nowMs: now) {
+            stats.refused(.sessionWrites)
             outbox.append(.reply(fd, ref: request.ref,
                                  .error(RequestError("rate_limited", "too many writes; retry after \(retry) ms", retryAfterMs: retry))))
             return
         }
         if case .subscribe = request.operation, let retry = session.subscribes.take(nowMs: now) {
+            stats.refused(.sessionSubscribes)
             outbox.append(.reply(fd, ref: request.ref,
                                  .error(RequestError("rate_limited", "too many subscribes; retry after \(retry) ms", retryAfterMs: retry))))
             return
@@ -156,6 +173,13 @@ public final class V1Application: WebSocketApplication {
         if let record = outcome.record { log?.append(record) }
         outbox.append(.reply(fd, ref: ref, outcome.reply))
         outbox.append(deliveries: &scratch)
+    }
+
+    /// nil when a per-address budget admits the request; else its refusal, counted.
+    func admit(_ admission: AddressAdmission, rate: Refusal) -> Outcome? {
+        guard let kind = Refusal.of(admission, rate: rate), let error = admission.error else { return nil }
+        stats.refused(kind)
+        return Outcome(.error(error))
     }
 
     /// Who sent a request: its connection, its address's key for the budgets, and the monotonic

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Metrics
+import Prometheus
 import VigilLoop
 import VigilServer
 import VigilState
@@ -13,7 +15,9 @@ struct Vigild: ParsableCommand {
         abstract: "Vigil: a realtime WebSocket pub/sub daemon for live map pins and panic-location streams.",
         discussion: """
         With no --config, vigild runs on its built-in defaults (listen 127.0.0.1:8080, production limits).
-        Environment: VIGIL_CONFIG (config file), VIGIL_LISTEN (listen address); flags win over both.
+        Environment: VIGIL_CONFIG (config file), VIGIL_LISTEN (listen address), VIGIL_ADMIN_LISTEN (admin
+        listener, or "off"); flags win over both. Under systemd (Type=notify) it reports readiness, status
+        and watchdog pings on $NOTIFY_SOCKET.
         `vigild state inspect DIR` prints a state directory's snapshots and journal as JSON lines.
         """,
         subcommands: [StateCommand.self]
@@ -24,6 +28,9 @@ struct Vigild: ParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("Listen address, HOST:PORT or [IPV6]:PORT; overrides the file and VIGIL_LISTEN.", valueName: "address"))
     var listen: String?
+
+    @Option(name: .customLong("admin-listen"), help: ArgumentHelp("Admin listener (/metrics, /stats, /healthz), HOST:PORT or off; overrides the file and VIGIL_ADMIN_LISTEN.", valueName: "address"))
+    var adminListen: String?
 
     @Option(name: .customLong("check-config"), help: ArgumentHelp("Check a config file, report every invalid value by name, and exit (0 valid, 1 invalid).", valueName: "file"))
     var checkConfig: String?
@@ -66,6 +73,16 @@ struct Vigild: ParsableCommand {
                 }
                 settings.listen = address
             }
+            if let text = adminListen ?? env["VIGIL_ADMIN_LISTEN"] {
+                if text == "off" {
+                    settings.adminListen = nil
+                } else {
+                    guard let address = ListenAddress(parsing: text) else {
+                        throw ValidationError("admin listen address \"\(text)\" is not HOST:PORT (e.g. 127.0.0.1:8081) or off")
+                    }
+                    settings.adminListen = address
+                }
+            }
             if let level = logLevel {
                 guard Logger.Level(rawValue: level) != nil else {
                     throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -80,14 +97,13 @@ struct Vigild: ParsableCommand {
         }
 
         let level = Logger.Level(rawValue: settings.logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        LoggingSystem.bootstrap { _ in LogfmtHandler(level: level) }
         let logger = Logger(label: "vigild")
+        // One registry for /metrics: vigild's own series, and anything reporting through swift-metrics.
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         do {
-            let server = try Server(config: settings, logger: logger)
+            let server = try Server(config: settings, logger: logger, registry: registry)
             try server.run()
         } catch {
             logger.critical("cannot run", metadata: ["error": "\(error)"])

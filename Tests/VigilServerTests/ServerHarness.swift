@@ -13,7 +13,7 @@ final class ServerHarness {
     let server: Server
     private var clients: [TestClient] = []
 
-    init(_ configure: (inout ServerConfig) -> Void = { _ in }) throws {
+    init(logger: Logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, _ configure: (inout ServerConfig) -> Void = { _ in }) throws {
         ProcessLimits.ignoreSIGPIPE()
         var config = ServerConfig()
         config.echoEnabled = true
@@ -28,7 +28,7 @@ final class ServerHarness {
         config.addressBudgets.panicStarts = .perHour(10_000_000, capacity: 1_000_000)
         config.addressBudgets.subscribes = .perSecond(1_000_000, capacity: 1_000_000)
         configure(&config)
-        server = try Server(config: config, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        server = try Server(config: config, logger: logger, notifier: nil)
         try server.startTicker()  // deadlines and the hubs' timers, every 50 ms as in the daemon
     }
 
@@ -40,14 +40,14 @@ final class ServerHarness {
 
     /// A client socket adopted by the server. `serverSendBuffer` shrinks the server end's kernel
     /// buffer, so that a client that stops reading backs up the server's queue quickly.
-    func connect(serverSendBuffer: Int32? = nil) -> TestClient {
+    func connect(serverSendBuffer: Int32? = nil, admin: Bool = false) -> TestClient {
         var fds: [Int32] = [0, 0]
         let rc = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds)
         precondition(rc == 0, "socketpair")
         if var size = serverSendBuffer {
             setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(4))
         }
-        server.adopt(fd: fds[0])
+        server.adopt(fd: fds[0], admin: admin)
         let client = TestClient(fd: fds[1])
         clients.append(client)
         return client
@@ -71,6 +71,17 @@ final class ServerHarness {
             precondition(welcome.type == "welcome", "expected the welcome, got \(welcome.text)")
         }
         return client
+    }
+
+    /// A plain HTTP GET on a new connection (to the admin listener with `admin`): the status and
+    /// the body, once the server has answered and closed.
+    func get(_ path: String, admin: Bool = false) throws -> (status: Int, body: String) {
+        let client = connect(admin: admin)
+        client.write(Array("GET \(path) HTTP/1.1\r\nHost: test\r\n\r\n".utf8))
+        try run(until: { client.poll(); return client.ended })
+        let head = String(decoding: client.responseHead, as: UTF8.self)
+        let status = head.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        return (status, String(decoding: client.raw, as: UTF8.self))
     }
 
     /// One loop turn, not waiting for events that are not there yet.
@@ -113,6 +124,8 @@ final class TestClient {
 
     let fd: Int32
     private var response: [UInt8] = []
+    /// The response head (status line and headers) once complete.
+    var responseHead: [UInt8] { response }
     private(set) var upgraded = false
     private var assembler = MessageAssembler(reader: MessageReader(role: .client, maxMessageBytes: 1 << 24))
     var messages: [Message] = []
@@ -191,7 +204,7 @@ final class TestClient {
             upgraded = response.starts(with: Array("HTTP/1.1 101".utf8))
             bytes = Array(response[end...])
             response = Array(response[..<end])
-            if !upgraded { raw = bytes; return }
+            if !upgraded { raw += bytes; return }
         }
         raw += bytes
         bytes.withUnsafeMutableBytes { buffer in

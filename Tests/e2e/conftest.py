@@ -23,8 +23,15 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 from vigilproc import Vigild, default_binary, write_config  # noqa: E402
+import privacy  # noqa: E402
 import transport  # noqa: E402
 import wsraw  # noqa: E402
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Leave what the clients were told in confidence next to the daemons' logs, for the scan."""
+    if privacy.folder():
+        privacy.dump(privacy.folder())
 
 # Short timeouts shared by modules that exercise them; each module picks what it needs.
 FAST_TIMEOUTS = {

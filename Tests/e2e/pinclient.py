@@ -25,6 +25,8 @@ import time
 from collections import deque
 from pathlib import Path
 
+import privacy
+
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
@@ -136,6 +138,7 @@ class PinClient:
         if not isinstance(raw, str):
             raise ProtocolViolation(f"server sent a binary message: {raw[:100]!r}")
         msg = json.loads(raw)
+        privacy.record(raw)
         if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
             raise ProtocolViolation(f"server message is not an object with a string type: {raw!r}")
         return msg

@@ -112,8 +112,9 @@ class Client:
         self.sock.close()
 
 
-def open_websockets(port: int) -> int:
-    return json.loads(http_get(port).body)["connections"]
+def open_websockets(d) -> int:
+    """Open WebSocket sessions, from the admin listener's /stats."""
+    return json.loads(http_get(d.admin_port, "/stats").body)["websockets"]
 
 
 def count(messages: list[bytes], kind: bytes) -> int:
@@ -148,7 +149,7 @@ def test_a_watcher_dropped_during_the_fan_out_costs_the_other_watcher_nothing(vi
     seqs = [json.loads(m)["seq"] for m in got]
     assert seqs == list(range(2, sent + 2)), "a watcher saw a seq twice or missed one"
     assert [json.loads(m)["seq"] for m in owner_got if b'"type":"ok"' in m] == list(range(2, sent + 2))
-    assert open_websockets(d.port) == 2
+    assert open_websockets(d) == 2
     for c in (owner, stalled, reader):
         c.close()
 
@@ -163,7 +164,7 @@ def test_a_subscriber_dropped_during_the_fan_out_costs_the_other_subscriber_noth
     got: list[bytes] = []
     acks: list[bytes] = []
     sent = 0
-    while open_websockets(d.port) == 3:
+    while open_websockets(d) == 3:
         assert sent < 100000, "the stalled subscriber was never dropped"
         publisher.sock.sendall(b"".join(
             encode_frame(OP_TEXT, json.dumps({"op": "pin.create", "ref": i,

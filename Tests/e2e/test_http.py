@@ -59,7 +59,8 @@ def test_healthz_ok_json(server):
         assert resp.status == 200, resp.raw_head
         assert (resp.header("content-type") or "").split(";")[0].strip() == "application/json", resp.raw_head
         body = json.loads(resp.body)
-        assert body.get("status") == "ok", f"healthz body: {resp.body!r}"
+        # ok or not, nothing more: how many people are connected is the operator's business.
+        assert body == {"status": "ok"}, f"healthz body: {resp.body!r}"
         assert "close" in (resp.header("connection") or "").lower(), resp.raw_head
         assert conn.wait_eof(3.0), "server kept the connection open after /healthz"
 

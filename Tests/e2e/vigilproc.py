@@ -21,6 +21,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 LISTEN_RE = re.compile(r"listening on (\S+):(\d+)")
 TLS_LISTEN_RE = re.compile(r"listening for TLS on (\S+):(\d+)")
+ADMIN_LISTEN_RE = re.compile(r"admin endpoints on (\S+):(\d+)")
+# A whole test run's daemons can log at one level (VIGIL_E2E_LOG_LEVEL, e.g. debug) and leave
+# their logs in one folder (VIGIL_E2E_LOG_DIR) for the privacy scan (test_log_privacy.py).
+LOG_LEVEL = os.environ.get("VIGIL_E2E_LOG_LEVEL")
+LOG_DIR = os.environ.get("VIGIL_E2E_LOG_DIR")
 # What a Swift runtime trap or a native crash leaves in the log.
 CRASH_MARKERS = ("Fatal error", "Program crashed", "Segmentation fault", "Illegal instruction",
                  "Current stack trace", "Assertion failed", "Precondition failed",
@@ -80,6 +85,7 @@ class Vigild:
                  env: dict[str, str] | None = None, extra_args: list[str] | None = None, tls: bool = False):
         self.tls = tls  # the config has a TLS listener: wait for its line too
         self.tls_port: int | None = None
+        self.admin_port: int | None = None  # the admin listener (127.0.0.1:0 unless the env says otherwise)
         self.binary = Path(binary)
         self.config = config
         self.listen = listen
@@ -102,11 +108,16 @@ class Vigild:
             argv += ["--config", str(self.config)]
         if self.listen is not None:
             argv += ["--listen", self.listen]
+        if LOG_LEVEL and "--log-level" not in self.extra_args:
+            argv += ["--log-level", LOG_LEVEL]
         return argv + self.extra_args
 
     def start(self, ready_timeout: float = 15.0) -> "Vigild":
         env = dict(os.environ)
         env.pop("VIGIL_LISTEN", None)
+        # Never the fixed default port: daemons run side by side (an older build ignores this).
+        env["VIGIL_ADMIN_LISTEN"] = "127.0.0.1:0"
+        env.pop("NOTIFY_SOCKET", None)
         env.update(self.env or {})
         self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env, preexec_fn=_raise_nofile)
@@ -117,6 +128,9 @@ class Vigild:
             self._threads.append(t)
         m = self.wait_for_log(LISTEN_RE, ready_timeout, what="the 'listening on HOST:PORT' line")
         self.host, self.port = m.group(1), int(m.group(2))
+        with self._cond:  # logged before the public listener's line, when there is one
+            admin = next((ADMIN_LISTEN_RE.search(line) for line in self._lines if ADMIN_LISTEN_RE.search(line)), None)
+        self.admin_port = int(admin.group(2)) if admin else None
         if self.tls:
             m = self.wait_for_log(TLS_LISTEN_RE, ready_timeout, what="the 'listening for TLS on HOST:PORT' line")
             self.tls_port = int(m.group(2))
@@ -131,6 +145,10 @@ class Vigild:
             if is_stderr:
                 self._stderr_closed = True
             self._cond.notify_all()
+        if is_stderr and LOG_DIR and self.proc is not None:
+            os.makedirs(LOG_DIR, exist_ok=True)
+            with open(os.path.join(LOG_DIR, f"vigild-{self.proc.pid}-{time.time_ns()}.log"), "w") as f:
+                f.write(self.stderr_text() + "\n")
 
     @property
     def pid(self) -> int:

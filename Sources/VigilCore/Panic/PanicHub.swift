@@ -60,6 +60,12 @@ public struct PanicHub: Sendable {
     /// Connections watching the stream (0 for an unknown stream).
     public func watcherCount(_ id: StreamID) -> Int { streams[id]?.watchers.count ?? 0 }
 
+    /// Connections watching some stream, all streams together (one connection per stream it watches).
+    public var totalWatchers: Int { watching.values.reduce(0) { $0 + $1.count } }
+
+    /// Streams not yet ended.
+    public var activeCount: Int { streams.values.reduce(0) { $0 + ($1.isActive ? 1 : 0) } }
+
     /// The earliest pending timer (possibly of an entry that turns out stale): when to call `tick`.
     public var nextDeadline: Int64? {
         [staleDeadlines.min?.at, abandonDeadlines.min?.at, graceDeadlines.min?.at].compactMap { $0 }.min()

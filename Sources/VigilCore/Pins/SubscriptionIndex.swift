@@ -47,6 +47,9 @@ public struct SubscriptionIndex: Sendable {
 
     public var count: Int { subscriptions.count }
 
+    /// Channels (geohash cells) with at least one subscriber.
+    public var channelCount: Int { channels.count }
+
     /// Registers (or replaces) `subscriber`'s subscription.
     public mutating func set(_ subscriber: SubscriberID, _ subscription: Subscription) {
         remove(subscriber)

@@ -27,6 +27,35 @@ public enum ClientOperation: Equatable, Sendable {
     case panicInvite(stream: StreamID?, ownerToken: String?)
     case panicRevoke(stream: StreamID?, ownerToken: String?, watchToken: String)
 
+    /// The operation's place in `names`, for counters kept in arrays.
+    public var metricIndex: Int {
+        switch self {
+        case .subscribe: return 0
+        case .unsubscribe: return 1
+        case .pinCreate: return 2
+        case .pinUpdate: return 3
+        case .pinDelete: return 4
+        case .pinVote: return 5
+        case .panicStart: return 6
+        case .panicUpdate: return 7
+        case .panicStatus: return 8
+        case .panicEnd: return 9
+        case .panicResume: return 10
+        case .panicWatch: return 11
+        case .panicUnwatch: return 12
+        case .panicInvite: return 13
+        case .panicRevoke: return 14
+        }
+    }
+
+    /// The operation's name on the wire (`op`).
+    public var name: String { Self.names[metricIndex] }
+
+    /// Every operation name, indexed by `metricIndex`.
+    public static let names = ["subscribe", "unsubscribe", "pin.create", "pin.update", "pin.delete", "pin.vote",
+                               "panic.start", "panic.update", "panic.status", "panic.end", "panic.resume",
+                               "panic.watch", "panic.unwatch", "panic.invite", "panic.revoke"]
+
     /// Writes count against the per-session write limit: pin changes, and creating streams or
     /// tokens. A panic stream's own updates do not: a person in danger is never rate limited
     /// below the message limit.
