@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Fan-out and idle memory of vigild next to a reference server, in one run, with one client.
+
+The client is ``benchmarks/fanout_client.c`` (built here with the system C compiler): one epoll
+thread that scans frames in place, so that it keeps headroom while the server is at 100% of its
+core; its own CPU is printed next to every result. The server runs on ``--server-cpu``, the
+client on ``--client-cpu`` (taskset), and the steal time of both CPUs over each measured window
+is reported, because this machine is shared.
+
+Fan-out: ``--subscribers`` connections subscribe to one viewport and ``--publishers`` keep
+``W`` ``pin.create`` requests each in flight (closed loop), for each window size in
+``--windows``: a server's best window is where its batching works best, and servers differ
+there. Each run reports deliveries/s, the server's CPU per delivery, the publish-to-delivery
+latency p50/p99, and checks that every subscriber got exactly every acknowledged publish, in
+each publisher's order. Runs alternate between the servers (vigild, reference, vigild, ...)
+and each figure is the median of ``--repeat`` runs.
+
+Idle: ``--idle`` connections complete the upgrade and stay; the server's RSS growth per
+connection is reported.
+
+The reference server is any program started by ``--reference`` (a command with ``{port}`` and
+``{size}`` in it) that prints a line containing "listening on" when ready and speaks this
+subset of Vigil's protocol: a text message containing ``"subscribe"`` subscribes the connection
+to one topic and is answered with a text message containing ``"type":"ok"``; any other text
+message is published to that topic as an event of ``{size}`` bytes that contains the received
+message (its ``"title":"t...`` carries the send time), and answered with ``{"type":"ok"}``. The
+uWebSockets figures in docs/BENCHMARKS.md come from such a peer built locally against a fetched
+uWebSockets snapshot in a folder outside the repository; by the project's rules neither that
+code nor a recipe that builds it is committed (see docs/BENCHMARKS.md).
+
+    swift build -c release --product vigild
+    python3 benchmarks/fanout_compare.py                                  # vigild alone
+    python3 benchmarks/fanout_compare.py --reference '/path/to/peer {port} {size}' --name uWebSockets
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "Tests" / "e2e"))
+
+from vigilproc import Vigild  # noqa: E402
+
+CONFIG = REPO / "benchmarks" / "vigild-bench.yaml"
+CLOCK_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def build_client(folder: Path) -> Path:
+    out = folder / "fanout_client"
+    subprocess.run(["cc", "-O2", "-o", str(out), str(REPO / "benchmarks" / "fanout_client.c")], check=True)
+    return out
+
+
+def process_cpu(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICK  # utime + stime
+
+
+def process_rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def cpu_times(cpu: int) -> tuple[int, int]:
+    """(total, steal) jiffies of one CPU."""
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith(f"cpu{cpu} "):
+                v = [int(x) for x in line.split()[1:]]
+                return sum(v[:8]), v[7]
+    raise RuntimeError(f"no cpu{cpu} in /proc/stat")
+
+
+class Server:
+    """vigild, or the reference command, started pinned to a CPU."""
+
+    def __init__(self, name: str, args, cpu: int):
+        self.name, self.args, self.cpu = name, args, cpu
+        self.pid = self.port = None
+        self._daemon = self._proc = None
+
+    def start(self, size: int) -> "Server":
+        if self.name == "vigild":
+            d = Vigild(self.args, CONFIG, listen="127.0.0.1:0")
+            d.start()
+            subprocess.run(["taskset", "-a", "-c", "-p", str(self.cpu), str(d.pid)], check=True, capture_output=True)
+            self._daemon, self.pid, self.port = d, d.pid, d.port
+            return self
+        probe = socket.socket()  # a free port for the reference
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        argv = shlex.split(self.args.format(port=port, size=size))
+        self._proc = subprocess.Popen(["taskset", "-c", str(self.cpu)] + argv, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + 15
+        for line in self._proc.stdout:
+            if "listening on" in line:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} did not say it listens")
+        self.pid, self.port = self._proc.pid, port
+        return self
+
+    def stop(self) -> None:
+        if self._daemon:
+            self._daemon.stop()
+        if self._proc:
+            self._proc.terminate()
+            self._proc.wait(10)
+        self._daemon = self._proc = None
+
+
+def fanout_run(server: Server, client: Path, args, window: int, size: int) -> dict:
+    server.start(size)
+    try:
+        argv = ["taskset", "-c", str(args.client_cpu), str(client), "--port", str(server.port),
+                "--subscribers", str(args.subscribers), "--publishers", str(args.publishers),
+                "--window", str(window), "--warmup", str(args.warmup), "--duration", str(args.duration)]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cpu0 = steal0 = None
+        result = None
+        for line in proc.stdout:
+            line = line.strip()
+            if line == "window start":
+                cpu0 = process_cpu(server.pid)
+                steal0 = (cpu_times(args.server_cpu), cpu_times(args.client_cpu))
+            elif line == "window end":
+                cpu1 = process_cpu(server.pid)
+                steal1 = (cpu_times(args.server_cpu), cpu_times(args.client_cpu))
+            elif line.startswith("{"):
+                result = json.loads(line)
+        proc.wait(60)
+        if result is None:
+            raise RuntimeError(f"client against {server.name} failed: {proc.stderr.read()[-2000:]}")
+        secs = result["seconds"]
+        result["server_cpu"] = (cpu1 - cpu0) / secs
+        result["server_us_per_delivery"] = (cpu1 - cpu0) * 1e6 / max(1, result["deliveries"])
+        result["steal_server_cpu"] = (steal1[0][1] - steal0[0][1]) / max(1, steal1[0][0] - steal0[0][0])
+        result["steal_client_cpu"] = (steal1[1][1] - steal0[1][1]) / max(1, steal1[1][0] - steal0[1][0])
+        result["exact"] = proc.returncode == 0
+        return result
+    finally:
+        server.stop()
+
+
+def idle_run(server: Server, client: Path, args, size: int) -> float:
+    server.start(size)
+    try:
+        before = process_rss_kib(server.pid)
+        proc = subprocess.Popen(["taskset", "-c", str(args.client_cpu), str(client), "--port", str(server.port),
+                                 "--idle", str(args.idle)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = proc.stdout.readline()
+        if not line.startswith("ready"):
+            raise RuntimeError(f"idle client against {server.name}: {line!r}")
+        time.sleep(1.0)  # the server settles (no event marks "every welcome flushed")
+        after = process_rss_kib(server.pid)
+        proc.stdin.close()
+        proc.wait(30)
+        return (after - before) * 1024 / args.idle
+    finally:
+        server.stop()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--vigild", type=Path, default=REPO / ".build" / "release" / "vigild")
+    ap.add_argument("--reference", help="command starting the reference server, with {port} and {size}")
+    ap.add_argument("--name", default="reference", help="the reference server's name in the table")
+    ap.add_argument("--windows", default="1,2,3,8", help="publishes in flight per publisher, comma-separated")
+    ap.add_argument("--subscribers", type=int, default=1000)
+    ap.add_argument("--publishers", type=int, default=10)
+    ap.add_argument("--duration", type=float, default=10)
+    ap.add_argument("--warmup", type=float, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--idle", type=int, default=15000, help="idle connections (0: skip)")
+    ap.add_argument("--server-cpu", type=int, default=0)
+    ap.add_argument("--client-cpu", type=int, default=1)
+    ap.add_argument("--out", type=Path, help="write every run as JSON here")
+    args = ap.parse_args()
+    windows = [int(w) for w in args.windows.split(",")]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        client = build_client(Path(tmp))
+        servers = [Server("vigild", args.vigild, args.server_cpu)]
+        if args.reference:
+            servers.append(Server(args.name, args.reference, args.server_cpu))
+        runs: dict[tuple[str, int], list[dict]] = {}
+        size = 0
+        for r in range(args.repeat):
+            for window in windows:
+                for server in servers:
+                    result = fanout_run(server, client, args, window, size or 300)
+                    if server.name == "vigild" and not size:
+                        size = round(result["event_bytes"])
+                    runs.setdefault((server.name, window), []).append(result)
+                    print(f"run {r + 1} {server.name:>12} W={window}: {result['deliveries_per_s'] / 1e6:.2f} M/s, "
+                          f"server {result['server_cpu']:.0%} ({result['server_us_per_delivery']:.3f} us/delivery), "
+                          f"client {result['client_cpu']:.0%}, p50 {result['p50_us'] / 1000:.1f} ms, "
+                          f"p99 {result['p99_us'] / 1000:.1f} ms, steal {result['steal_server_cpu']:.0%}/"
+                          f"{result['steal_client_cpu']:.0%}, exact {result['exact']}", flush=True)
+        idle: dict[str, list[float]] = {}
+        if args.idle:
+            for r in range(args.repeat):
+                for server in servers:
+                    idle.setdefault(server.name, []).append(idle_run(server, client, args, size))
+                    print(f"idle run {r + 1} {server.name:>12}: {idle[server.name][-1]:.0f} B per connection", flush=True)
+
+    med = lambda xs: statistics.median(xs)  # noqa: E731
+    print(f"\nmedians of {args.repeat} runs; {args.subscribers} subscribers, {args.publishers} publishers, "
+          f"{size}-byte events; server on CPU {args.server_cpu}, client on CPU {args.client_cpu}")
+    print(f"{'server':>12} {'W':>3} {'deliveries/s':>13} {'server CPU':>10} {'us/delivery':>11} {'client CPU':>10} "
+          f"{'p50 ms':>7} {'p99 ms':>7} {'steal':>9} exact")
+    best: dict[str, tuple[float, int]] = {}
+    for (name, window), rs in runs.items():
+        rate = med([x["deliveries_per_s"] for x in rs])
+        if rate > best.get(name, (0, 0))[0]:
+            best[name] = (rate, window)
+        print(f"{name:>12} {window:>3} {rate / 1e6:>11.2f} M {med([x['server_cpu'] for x in rs]):>10.0%} "
+              f"{med([x['server_us_per_delivery'] for x in rs]):>11.3f} {med([x['client_cpu'] for x in rs]):>10.0%} "
+              f"{med([x['p50_us'] for x in rs]) / 1000:>7.1f} {med([x['p99_us'] for x in rs]) / 1000:>7.1f} "
+              f"{med([x['steal_server_cpu'] for x in rs]):>4.0%}/{med([x['steal_client_cpu'] for x in rs]):<4.0%} "
+              f"{all(x['exact'] for x in rs)}")
+    if args.reference:
+        v, ref = best["vigild"], best[args.name]
+        print(f"\nbest window: vigild {v[0] / 1e6:.2f} M/s (W={v[1]}), {args.name} {ref[0] / 1e6:.2f} M/s (W={ref[1]}): "
+              f"ratio vigild/{args.name} = {v[0] / ref[0]:.2f}")
+        for window in windows:
+            a, b = med([x["deliveries_per_s"] for x in runs[("vigild", window)]]), \
+                med([x["deliveries_per_s"] for x in runs[(args.name, window)]])
+            print(f"  W={window}: ratio {a / b:.2f}")
+    for name, values in idle.items():
+        print(f"idle: {name} {med(values):.0f} B per connection at {args.idle} connections")
+    if args.out:
+        args.out.write_text(json.dumps({"runs": {f"{k[0]} W={k[1]}": v for k, v in runs.items()}, "idle": idle,
+                                        "size": size}, indent=1))
+    exact = all(x["exact"] for rs in runs.values() for x in rs)
+    return 0 if exact else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
