@@ -1,0 +1,74 @@
+import Glibc
+import Testing
+@testable import VigilCore
+@testable import VigilState
+import VigilTestSupport
+
+/// The seeds of the snapshot and journal fuzz targets (Tests/fuzz/seeds/{snapshot,journal}) are
+/// what the real encoders write: this test re-creates them and fails when the committed files
+/// differ (the format changed: run it with VIGIL_WRITE_FUZZ_SEEDS=1 to rewrite them, and commit).
+@Suite struct FuzzSeedTests {
+    static let seedDirectory: String = {
+        var path = #filePath
+        for _ in 0..<2 { path = String(path[..<path.lastIndex(of: "/")!]) }
+        return path + "/fuzz/seeds"
+    }()
+
+    /// name → bytes, for each target.
+    static func seeds() -> [(target: String, name: String, bytes: [UInt8])] {
+        let secrets = TestSecrets(seed: 12)
+        var out: [(String, String, [UInt8])] = []
+        let pins = (1...3).map { Fixtures.pin(secrets, sequence: $0, votes: Int($0) * 2) }
+        let streams = [Fixtures.stream(secrets, events: 4, capacity: 8),
+                       Fixtures.stream(secrets, events: 2, capacity: 4, end: .safe, tokens: 1, note: nil)]
+        out.append(("snapshot", "empty.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 1, pins: [], streams: []))))
+        out.append(("snapshot", "pins-and-streams.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 7, pins: pins, streams: streams))))
+        out.append(("snapshot", "one-stream.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 2, pins: [], streams: [streams[1]]))))
+        out.append(("snapshot", "old-format.vgs", FormatFixtureTests.snapshot))
+        let stream = streams[0]
+        var records: [JournalRecord] = [.pinPut(pins[1]), .pinRemove(pins[0].id), .pinVote(pins[2].id, voter: 99, value: -1),
+                                        .panicStart(PanicStartRecord(stream)), .panicInvite(stream.id, secrets.digest(ofToken: "w")),
+                                        .panicRevoke(stream.id, secrets.digest(ofToken: "w")), .panicRemove(stream.id)]
+        records += stream.history.all.map { .panicEvent(stream.id, $0) }
+        var segment = JournalCodec.header(segment: 3)
+        for (index, record) in records.enumerated() {
+            // One payload on its own per record (the fuzzer's `decodeRecord` path) ...
+            out.append(("journal", "record-\(index).bin", Array(JournalCodec.encode(record)[JournalCodec.frameBytes...])))
+            JournalCodec.append(record, to: &segment)
+        }
+        // ... and whole segments (header and framed records).
+        out.append(("journal", "segment.vgj", segment))
+        out.append(("journal", "old-format.vgj", FormatFixtureTests.journal))
+        return out
+    }
+
+    @Test func committedSeedsAreWhatTheEncodersWrite() throws {
+        let rewrite = getenv("VIGIL_WRITE_FUZZ_SEEDS") != nil
+        for seed in Self.seeds() {
+            let path = "\(Self.seedDirectory)/\(seed.target)/\(seed.name)"
+            if rewrite {
+                mkdir("\(Self.seedDirectory)/\(seed.target)", 0o755)
+                let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+                try #require(fd >= 0)
+                seed.bytes.withUnsafeBytes { _ = Glibc.write(fd, $0.baseAddress, $0.count) }
+                close(fd)
+            }
+            let committed = try? StateFiles.readAll(path)
+            #expect(committed == seed.bytes, "\(path) differs from the encoder's output (VIGIL_WRITE_FUZZ_SEEDS=1 rewrites it)")
+        }
+    }
+
+    /// The seeds are valid inputs: each decodes (so the fuzzer starts from the inside of the format).
+    @Test func seedsDecode() throws {
+        for seed in Self.seeds() {
+            switch seed.target {
+            case "snapshot": _ = try SnapshotCodec.decode(seed.bytes)
+            case _ where seed.name.hasSuffix(".vgj"):
+                _ = try JournalCodec.readHeader(seed.bytes)
+                let scan = JournalCodec.scan(seed.bytes, from: JournalCodec.headerBytes)
+                #expect(scan.stop == nil && !scan.records.isEmpty)
+            default: _ = try JournalCodec.decodeRecord(payload: seed.bytes)
+            }
+        }
+    }
+}
