@@ -69,7 +69,7 @@ final class Persistence: ChangeLog {
         let bytes = SnapshotCodec.encode(snapshot)
         try Self.describe(path) { [directory, state] () throws(StateError) in
             try directory.writeSnapshot(bytes, segment: state.nextSegment)
-            _ = try directory.removeObsolete(before: state.nextSegment)
+            _ = try directory.removeObsolete(before: state.nextSegment, liveStreams: Set(snapshot.streams.map(\.id)))
         }
         recovered = state
         snapshots = try SnapshotSchedule(directory: directory, intervalSeconds: snapshotIntervalSeconds, logger: logger, loop: loop)
@@ -160,9 +160,10 @@ final class Persistence: ChangeLog {
         snapshots.waitForRunningWrite()
         let segment = rotateJournal()
         do {
-            let bytes = SnapshotCodec.encode(StateSnapshot(takenAt: V1Application.wallClockMs(), journalSegment: segment, map: map, panic: panic))
+            let final = StateSnapshot(takenAt: V1Application.wallClockMs(), journalSegment: segment, map: map, panic: panic)
+            let bytes = SnapshotCodec.encode(final)
             try directory.writeSnapshot(bytes, segment: segment)
-            _ = try directory.removeObsolete(before: segment)
+            _ = try directory.removeObsolete(before: segment, liveStreams: Set(final.streams.map(\.id)))
             try journal.close()
             logger.info("final snapshot written", metadata: ["segment": "\(segment)", "bytes": "\(bytes.count)"])
         } catch {

@@ -96,8 +96,9 @@ final class SnapshotSchedule {
             do throws(StateError) {
                 try directory.writeSnapshot(bytes, segment: segment)
                 // Older segments and snapshots go (the previous snapshot and the journal since it
-                // stay, as the fallback); this reads the previous snapshot, so not on the loop.
-                try directory.removeObsolete(before: segment)
+                // stay, as the fallback, scrubbed of the streams removed since); this reads the
+                // previous snapshot, so not on the loop.
+                try directory.removeObsolete(before: segment, liveStreams: Set(streams.map(\.id)))
                 result = .success(bytes.count)
             } catch {
                 result = .failure(error)

@@ -239,15 +239,19 @@ public final class V1Application: WebSocketApplication {
     /// Every tick: pins that expired and panic streams' timers (stale notices, abandoned streams
     /// ended, ended streams' grace); their deliveries go out with this turn. An abandonment is an
     /// event like an owner's end, so it is journaled too; expiry needs no record (restore drops
-    /// expired pins by their times). Each frees its creator's address budget.
+    /// expired pins by their times). Each frees its creator's address budget. A stream removed
+    /// after its grace is journaled (`panicRemove`): restore would drop it by its times anyway, but
+    /// the record is what the snapshot schedule's scrub of older files follows (docs/DURABILITY.md).
     private func tick() {
         let now = Self.wallClockMs()
         let monotonic = monotonicMilliseconds()
         for pin in hub.expire(now: now, out: &scratch.pins) { budgets.pinRemoved(pin.id, now: monotonic) }
-        for ended in panic.tick(now: now, out: &scratch.panic) {
+        var removed: [StreamID] = []  // empty on almost every tick: allocates nothing then
+        for ended in panic.tick(now: now, out: &scratch.panic, removed: &removed) {
             log?.append(.panicEvent(ended.stream, ended.event))
             budgets.streamEnded(ended.stream, now: monotonic)
         }
+        for id in removed { log?.append(.panicRemove(id)) }
         outbox.append(deliveries: &scratch)
         _ = budgets.sweep(now: monotonic)
     }

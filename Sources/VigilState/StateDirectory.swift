@@ -1,4 +1,5 @@
 import Glibc
+import VigilCore
 
 /// The directory that holds Vigil's durable state:
 ///
@@ -46,17 +47,18 @@ public struct StateDirectory: Sendable {
     func file(_ name: String) -> String { path + "/" + name }
 
     /// The state files present, by kind, each list in ascending segment order.
-    func listing() throws(StateError) -> (snapshots: [UInt64], temps: [UInt64], journals: [UInt64]) {
-        var snapshots: [UInt64] = [], temps: [UInt64] = [], journals: [UInt64] = []
+    func listing() throws(StateError) -> (snapshots: [UInt64], temps: [UInt64], journals: [UInt64], journalTemps: [UInt64]) {
+        var snapshots: [UInt64] = [], temps: [UInt64] = [], journals: [UInt64] = [], journalTemps: [UInt64] = []
         for name in try StateFiles.list(path) {
             switch StateFileName(name) {
             case .snapshot(let n)?: snapshots.append(n)
             case .snapshotTemp(let n)?: temps.append(n)
             case .journal(let n)?: journals.append(n)
+            case .journalTemp(let n)?: journalTemps.append(n)
             case nil: break
             }
         }
-        return (snapshots.sorted(), temps.sorted(), journals.sorted())
+        return (snapshots.sorted(), temps.sorted(), journals.sorted(), journalTemps.sorted())
     }
 
     // MARK: snapshots
@@ -66,8 +68,13 @@ public struct StateDirectory: Sendable {
     /// it over the final name, fsync the directory (the rename itself is durable only then).
     /// On failure the temporary file is removed and the error names the failing call.
     public func writeSnapshot(_ bytes: [UInt8], segment: UInt64) throws(StateError) {
-        let final = file(StateFileName.snapshot(segment).name)
-        let temp = file(StateFileName.snapshotTemp(segment).name)
+        try writeAtomically(bytes, final: .snapshot(segment), temp: .snapshotTemp(segment))
+    }
+
+    /// `bytes` as the file `final`, by way of `temp` (see `writeSnapshot`).
+    func writeAtomically(_ bytes: [UInt8], final finalName: StateFileName, temp tempName: StateFileName) throws(StateError) {
+        let final = file(finalName.name)
+        let temp = file(tempName.name)
         do throws(StateError) {
             let fd = try StateFiles.open(temp, O_WRONLY | O_CREAT | O_TRUNC)
             do throws(StateError) {
@@ -115,12 +122,14 @@ public struct StateDirectory: Sendable {
     /// Deletes what a snapshot at `segment` (just written) makes obsolete, keeping one fallback:
     /// the newest older snapshot whose checksum verifies stays, with the journal segments from
     /// its number on (falling back to it needs them). Older snapshots and segments go, and so do
-    /// temporary files of older snapshots (left by a crash mid-write). Returns the names removed.
+    /// temporary files of older snapshots and segments (left by a crash mid-write). Then what is
+    /// kept is scrubbed of the panic streams that are no longer held (`liveStreams`: the streams
+    /// in the snapshot just written), see `scrub`. Returns the names removed or rewritten.
     ///
     /// Reads the candidate fallback to verify it (magic, version, checksum: no decoding), so it
     /// belongs on the persistence thread, after `writeSnapshot`.
     @discardableResult
-    public func removeObsolete(before segment: UInt64) throws(StateError) -> [String] {
+    public func removeObsolete(before segment: UInt64, liveStreams: Set<StreamID>) throws(StateError) -> [String] {
         let files = try listing()
         var keepFrom = segment
         for older in files.snapshots.reversed() where older < segment {
@@ -133,8 +142,9 @@ public struct StateDirectory: Sendable {
         doomed += files.snapshots.filter { $0 < keepFrom }.map { .snapshot($0) }
         doomed += files.temps.filter { $0 < segment }.map { .snapshotTemp($0) }
         doomed += files.journals.filter { $0 < keepFrom }.map { .journal($0) }
+        doomed += files.journalTemps.filter { $0 < segment }.map { .journalTemp($0) }
         for name in doomed { try StateFiles.unlink(file(name.name)) }
         if !doomed.isEmpty { try StateFiles.fsyncDirectory(path) }
-        return doomed.map(\.name)
+        return doomed.map(\.name) + (try scrub(before: segment, liveStreams: liveStreams))
     }
 }

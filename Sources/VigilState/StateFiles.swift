@@ -133,6 +133,8 @@ enum StateFileName: Equatable {
     case snapshot(UInt64)
     case snapshotTemp(UInt64)
     case journal(UInt64)
+    /// A journal segment being rewritten without removed streams (see `scrub`), renamed over it.
+    case journalTemp(UInt64)
 
     init?(_ name: String) {
         if let n = Self.segment(name, prefix: "snapshot-", suffix: ".vgs") {
@@ -141,6 +143,8 @@ enum StateFileName: Equatable {
             self = .snapshotTemp(n)
         } else if let n = Self.segment(name, prefix: "journal-", suffix: ".vgj") {
             self = .journal(n)
+        } else if let n = Self.segment(name, prefix: "journal-", suffix: ".vgj.tmp") {
+            self = .journalTemp(n)
         } else {
             return nil
         }
@@ -151,6 +155,7 @@ enum StateFileName: Equatable {
         case .snapshot(let n): return "snapshot-\(Self.hex(n)).vgs"
         case .snapshotTemp(let n): return "snapshot-\(Self.hex(n)).vgs.tmp"
         case .journal(let n): return "journal-\(Self.hex(n)).vgj"
+        case .journalTemp(let n): return "journal-\(Self.hex(n)).vgj.tmp"
         }
     }
 

@@ -36,7 +36,7 @@ public enum StateInspector {
             snapshot(bytes, segment: n, kind: "snapshot", line: &line, entries: entries, emit: emit)
         case .snapshotTemp(let n)?:
             snapshot(bytes, segment: n, kind: "snapshot-temp", line: &line, entries: entries, emit: emit)
-        case .journal(let n)?:
+        case .journal(let n)?, .journalTemp(let n)?:
             journal(bytes, segment: n, line: &line, entries: entries, emit: emit)
         case nil:
             if bytes.starts(with: SnapshotCodec.magic) {

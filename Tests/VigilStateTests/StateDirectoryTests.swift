@@ -129,13 +129,17 @@ import Testing
         var damaged = bytes
         damaged[40] ^= 1
         tmp.write("snapshot-0000000000000008.vgs", damaged)
-        let removed = try dir.removeObsolete(before: 11)
+        // Every stream of the sample is still held: nothing to scrub, but the damaged snapshot 8
+        // cannot be scrubbed and restore would skip it, so it goes too.
+        let live = Set(SnapshotCodecTests.sample().streams.map(\.id))
+        let removed = try dir.removeObsolete(before: 11, liveStreams: live)
         #expect(removed.sorted() == ["journal-0000000000000001.vgj", "journal-0000000000000002.vgj", "journal-0000000000000003.vgj",
-                                     "journal-0000000000000004.vgj", "snapshot-0000000000000002.vgs", "snapshot-0000000000000004.vgs.tmp"])
+                                     "journal-0000000000000004.vgj", "snapshot-0000000000000002.vgs", "snapshot-0000000000000004.vgs.tmp",
+                                     "snapshot-0000000000000008.vgs"])
         let listing = try dir.listing()
-        #expect(listing.snapshots == [5, 8, 11] && listing.journals == Array(5...11) && listing.temps == [12])
+        #expect(listing.snapshots == [5, 11] && listing.journals == Array(5...11) && listing.temps == [12])
         // Nothing older left: a second call removes nothing.
-        #expect(try dir.removeObsolete(before: 11).isEmpty)
+        #expect(try dir.removeObsolete(before: 11, liveStreams: live).isEmpty)
     }
 
     @Test func removeObsoleteWithoutAFallbackKeepsOnlyTheNewest() throws {
@@ -143,7 +147,7 @@ import Testing
         let dir = try StateDirectory(path: tmp.path)
         try dir.writeSnapshot(SnapshotCodec.encode(SnapshotCodecTests.sample()), segment: 3)
         for segment: UInt64 in 0...3 { tmp.write(StateFileName.journal(segment).name, JournalCodec.header(segment: segment)) }
-        #expect(try dir.removeObsolete(before: 3) == ["journal-0000000000000000.vgj", "journal-0000000000000001.vgj", "journal-0000000000000002.vgj"])
+        #expect(try dir.removeObsolete(before: 3, liveStreams: []) == ["journal-0000000000000000.vgj", "journal-0000000000000001.vgj", "journal-0000000000000002.vgj"])
     }
 
     @Test func fileNamesRoundTrip() {

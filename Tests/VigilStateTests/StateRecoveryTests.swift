@@ -39,8 +39,10 @@ import VigilTestSupport
         let journal = try dir.openSegment(state.nextSegment)
         try dir.writeSnapshot(SnapshotCodec.encode(StateSnapshot(takenAt: run.now, journalSegment: state.nextSegment,
                                                                   map: state.map, panic: state.panic)), segment: state.nextSegment)
-        let removed = try dir.removeObsolete(before: state.nextSegment)
-        #expect(removed == ["journal-0000000000000000.vgj"])
+        let removed = try dir.removeObsolete(before: state.nextSegment, liveStreams: Set(state.panic.exportStreams().map(\.id)))
+        // Segment 0 goes; the fallback (snapshot 1 and segment 1) is kept, rewritten without the
+        // streams the drive ended whose grace is over (restore dropped them).
+        #expect(removed == ["journal-0000000000000000.vgj", "snapshot-0000000000000001.vgs", "journal-0000000000000001.vgj"])
         var out: [PinDelivery] = []
         let secrets = TestSecrets(seed: 5)
         let draft = PinDraft(point: .init(lat: 1, lon: 1), title: "after restart", description: "", category: "general", ttlSeconds: 3600)
@@ -53,6 +55,13 @@ import VigilTestSupport
         #expect(again.snapshotFile == "snapshot-0000000000000002.vgs" && again.nextSegment == 3)
         expectSamePins(again.map.exportPins(), state.map.exportPins())
         expectSameStreams(again.panic.exportStreams(), state.panic.exportStreams())
+
+        // The scrubbed fallback still restores the same state on its own (the newest snapshot lost).
+        unlink(tmp.file("snapshot-0000000000000002.vgs"))
+        let fallback = try dir.recover(pinSettings: pins, panicSettings: panic, now: run.now)
+        #expect(fallback.snapshotFile == "snapshot-0000000000000001.vgs" && fallback.journal.corruption == nil)
+        expectSamePins(fallback.map.exportPins(), state.map.exportPins())
+        expectSameStreams(fallback.panic.exportStreams(), state.panic.exportStreams())
     }
 
     @Test func aDamagedNewestSnapshotFallsBackToThePreviousOneAndItsJournal() throws {

@@ -21,9 +21,19 @@ extension PanicHub {
     /// server must journal each one: the end of a stream is part of its durable state.
     @discardableResult
     public mutating func tick(now: Int64, out: inout [PanicDelivery]) -> [StreamEvent] {
+        var removed: [StreamID] = []
+        return tick(now: now, out: &out, removed: &removed)
+    }
+
+    /// `tick`, also appending to `removed` the id of every stream removed (its grace over), which
+    /// the server journals so that the removal reaches the disk (see docs/DURABILITY.md, "Data that leaves").
+    @discardableResult
+    public mutating func tick(now: Int64, out: inout [PanicDelivery], removed: inout [StreamID]) -> [StreamEvent] {
         noteStaleStreams(now: now, out: &out)
         let ended = endAbandonedStreams(now: now, out: &out)
         removeEndedStreams(dueBy: now)
+        removed += removedSinceTick
+        removedSinceTick.removeAll(keepingCapacity: true)
         return ended
     }
 
@@ -84,6 +94,7 @@ extension PanicHub {
         while let top = graceDeadlines.min, top.at <= now {
             _ = graceDeadlines.popMin()
             guard let stream = streams.removeValue(forKey: top.id) else { continue }
+            removedSinceTick.append(top.id)
             for watcher in stream.watchers.keys { Self.unindex(&watching, watcher, top.id) }
             if let owner = stream.owner { Self.unindex(&owning, owner, top.id) }
         }

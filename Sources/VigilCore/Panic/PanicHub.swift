@@ -44,6 +44,9 @@ public struct PanicHub: Sendable {
     var staleDeadlines = Heap<Deadline>()
     var abandonDeadlines = Heap<Deadline>()
     var graceDeadlines = Heap<Deadline>()
+    /// Streams removed (grace over) since the last `tick`, which hands them to the server to
+    /// journal; a `start` that frees room removes due streams too. At most the removals between two ticks.
+    var removedSinceTick: [StreamID] = []
     var nextOrder: UInt64 = 0
 
     public init(settings: PanicSettings) {
