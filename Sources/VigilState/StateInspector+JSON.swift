@@ -3,13 +3,18 @@ import VigilCore
 /// One JSON line of the inspector's output: `{"type": …, "file": …, fields…}`.
 ///
 /// Field names are snake_case, as on the wire. Digests are cut to 8 hex digits (see
-/// `StateInspector`); ids are printed whole (they open nothing without a token).
+/// `StateInspector`); ids are printed whole (they open nothing without a token). What people
+/// wrote or where they were (coordinates, accuracy, heading and speed, notes, pin titles and
+/// descriptions) is printed only with `content`; without it, texts are given as their size in bytes
+/// and a location event as its kind alone.
 struct InspectorLine {
     let file: String
+    let content: Bool
     var w = JSONWriter(capacity: 512)
 
-    init(file: String) {
+    init(file: String, content: Bool) {
         self.file = file
+        self.content = content
     }
 
     mutating func begin(_ type: StaticString) {
@@ -38,10 +43,15 @@ struct InspectorLine {
 
     mutating func pin(_ pin: Pin) {
         w.field("id", pin.id.description)
-        w.field("lat", pin.point.lat)
-        w.field("lon", pin.point.lon)
-        w.field("title", pin.title)
-        w.field("description", pin.description)
+        if content {
+            w.field("lat", pin.point.lat)
+            w.field("lon", pin.point.lon)
+            w.field("title", pin.title)
+            w.field("description", pin.description)
+        } else {
+            w.field("title_bytes", Int64(pin.title.utf8.count))
+            w.field("description_bytes", Int64(pin.description.utf8.count))
+        }
         w.field("category", pin.category)
         w.field("created_at", pin.createdAt)
         w.field("updated_at", pin.updatedAt)
@@ -53,6 +63,7 @@ struct InspectorLine {
         w.field("edit_digest", Self.shortDigest(pin.editDigest))
     }
 
+    /// A location's fields (only called with `content`).
     mutating func location(_ location: PanicLocation) {
         w.field("lat", location.lat)
         w.field("lon", location.lon)
@@ -68,9 +79,13 @@ struct InspectorLine {
         switch event.kind {
         case .location(let l):
             w.key("location")
-            w.beginObject()
-            location(l)
-            w.endObject()
+            if content {
+                w.beginObject()
+                location(l)
+                w.endObject()
+            } else {
+                w.bool(true)
+            }
         case .status(let s):
             w.field("status", s.rawValue)
         case .ended(let r):
@@ -87,8 +102,23 @@ struct InspectorLine {
     }
 
     mutating func note(_ note: String?) {
+        guard content else {
+            w.key("note_bytes")
+            if let note { w.int(Int64(note.utf8.count)) } else { w.null() }
+            return
+        }
         w.key("note")
         if let note { w.string(note) } else { w.null() }
+    }
+
+    /// A location as an object of its fields, with `at` when given; absent without `content`.
+    mutating func locationObject(_ key: StaticString, _ l: PanicLocation, at: Int64? = nil) {
+        guard content else { return }
+        w.key(key)
+        w.beginObject()
+        location(l)
+        if let at { w.field("at", at) }
+        w.endObject()
     }
 
     mutating func stream(_ s: PanicStream) {
@@ -97,11 +127,8 @@ struct InspectorLine {
         w.field("started_at", s.startedAt)
         w.field("updated_at", s.updatedAt)
         w.field("seq", Int64(bitPattern: s.seq))
-        w.key("last")
-        w.beginObject()
-        location(s.last.location)
-        w.field("at", s.last.at)
-        w.endObject()
+        w.field("last_at", s.last.at)
+        locationObject("last", s.last.location, at: s.last.at)
         note(s.note)
         w.key("ended")
         if let end = s.ended {
@@ -143,10 +170,7 @@ struct InspectorLine {
             w.field("record", "panicStart")
             w.field("stream", start.id.description)
             w.field("status", start.status.rawValue)
-            w.key("location")
-            w.beginObject()
-            location(start.location)
-            w.endObject()
+            locationObject("location", start.location)
             note(start.note)
             w.field("started_at", start.startedAt)
             w.field("owner_digest", Self.shortDigest(start.ownerDigest))

@@ -10,27 +10,28 @@ import VigilCore
 /// Read-only: nothing is created, truncated or removed, so it is safe on a live daemon's
 /// directory (a segment being appended to may show a torn tail: the write in flight). Token
 /// digests are shown as "sha256:<first 8 hex digits>…", enough to tell tokens apart and too
-/// little to search for the token.
+/// little to search for the token. Without `content` (the default) the output holds counts, sizes,
+/// times, ids and those digests, but no coordinates, notes or pin texts (see `InspectorLine`).
 public enum StateInspector {
     /// Inspects a state directory, or a single snapshot or journal file.
-    public static func inspect(path: String, entries: Bool = true, emit: (String) -> Void) throws(StateError) {
+    public static func inspect(path: String, entries: Bool = true, content: Bool = false, emit: (String) -> Void) throws(StateError) {
         let directory = StateDirectory(unchecked: path)
         if try StateFiles.isDirectory(directory.path) == true {
             let files = try directory.listing()
-            for n in files.snapshots { try inspectFile(directory.file(StateFileName.snapshot(n).name), entries: entries, emit: emit) }
-            for n in files.temps { try inspectFile(directory.file(StateFileName.snapshotTemp(n).name), entries: entries, emit: emit) }
-            for n in files.journals { try inspectFile(directory.file(StateFileName.journal(n).name), entries: entries, emit: emit) }
+            let names: [StateFileName] = files.snapshots.map { .snapshot($0) } + files.temps.map { .snapshotTemp($0) }
+                + files.journals.map { .journal($0) } + files.journalTemps.map { .journalTemp($0) }
+            for name in names { try inspectFile(directory.file(name.name), entries: entries, content: content, emit: emit) }
         } else {
-            try inspectFile(directory.path, entries: entries, emit: emit)
+            try inspectFile(directory.path, entries: entries, content: content, emit: emit)
         }
     }
 
     /// One file; its kind comes from its name (a file with another name is read as a snapshot
     /// if it starts with the snapshot magic, else as a journal segment).
-    public static func inspectFile(_ path: String, entries: Bool = true, emit: (String) -> Void) throws(StateError) {
+    public static func inspectFile(_ path: String, entries: Bool = true, content: Bool = false, emit: (String) -> Void) throws(StateError) {
         let name = path.split(separator: "/").last.map(String.init) ?? path
         let bytes = try StateFiles.readAll(path)
-        var line = InspectorLine(file: name)
+        var line = InspectorLine(file: name, content: content)
         switch StateFileName(name) {
         case .snapshot(let n)?:
             snapshot(bytes, segment: n, kind: "snapshot", line: &line, entries: entries, emit: emit)

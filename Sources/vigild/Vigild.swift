@@ -136,13 +136,16 @@ struct StateCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "inspect",
             abstract: "Print a state directory's snapshots and journal segments (or one file) as JSON lines.",
-            discussion: "One line per file (kind, segment, size, valid or torn), then one per pin, stream or journal record. Token digests are shortened; tokens themselves are never stored.")
+            discussion: "One line per file (kind, segment, size, valid or torn), then one per pin, stream or journal record: ids, times, counts, sizes and shortened token digests (tokens themselves are never stored). Coordinates, notes and pin texts are left out unless --show-content is given.")
 
         @Argument(help: "A state directory, or one snapshot-*.vgs / journal-*.vgj file in it.")
         var path: String
 
         @Flag(name: .customLong("files-only"), help: "Only the line describing each file.")
         var filesOnly = false
+
+        @Flag(name: .customLong("show-content"), help: "Also print coordinates, notes, and pin titles and descriptions (personal data: mind where the output goes).")
+        var showContent = false
 
         func run() throws {
             var isDirectory: ObjCBool = false
@@ -152,9 +155,9 @@ struct StateCommand: ParsableCommand {
             }
             do throws(StateError) {
                 if isDirectory.boolValue {
-                    try StateInspector.inspect(path: path, entries: !filesOnly) { print($0) }
+                    try StateInspector.inspect(path: path, entries: !filesOnly, content: showContent) { print($0) }
                 } else {
-                    try StateInspector.inspectFile(path, entries: !filesOnly) { print($0) }
+                    try StateInspector.inspectFile(path, entries: !filesOnly, content: showContent) { print($0) }
                 }
             } catch {
                 FileHandle.standardError.write(Data("vigild state inspect: \(error)\n".utf8))

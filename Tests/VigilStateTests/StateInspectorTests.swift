@@ -3,9 +3,9 @@ import Testing
 @testable import VigilState
 
 @Suite struct StateInspectorTests {
-    func lines(_ path: String, entries: Bool = true) throws -> [JSONObject] {
+    func lines(_ path: String, entries: Bool = true, content: Bool = false) throws -> [JSONObject] {
         var out: [String] = []
-        try StateInspector.inspect(path: path, entries: entries) { out.append($0) }
+        try StateInspector.inspect(path: path, entries: entries, content: content) { out.append($0) }
         return try out.map { line in
             #expect(!line.contains("\n"))
             let value = try JSONParser.parse(Array(line.utf8))
@@ -32,7 +32,7 @@ import Testing
         journal += [9, 0, 0, 0, 1]
         tmp.write("journal-000000000000002a.vgj", journal)
 
-        let out = try lines(tmp.path)
+        let out = try lines(tmp.path, content: true)
         #expect(out.count == 1 + sample.pins.count + sample.streams.count + 1 + records.count)
         let head = out[0]
         #expect(head["type"]?.string == "snapshot" && head["file"]?.string == "snapshot-000000000000002a.vgs")
@@ -96,5 +96,52 @@ import Testing
         let out = try lines(tmp.file("snapshot-0000000000000003.vgs"), entries: false)
         #expect(out.count == 1 && out[0]["type"]?.string == "snapshot" && out[0]["valid"]?.bool == true)
         #expect(throws: StateError.self) { try lines(tmp.file("missing")) }
+    }
+
+    /// By default: counts, sizes, ids, times and short digests, but no coordinates, notes or pin
+    /// texts (searched for as the JSON writer would print them); `content` adds them.
+    @Test func contentOnlyWhenAskedFor() throws {
+        let tmp = TemporaryDirectory()
+        let dir = try StateDirectory(path: tmp.path)
+        let sample = SnapshotCodecTests.sample()
+        try dir.writeSnapshot(SnapshotCodec.encode(sample), segment: 1)
+        let records = JournalCodecTests.sampleRecords()
+        let file = try dir.openSegment(1)
+        for r in records { file.append(r) }
+        try file.close()
+        func text(content: Bool) throws -> String {
+            var out = ""
+            try StateInspector.inspect(path: tmp.path, content: content) { out += $0 + "\n" }
+            return out
+        }
+        func json(_ s: String) -> String { var w = JSONWriter(); w.string(s); return String(decoding: w.bytes, as: UTF8.self) }
+        func number(_ d: Double) -> String { var w = JSONWriter(); w.double(d); return String(decoding: w.bytes, as: UTF8.self) }
+        var secret: [String] = []
+        var pins = sample.pins
+        var locations = sample.streams.flatMap { s in s.history.all.compactMap { if case .location(let l) = $0.kind { l } else { nil } } }
+        for r in records {
+            switch r {
+            case .pinPut(let p): pins.append(p)
+            case .panicStart(let s): locations.append(s.location); secret += s.note.map { [json($0)] } ?? []
+            case .panicEvent(_, let e): if case .location(let l) = e.kind { locations.append(l) }
+            default: break
+            }
+        }
+        secret += sample.streams.compactMap(\.note).map(json)
+        secret += pins.flatMap { [json($0.title), json($0.description), "\"lat\":" + number($0.point.lat), "\"lon\":" + number($0.point.lon)] }
+        secret += locations.flatMap { ["\"lat\":" + number($0.lat), "\"lon\":" + number($0.lon)] }
+        secret = secret.filter { $0 != "\"\"" }      // an empty text prints as "" (found anywhere)
+        #expect(!locations.isEmpty && !secret.isEmpty)
+        let plain = try text(content: false), full = try text(content: true)
+        for s in secret {
+            #expect(!plain.contains(s), "\(s) printed without --show-content")
+            #expect(full.contains(s), "\(s) missing with --show-content")
+        }
+        // What stays: ids, counts, sizes.
+        let out = try lines(tmp.path)
+        let pin = try #require(out.first { $0["type"]?.string == "pin" })
+        #expect(pin["title_bytes"]?.int64 == Int64(sample.pins[0].title.utf8.count) && pin["lat"] == nil && pin["id"]?.string == sample.pins[0].id.description)
+        let stream = try #require(out.first { $0["type"]?.string == "stream" })
+        #expect(stream["last"] == nil && stream["history"]?.array?.count == sample.streams[0].history.count)
     }
 }

@@ -262,7 +262,7 @@ def test_files_are_private_and_inspect_prints_json_lines(vigild, vigild_binary, 
     d = vigild(config(state, fsync="always"))
     with PinClient(d.port) as c:
         pin, token = c.create(30.0, 30.0, "inspect me")
-        start = c.ok("panic.start", status="red", lat=1.0, lon=1.0)
+        start = c.ok("panic.start", status="red", lat=1.25, lon=1.0, note="a quiet note")
     assert d.stop(signal.SIGTERM) == 0
     assert oct(state.stat().st_mode & 0o777) == "0o700"
     for f in state.iterdir():
@@ -275,6 +275,17 @@ def test_files_are_private_and_inspect_prints_json_lines(vigild, vigild_binary, 
     assert pin["id"] in text and start["stream"] in text
     assert token not in text and start["owner_token"] not in text, "tokens never appear"
     assert all(isinstance(line, dict) for line in lines)
+    # By default no coordinates, notes or pin texts: sizes instead.
+    assert "inspect me" not in text and "a quiet note" not in text and '"lat"' not in text and '"lon"' not in text
+    assert any(line.get("title_bytes") == len("inspect me") for line in lines)
+    assert any(line.get("note_bytes") == len("a quiet note") for line in lines)
+    shown = subprocess.run([str(vigild_binary), "state", "inspect", "--show-content", str(state)],
+                           capture_output=True, text=True, timeout=30)
+    assert shown.returncode == 0, shown.stderr
+    full = [json.loads(line) for line in shown.stdout.splitlines()]
+    assert any(line.get("title") == "inspect me" and (line["lat"], line["lon"]) == (30.0, 30.0) for line in full)
+    assert any(line.get("note") == "a quiet note" and line["last"]["lat"] == 1.25 for line in full)
+    assert token not in shown.stdout and start["owner_token"] not in shown.stdout, "tokens never appear"
     missing = subprocess.run([str(vigild_binary), "state", "inspect", str(tmp_path / "nope")], capture_output=True, text=True)
     assert missing.returncode == 1 and "no such file" in missing.stderr
 
