@@ -17,15 +17,21 @@ import Testing
         d.bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
     }
 
-    @Test func describesEveryFileThenItsEntries() throws {
+    /// A directory with the sample snapshot and a journal segment of the sample records, both at `segment`.
+    func sampleDirectory(segment: UInt64) throws -> (tmp: TemporaryDirectory, sample: StateSnapshot, records: [JournalRecord]) {
         let tmp = TemporaryDirectory()
         let dir = try StateDirectory(path: tmp.path)
         let sample = SnapshotCodecTests.sample()
-        try dir.writeSnapshot(SnapshotCodec.encode(sample), segment: 42)
+        try dir.writeSnapshot(SnapshotCodec.encode(sample), segment: segment)
         let records = JournalCodecTests.sampleRecords()
-        let file = try dir.openSegment(42)
+        let file = try dir.openSegment(segment)
         for r in records { file.append(r) }
         try file.close()
+        return (tmp, sample, records)
+    }
+
+    @Test func describesEveryFileThenItsEntries() throws {
+        let (tmp, sample, records) = try sampleDirectory(segment: 42)
         // A torn tail: the inspector reports it and changes nothing.
         var journal = tmp.read("journal-000000000000002a.vgj")
         let goodLength = journal.count
@@ -51,13 +57,7 @@ import Testing
     }
 
     @Test func digestsAreNeverPrintedWhole() throws {
-        let tmp = TemporaryDirectory()
-        let dir = try StateDirectory(path: tmp.path)
-        let sample = SnapshotCodecTests.sample()
-        try dir.writeSnapshot(SnapshotCodec.encode(sample), segment: 1)
-        let file = try dir.openSegment(1)
-        for r in JournalCodecTests.sampleRecords() { file.append(r) }
-        try file.close()
+        let (tmp, sample, _) = try sampleDirectory(segment: 1)
         var text = ""
         try StateInspector.inspect(path: tmp.path) { text += $0 + "\n" }
         var digests = sample.pins.map(\.editDigest) + sample.streams.flatMap { [$0.ownerTokenDigest] + $0.watchTokenDigests }
@@ -101,14 +101,7 @@ import Testing
     /// By default: counts, sizes, ids, times and short digests, but no coordinates, notes or pin
     /// texts (searched for as the JSON writer would print them); `content` adds them.
     @Test func contentOnlyWhenAskedFor() throws {
-        let tmp = TemporaryDirectory()
-        let dir = try StateDirectory(path: tmp.path)
-        let sample = SnapshotCodecTests.sample()
-        try dir.writeSnapshot(SnapshotCodec.encode(sample), segment: 1)
-        let records = JournalCodecTests.sampleRecords()
-        let file = try dir.openSegment(1)
-        for r in records { file.append(r) }
-        try file.close()
+        let (tmp, sample, records) = try sampleDirectory(segment: 1)
         func text(content: Bool) throws -> String {
             var out = ""
             try StateInspector.inspect(path: tmp.path, content: content) { out += $0 + "\n" }
