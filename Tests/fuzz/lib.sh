@@ -35,8 +35,11 @@ fuzz_build() {
   # swift-collections' HeapModule, which takes that package's own compiler settings), so SwiftPM
   # builds them, instrumented, in a scratch directory of their own (the everyday .build stays
   # uninstrumented); swiftc then compiles the entry points against their modules and links their objects.
+  # The sanitizers go in one -sanitize= flag: swiftc keeps only the last of several, so SwiftPM's
+  # `--sanitize fuzzer --sanitize address` (two flags) would build without coverage counters, and
+  # libFuzzer would mutate blind over these modules.
   local SPM=(swift build --package-path "$ROOT" -c release --target VigilState --scratch-path "$ROOT/.build/fuzz-spm"
-       --sanitize fuzzer --sanitize address)
+       -Xswiftc -sanitize=fuzzer,address)
   quietly state-modules "${SPM[@]}"
   local BIN OBJECTS=() STATE_OBJECTS=() module
   BIN="$("${SPM[@]}" --show-bin-path)"

@@ -353,6 +353,33 @@ func seqs(_ deliveries: [PanicDelivery]) -> [UInt64] {
         #expect(rig.out.isEmpty)                               // once per silence, watched or not
     }
 
+    /// Every removal reaches the tick's `removed` list once (the server journals each), also
+    /// one made by a `start` that needed the room, and a tick without the list drops them.
+    @Test func removalsAreReportedOnceByTheNextTick() {
+        var rig = PanicRig(PanicSettings(endedGraceMs: 100, maxStreams: 2))
+        let a = rig.start(owner: 1, now: 0), b = rig.start(owner: 2, now: 0)
+        rig.end(a.id, now: 1_000)
+        rig.end(b.id, by: 2, now: 1_050)
+        var removed: [StreamID] = []
+        rig.hub.tick(now: 1_099, out: &rig.out, removed: &removed)
+        #expect(removed.isEmpty)
+        rig.hub.tick(now: 1_100, out: &rig.out, removed: &removed)
+        #expect(removed == [a.id])
+        // At capacity, a start removes `b` (its grace over) before the tick does.
+        let c = rig.start(owner: 3, now: 1_150)
+        #expect(rig.hub.stream(b.id) == nil)
+        removed = []
+        rig.hub.tick(now: 1_150, out: &rig.out, removed: &removed)
+        #expect(removed == [b.id])
+        removed = []
+        rig.hub.tick(now: 1_200, out: &rig.out, removed: &removed)
+        #expect(removed.isEmpty)
+        rig.end(c.id, by: 3, now: 1_200)
+        rig.hub.tick(now: 1_300, out: &rig.out)                  // reported to nobody, and not again
+        rig.hub.tick(now: 1_301, out: &rig.out, removed: &removed)
+        #expect(removed.isEmpty && rig.hub.count == 0)
+    }
+
     @Test func endedStreamIsRemovedExactlyAtGraceAndItsTokensDie() {
         var rig = PanicRig(PanicSettings(endedGraceMs: 100))
         let s = rig.start(owner: 1, now: 0)
