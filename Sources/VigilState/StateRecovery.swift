@@ -32,8 +32,11 @@ public struct RecoveredState: Sendable {
             lines.append("cut a torn write off \(cut.file): \(cut.size) → \(cut.keptBytes) bytes")
         }
         if let corruption = journal.corruption { lines.append("journal replay stopped early: \(corruption)") }
-        for issue in replayIssues { lines.append("journal record not applied: \(issue)") }
-        if replayIssueCount > replayIssues.count { lines.append("… and \(replayIssueCount - replayIssues.count) more records not applied") }
+        // The issues name streams and pins (ids, seqs): they stay in `replayIssues` for tests and
+        // tools, and the log, which must never hold an id, gets only their number.
+        if replayIssueCount > 0 {
+            lines.append("\(replayIssueCount) journal record(s) not applied (records that contradict the state before them; `vigild state inspect` lists the journal)")
+        }
         return lines
     }
 }

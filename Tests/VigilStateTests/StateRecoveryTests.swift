@@ -19,6 +19,20 @@ import VigilTestSupport
         #expect(state.logLines.first == "no snapshot: starting from the journal alone")
     }
 
+    /// Issue 12: the start-up log names no stream; records that cannot be applied are counted.
+    @Test func recoveryLinesCountUnappliedRecordsWithoutNamingStreams() throws {
+        let tmp = TemporaryDirectory()
+        let id = StreamID(high: 0x0123_4567_89AB_CDEF, low: 0x0FED_CBA9_8765_4320)
+        let orphan = JournalRecord.panicEvent(id, PanicEvent(seq: 7, at: 1_000, kind: .status(.red)))
+        tmp.write("journal-0000000000000000.vgj", JournalCodec.header(segment: 0) + JournalCodec.encode(orphan) + JournalCodec.encode(orphan))
+        let dir = try StateDirectory(path: tmp.path)
+        let state = try dir.recover(pinSettings: pins, panicSettings: panic, now: 2_000)
+        #expect(state.replayIssueCount == 2)
+        #expect(state.replayIssues.contains { $0.contains(id.description) })
+        #expect(state.logLines.contains { $0.hasPrefix("2 journal record(s) not applied") })
+        #expect(!state.logLines.contains { $0.contains(id.description) })
+    }
+
     @Test func restartsLoseNoSyncedRecord() throws {
         let tmp = TemporaryDirectory()
         var run = StateReplayTests.drive(seed: 61, operations: 400, snapshotAt: 200)
