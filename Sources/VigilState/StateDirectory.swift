@@ -16,12 +16,23 @@ import VigilCore
 public struct StateDirectory: Sendable {
     public let path: String
 
-    /// Opens the state directory, creating it (mode 0700, parents 0755) if missing, and proves it
+    /// Opens the state directory, creating it (mode 0700, parents 0755) if missing, making it and
+    /// the regular files in it private (0700, 0600) if they were not, and proves it
     /// writable by creating and removing a probe file, so a misconfigured path fails at startup
     /// with a message that names it, not at the first snapshot.
     public init(path: String) throws(StateError) {
         self.init(unchecked: path)
         try StateFiles.makeDirectory(self.path, mode: 0o700)
+        // An existing directory, and the files an older version or an operator left in it, are
+        // made private too: mkdir's mode only applies to a new directory.
+        try StateFiles.setMode(self.path, 0o700)
+        for name in try StateFiles.list(self.path) {
+            let path = file(name)
+            var info = stat()
+            if lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG && info.st_mode & 0o077 != 0 {
+                try StateFiles.setMode(path, 0o600)
+            }
+        }
         let probe = file(".vigil-probe-\(getpid())")
         let fd = try StateFiles.open(probe, O_WRONLY | O_CREAT | O_TRUNC)
         var written = 0

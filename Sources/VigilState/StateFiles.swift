@@ -6,7 +6,16 @@ enum StateFiles {
     static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws(StateError) -> Int32 {
         while true {
             let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
-            if fd >= 0 { return fd }
+            if fd >= 0 {
+                // A file re-used for writing gets `mode` too, whatever it had before (O_CREAT's
+                // mode only applies to a new file): state files hold locations and are 0600.
+                if flags & (O_WRONLY | O_RDWR) != 0 && fchmod(fd, mode) != 0 {
+                    let code = errno
+                    Glibc.close(fd)
+                    throw .system(operation: "fchmod", path: path, errno: code)
+                }
+                return fd
+            }
             if errno != EINTR { throw .system(operation: "open", path: path, errno: errno) }
         }
     }
@@ -106,6 +115,11 @@ enum StateFiles {
         if stat(path, &info) == 0 { return info.st_mode & S_IFMT == S_IFDIR }
         if errno == ENOENT { return nil }
         throw .system(operation: "stat", path: path, errno: errno)
+    }
+
+    /// Sets `path`'s permission bits.
+    static func setMode(_ path: String, _ mode: mode_t) throws(StateError) {
+        if chmod(path, mode) != 0 { throw .system(operation: "chmod", path: path, errno: errno) }
     }
 
     /// Creates `path` (mode `mode`) and any missing parents (0755), like `mkdir -p`.

@@ -17,6 +17,30 @@ import Testing
         _ = try StateDirectory(path: path)        // existing: fine
     }
 
+    /// Issue 12: a directory and files that existed before, with looser modes, are made private.
+    @Test func anExistingDirectoryAndItsFilesAreMadePrivate() throws {
+        let tmp = TemporaryDirectory()
+        let path = tmp.file("state")
+        #expect(mkdir(path, 0o755) == 0)
+        #expect(chmod(path, 0o755) == 0)
+        let snapshot = path + "/snapshot-0000000000000001.vgs", journal = path + "/journal-0000000000000001.vgj"
+        for file in [snapshot, journal] {
+            let fd = open(file, O_WRONLY | O_CREAT, 0o644)
+            #expect(fd >= 0)
+            close(fd)
+            #expect(chmod(file, 0o644) == 0)
+        }
+        let dir = try StateDirectory(path: path)
+        #expect(fileMode(path) == 0o700)
+        #expect(fileMode(snapshot) == 0o600 && fileMode(journal) == 0o600)
+        // A segment re-opened for appending is 0600 even if it was loosened after the start.
+        #expect(chmod(journal, 0o664) == 0)
+        let fd = try StateFiles.open(journal, O_WRONLY | O_APPEND)
+        close(fd)
+        #expect(fileMode(journal) == 0o600)
+        _ = dir
+    }
+
     @Test func aPathThroughARegularFileFailsNamingIt() throws {
         let tmp = TemporaryDirectory()
         tmp.write("x-file", [1, 2, 3])
