@@ -23,6 +23,15 @@ public enum FsyncPolicy: Equatable, Sendable {
     }
 }
 
+/// What the journal has done since start, for `/metrics`: plain integers kept on the loop.
+struct JournalStats {
+    var records = 0
+    var writes = 0
+    var bytes = 0
+    var fsyncs = 0
+    var fsyncNanoseconds: UInt64 = 0
+}
+
 /// The local journal and the snapshots, on the loop thread: the `ChangeLog` of a single node.
 ///
 /// - Journal: every change is appended in the turn that applied it, and the turn's records are
@@ -41,6 +50,8 @@ final class Persistence: ChangeLog {
     private var syncDue = false
     private var unsyncedSinceMs: Int64?
     private var snapshots: SnapshotSchedule
+    private(set) var journalStats = JournalStats()
+    var snapshotStats: SnapshotStats { snapshots.stats }
 
     /// The state found in the directory, as hubs.
     let recovered: RecoveredState
@@ -89,6 +100,7 @@ final class Persistence: ChangeLog {
 
     func append(_ record: JournalRecord) {
         journal.append(record)
+        journalStats.records += 1
         if record.durability == .critical || policy == .always { syncDue = true }
         if unsyncedSinceMs == nil { unsyncedSinceMs = monotonicMilliseconds() }
     }
@@ -97,15 +109,33 @@ final class Persistence: ChangeLog {
     func commitTurn() {
         guard journal.pendingBytes > 0 || syncDue else { return }
         do {
-            try journal.write()
+            try writeJournal()
             if syncDue {
-                try journal.sync()
+                try syncJournal()
                 syncDue = false
                 unsyncedSinceMs = nil
             }
         } catch {
             fatalStorage("journal write failed", error)
         }
+    }
+
+    /// The turn's records to the kernel, counted.
+    private func writeJournal() throws(StateError) {
+        let bytes = journal.pendingBytes
+        try journal.write()
+        if bytes > 0 {
+            journalStats.writes += 1
+            journalStats.bytes += bytes
+        }
+    }
+
+    /// fdatasync, counted and timed.
+    private func syncJournal() throws(StateError) {
+        let start = DispatchTime.now().uptimeNanoseconds
+        try journal.sync()
+        journalStats.fsyncs += 1
+        journalStats.fsyncNanoseconds += DispatchTime.now().uptimeNanoseconds - start
     }
 
     /// A change that cannot be made durable must not be acknowledged: stop now, before this turn's
@@ -122,8 +152,8 @@ final class Persistence: ChangeLog {
         let now = monotonicMilliseconds()
         if case .interval(let ms) = policy, let since = unsyncedSinceMs, now - since >= ms {
             do {
-                try journal.write()
-                try journal.sync()
+                try writeJournal()
+                try syncJournal()
                 unsyncedSinceMs = nil
             } catch {
                 fatalStorage("journal fsync failed", error)
@@ -140,8 +170,8 @@ final class Persistence: ChangeLog {
     private func rotateJournal() -> UInt64 {
         let segment = journal.segment + 1
         do {
-            try journal.write()
-            try journal.sync()
+            try writeJournal()
+            try syncJournal()
             unsyncedSinceMs = nil
             let next = try directory.openSegment(segment)
             try journal.close()

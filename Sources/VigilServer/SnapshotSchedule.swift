@@ -34,6 +34,7 @@ final class SnapshotSchedule {
     }
 
     private let directory: StateDirectory
+    private(set) var stats = SnapshotStats()
     private let logger: Logger
     private let intervalMs: Int64
     private var nextMs: Int64
@@ -116,9 +117,13 @@ final class SnapshotSchedule {
         nextMs = now + intervalMs
         switch outcome.result {
         case .success(let bytes):
+            stats.written += 1
+            stats.milliseconds += Int(now - outcome.startedMs)
+            stats.lastBytes = bytes
             logger.info("snapshot written", metadata: ["segment": "\(outcome.segment)", "bytes": "\(bytes)",
                                                        "pins": "\(outcome.pins)", "ms": "\(now - outcome.startedMs)"])
         case .failure(let error):
+            stats.failures += 1
             // The journal still holds everything since the last good snapshot; try again next time.
             logger.error("snapshot failed; the journal keeps the state until the next attempt", metadata: ["error": "\(error)"])
         }
@@ -134,4 +139,13 @@ final class SnapshotSchedule {
         receiver?.cancel()
         receiver = nil
     }
+}
+
+/// The periodic snapshots since start, for `/metrics`.
+struct SnapshotStats {
+    var written = 0
+    var failures = 0
+    /// From the start of encoding to the file renamed into place, summed.
+    var milliseconds = 0
+    var lastBytes = 0
 }

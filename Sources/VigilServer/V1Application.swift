@@ -93,6 +93,19 @@ public final class V1Application: WebSocketApplication {
 
     /// The state directory's series for `/metrics` (journal and snapshot timings and failures).
     func persistenceMetrics(_ sync: inout MetricsSync) {
+        guard let p = persistence else { return }
+        let j = p.journalStats, s = p.snapshotStats
+        sync.counter("vigil_journal_records_total", j.records, help: "Records appended to the journal.")
+        sync.counter("vigil_journal_writes_total", j.writes, help: "Writes of a turn's journal records to the kernel.")
+        sync.counter("vigil_journal_bytes_total", j.bytes, help: "Bytes written to the journal.")
+        sync.counter("vigil_journal_fsyncs_total", j.fsyncs, help: "fdatasync calls on the journal.")
+        sync.counter("vigil_journal_fsync_seconds_total", seconds: Double(j.fsyncNanoseconds) / 1e9,
+                     help: "Time spent in journal fdatasync calls.")
+        sync.counter("vigil_snapshots_total", s.written, help: "Periodic snapshots written.")
+        sync.counter("vigil_snapshot_failures_total", s.failures, help: "Periodic snapshots that failed (the journal keeps the state).")
+        sync.counter("vigil_snapshot_seconds_total", seconds: Double(s.milliseconds) / 1000,
+                     help: "Time from the start of a periodic snapshot to its file in place, summed.")
+        sync.gauge("vigil_snapshot_last_bytes", s.lastBytes, help: "Size of the last periodic snapshot.")
     }
 
     /// Wall-clock Unix milliseconds: pin and stream times are client-visible dates.

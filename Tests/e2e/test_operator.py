@@ -90,6 +90,9 @@ def test_metrics_parse_and_move_with_traffic(vigild, tmp_path):
     assert moved("vigil_messages_received_total") >= 3 + 1 + 1 + 5 + 1 + 1
     assert moved("vigil_bytes_received_total") > 0 and moved("vigil_bytes_sent_total") > 0
     assert moved("vigil_connections_accepted_total") >= 3
+    # Every acknowledged write was journaled (pins 3, the stream's start and 5 updates at least).
+    assert moved("vigil_journal_records_total") >= 3 + 1 + 5
+    assert moved("vigil_journal_bytes_total") > 0 and moved("vigil_journal_writes_total") >= 1
     # The three websockets clients closed with 1000; the server answered each.
     deadline = time.monotonic() + 5
     while value(after, "vigil_websockets") != 0 and time.monotonic() < deadline:
