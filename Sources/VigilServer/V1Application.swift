@@ -57,6 +57,8 @@ public final class V1Application: WebSocketApplication {
     /// Where changes are recorded (nil: state in memory only).
     var log: (any ChangeLog)?
     private var persistence: Persistence?
+    /// This turn's changes not recorded yet, to take back if the journal cannot record them.
+    var pending = PendingChanges()
 
     init(server: Server, settings: PinSettings, panic: PanicSettings, secrets: any Secrets) {
         self.server = server
@@ -88,7 +90,7 @@ public final class V1Application: WebSocketApplication {
     /// Whether changes reach the disk now.
     var stateMode: StateMode {
         guard log != nil else { return .memoryOnly }
-        return .writable
+        return persistence?.outage == nil ? .writable : .unavailable
     }
 
     /// The state directory's series for `/metrics` (journal and snapshot timings and failures).
@@ -106,6 +108,11 @@ public final class V1Application: WebSocketApplication {
         sync.counter("vigil_snapshot_seconds_total", seconds: Double(s.milliseconds) / 1000,
                      help: "Time from the start of a periodic snapshot to its file in place, summed.")
         sync.gauge("vigil_snapshot_last_bytes", s.lastBytes, help: "Size of the last periodic snapshot.")
+        for kind in ["no_space", "quota", "file_too_big", "io", "other"] {
+            sync.counter("vigil_storage_errors_total", labels: ["kind": kind], p.storageErrors[kind, default: 0],
+                         help: "Failed writes, fsyncs and file creations of the state directory, by cause.")
+        }
+        sync.counter("vigil_state_outages_total", p.outages, help: "Times the state became unavailable (changes refused until the disk took writes again).")
     }
 
     /// Wall-clock Unix milliseconds: pin and stream times are client-visible dates.
@@ -164,6 +171,12 @@ public final class V1Application: WebSocketApplication {
             outbox.append(.reply(fd, ref: rejected.ref, .error(rejected.error)))
             return
         }
+        if request.operation.changesState, let retry = log?.refusalRetryAfterMs() {
+            // The change could not be recorded: refused before it is made (docs/DURABILITY.md).
+            stats.refusedUnrecorded += 1
+            outbox.append(.reply(fd, ref: request.ref, .error(.unavailable(retryAfterMs: retry))))
+            return
+        }
         if request.operation.isWrite, let retry = session.writes.take(nowMs: now) {
             stats.refused(.sessionWrites)
             outbox.append(.reply(fd, ref: request.ref,
@@ -177,7 +190,11 @@ public final class V1Application: WebSocketApplication {
             return
         }
         let caller = Caller(fd: fd, address: connection.addressKey, monotonicMs: now)
-        apply(dispatch(request.operation, caller: caller, now: Self.wallClockMs()), to: fd, ref: request.ref)
+        let before = log == nil ? nil : PendingChanges.before(request.operation, map: hub, panic: panic)
+        let first = outbox.count
+        let outcome = dispatch(request.operation, caller: caller, now: Self.wallClockMs())
+        apply(outcome, to: fd, ref: request.ref)
+        if log != nil { pending.note(request.operation, before: before, record: outcome.record, items: first..<outbox.count) }
     }
 
     /// The one place an operation's effects land: its record in the journal, its reply and then
@@ -242,11 +259,36 @@ public final class V1Application: WebSocketApplication {
 
     // MARK: the turn
 
-    /// The end of the loop turn: send everything the turn produced, then record it durably
-    /// (the journal's write, and its fsync when due), before the loop flushes the replies.
+    /// The end of the loop turn: record the turn's changes durably (the journal's write, and its
+    /// fsync when due), then send everything the turn produced; the loop flushes after. Recording
+    /// comes first so that a turn the journal could not record is taken back before anyone hears
+    /// of it.
     public func endOfTurn() {
+        if log?.commitTurn() == false { takeBackUnrecorded() }
+        pending.clear()
         fanOut()
-        log?.commitTurn()
+    }
+
+    /// The journal failed this turn: each change of the turn is undone (newest first), its reply
+    /// becomes `unavailable` and its events are dropped, as are the replies of reads that may
+    /// have shown it. What the tick changed stays: ends and removals that follow from time,
+    /// which a restart derives again (docs/DURABILITY.md, "When the disk fails").
+    private func takeBackUnrecorded() {
+        let now = monotonicMilliseconds()
+        var retry = StorageOutage.minRetryAfterMs
+        for change in pending.changes.reversed() {
+            switch change.before {
+            case .pin(let id, let before):
+                hub.revertPin(id, to: before)
+                if before == nil { budgets.pinRemoved(id, now: now) }
+            case .stream(let id, let before, let revocation):
+                panic.revertStream(id, to: before, rewatch: revocation ? { [sessions] in sessions[$0] != nil } : nil)
+                if before == nil { budgets.streamEnded(id, now: now) }
+            }
+            retry = log?.refusalRetryAfterMs() ?? retry
+            stats.refusedUnrecorded += 1
+        }
+        outbox.withdraw(pending.withdrawn, answer: .unavailable(retryAfterMs: retry))
     }
 
     /// Every tick: pins that expired and panic streams' timers (stale notices, abandoned streams
