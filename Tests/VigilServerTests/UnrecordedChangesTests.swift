@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import VigilCore
+import VigilLoop
 import VigilState
 @testable import VigilServer
 
@@ -176,7 +177,7 @@ import VigilState
         s.log.failNextCommit = true
         writer.send(#"{"op":"pin.create","ref":2,"pin":\#(Self.pin)}"#)
         reader.send(#"{"op":"subscribe","ref":3,"area":\#(Self.area)}"#)
-        try s.h.run(until: { reader.poll(); writer.poll(); return !reader.messages.isEmpty && writer.messages.count >= 2 })
+        try s.h.run(until: { reader.poll(); writer.poll(); return !reader.messages.isEmpty && !writer.messages.isEmpty })
         let subscribeReply = try #require(reader.messages.first)
         if subscribeReply.type == "ok" {
             // The two requests fell in different turns: the subscribe saw no pin.
@@ -207,6 +208,18 @@ import VigilState
         try #require(replaced == 1)
     }
 
+    /// `sample` is "name{labels} value"; the exposition may write the value as an integer or a double.
+    static func expectMetric(_ exposition: String, _ sample: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let (key, value) = split(Substring(sample))
+        let found = exposition.split(separator: "\n").first { split($0).key == key }.map { split($0).value }
+        #expect(found == value, "\(key)", sourceLocation: sourceLocation)
+    }
+
+    private static func split(_ line: Substring) -> (key: Substring, value: Double?) {
+        guard let space = line.lastIndex(of: " ") else { return (line, nil) }
+        return (line[..<space], Double(line[line.index(after: space)...]))
+    }
+
     @Test func aFailingJournalMakesTheStateUnavailableUntilARetrySucceeds() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("vigil-outage-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -227,16 +240,19 @@ import VigilState
         UnrecordedChangesTests.expectUnavailable(try UnrecordedChangesTests.ask(h, client, #"{"op":"pin.create","ref":3,"pin":\#(UnrecordedChangesTests.pin)}"#))
         #expect(try UnrecordedChangesTests.ask(h, client, #"{"op":"subscribe","ref":4,"area":\#(UnrecordedChangesTests.area)}"#)["pins"]?.array?.count == 1)
         let metrics = try h.get("/metrics", admin: true).body
-        #expect(metrics.contains(#"vigil_state_mode{mode="unavailable"} 1"#))
-        #expect(metrics.contains("vigil_state_refused_writes_total 2"))
-        #expect(metrics.contains(#"vigil_storage_errors_total{kind="no_space"} 1"#))
+        Self.expectMetric(metrics, #"vigil_state_mode{mode="unavailable"} 1"#)
+        Self.expectMetric(metrics, "vigil_state_refused_writes_total 2")
+        Self.expectMetric(metrics, #"vigil_storage_errors_total{kind="no_space"} 1"#)
+        Self.expectMetric(metrics, "vigil_state_outages_total 1")
 
         // The next segment is a regular file: the retry (after 1 s) succeeds and changes are recorded again.
         try h.run(maxTurns: 200, until: { h.v1.stateMode == .writable })
         let resumed = try UnrecordedChangesTests.ask(h, client, #"{"op":"pin.create","ref":5,"pin":\#(UnrecordedChangesTests.pin)}"#)
         #expect(resumed.type == "ok")
+        // The retry's snapshot names the next segment, which the journal goes on in.
         let files = try FileManager.default.contentsOfDirectory(atPath: directory)
-        #expect(!files.contains(journal), "the failed segment is obsolete once the retry's snapshot is in place")
-        #expect(files.contains { $0.hasPrefix("snapshot-") })
+        #expect(files.contains("snapshot-0000000000000001.vgs"))
+        #expect(files.contains("journal-0000000000000001.vgj"))
+        Self.expectMetric(try h.get("/metrics", admin: true).body, #"vigil_state_mode{mode="writable"} 1"#)
     }
 }
