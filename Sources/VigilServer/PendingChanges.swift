@@ -1,22 +1,29 @@
 import VigilCore
 import VigilState
 
-/// The changes of this turn that are not recorded yet, each with the state it replaced and the
-/// outbox items that report it, so that a turn whose records could not be written
-/// (`ChangeLog.commitTurn` false) is taken back before any of it is sent: nobody hears of a
-/// change that a restart would not bring back (docs/DURABILITY.md, "When the disk fails").
-///
-/// Kept only with a change log; costs one dictionary read per state-changing request.
-struct PendingChanges {
-    /// The state a change replaced: nil when the change created the pin or stream.
-    enum Before {
-        case pin(PinID, Pin?)
-        /// `revocation`: the change cut watchers off (a revoke), who get their watch back.
-        case stream(StreamID, PanicStream?, revocation: Bool)
-    }
+/// How to take back one change (docs/DURABILITY.md, "When the disk fails"): what the handler that
+/// made it knew of the state before. Each is small and holds no storage that the change then
+/// mutates (that would make the change copy it: a pin's vote table, a stream's history).
+enum Undo: Sendable {
+    /// A pin created: remove it (and give its address budget the slot back).
+    case pinCreated(PinID)
+    /// A pin updated or deleted: put it back as it was.
+    case pin(PinID, before: Pin)
+    /// A vote: the voter's previous vote (nil: none), and the pin when the vote flagged it away.
+    case vote(PinID, voter: UInt64, previous: Int8?, flagged: Pin?)
+    /// A stream started: remove it (and give its address budget the slot back).
+    case streamStarted(StreamID)
+    /// A stream's update, status, end, invitation or revocation.
+    case stream(PanicHub.Checkpoint)
+}
 
+/// The changes of this turn that are not recorded yet, each with its `Undo` and the outbox items
+/// that report it, so that a turn whose records could not be written (`ChangeLog.commitTurn`
+/// false) is taken back before any of it is sent: nobody hears of a change that a restart would
+/// not bring back. Kept only with a change log.
+struct PendingChanges {
     struct Change {
-        let before: Before
+        let undo: Undo
         /// Its reply and deliveries in the outbox.
         let items: Range<Int>
     }
@@ -26,33 +33,10 @@ struct PendingChanges {
     /// or resume's stream): they may show it, so they are withdrawn with it.
     private(set) var readers: [Range<Int>] = []
 
-    /// The state `operation` may replace, read before it runs. A creation's is known only from
-    /// its record (`note`), and an operation that names no valid id changes nothing.
-    static func before(_ operation: ClientOperation, map: MapHub, panic: PanicHub) -> Before? {
-        switch operation {
-        case .pinUpdate(let id?, _, _), .pinDelete(let id?, _), .pinVote(let id?, _):
-            return .pin(id, map.store[id])
-        case .panicUpdate(let id?, _, _), .panicStatus(let id?, _, _), .panicEnd(let id?, _, _), .panicInvite(let id?, _):
-            return .stream(id, panic.stream(id), revocation: false)
-        case .panicRevoke(let id?, _, _):
-            return .stream(id, panic.stream(id), revocation: true)
-        default:
-            return nil
-        }
-    }
-
-    /// After `operation` was applied: a change if it left a record, a reader if it may show an
-    /// earlier change of the turn.
-    mutating func note(_ operation: ClientOperation, before: Before?, record: JournalRecord?, items: Range<Int>) {
-        if let record {
-            switch record {
-            case .pinPut(let pin) where before == nil:
-                changes.append(Change(before: .pin(pin.id, nil), items: items))
-            case .panicStart(let start):
-                changes.append(Change(before: .stream(start.id, nil, revocation: false), items: items))
-            default:
-                if let before { changes.append(Change(before: before, items: items)) }
-            }
+    /// After `operation` was applied, with the outbox range of what it produced.
+    mutating func note(_ operation: ClientOperation, undo: Undo?, items: Range<Int>) {
+        if let undo {
+            changes.append(Change(undo: undo, items: items))
             return
         }
         guard !changes.isEmpty else { return }

@@ -17,15 +17,18 @@ import VigilWire
 /// Subscribers, watchers and owners are named by their connection's fd, unique among open
 /// connections; the hubs forget a connection when it closes, before the fd can be reused.
 public final class V1Application: WebSocketApplication {
-    /// What a handler returns: the reply to its request, and the journal record of what changed
-    /// (nil when nothing did). Its deliveries are in `scratch`.
+    /// What a handler returns: the reply to its request, the journal record of what changed
+    /// (nil when nothing did), and how to take the change back should the record not reach the
+    /// journal (`takeBackUnrecorded`). Its deliveries are in `scratch`.
     struct Outcome: Sendable {
         var reply: Reply
         var record: JournalRecord?
+        var undo: Undo?
 
-        init(_ reply: Reply, record: JournalRecord? = nil) {
+        init(_ reply: Reply, record: JournalRecord? = nil, undo: Undo? = nil) {
             self.reply = reply
             self.record = record
+            self.undo = record == nil ? nil : undo
         }
     }
 
@@ -190,11 +193,10 @@ public final class V1Application: WebSocketApplication {
             return
         }
         let caller = Caller(fd: fd, address: connection.addressKey, monotonicMs: now)
-        let before = log == nil ? nil : PendingChanges.before(request.operation, map: hub, panic: panic)
         let first = outbox.count
         let outcome = dispatch(request.operation, caller: caller, now: Self.wallClockMs())
         apply(outcome, to: fd, ref: request.ref)
-        if log != nil { pending.note(request.operation, before: before, record: outcome.record, items: first..<outbox.count) }
+        if log != nil { pending.note(request.operation, undo: outcome.undo, items: first..<outbox.count) }
     }
 
     /// The one place an operation's effects land: its record in the journal, its reply and then
@@ -277,13 +279,19 @@ public final class V1Application: WebSocketApplication {
         let now = monotonicMilliseconds()
         var retry = StorageOutage.minRetryAfterMs
         for change in pending.changes.reversed() {
-            switch change.before {
+            switch change.undo {
+            case .pinCreated(let id):
+                hub.revertPin(id, to: nil)
+                budgets.pinRemoved(id, now: now)
             case .pin(let id, let before):
                 hub.revertPin(id, to: before)
-                if before == nil { budgets.pinRemoved(id, now: now) }
-            case .stream(let id, let before, let revocation):
-                panic.revertStream(id, to: before, rewatch: revocation ? { [sessions] in sessions[$0] != nil } : nil)
-                if before == nil { budgets.streamEnded(id, now: now) }
+            case .vote(let id, let voter, let previous, let flagged):
+                hub.revertVote(id, voter: voter, previous: previous, flagged: flagged)
+            case .streamStarted(let id):
+                panic.revertStart(id)
+                budgets.streamEnded(id, now: now)
+            case .stream(let checkpoint):
+                panic.revert(to: checkpoint, connected: { [sessions] in sessions[$0] != nil })
             }
             retry = log?.refusalRetryAfterMs() ?? retry
             stats.refusedUnrecorded += 1

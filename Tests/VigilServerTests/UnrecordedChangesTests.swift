@@ -131,6 +131,26 @@ import VigilState
         #expect(watcher.all("panic.location").first?["seq"]?.int == 2)
     }
 
+    /// The history is a ring: an update taken back when it is full puts the event it overwrote
+    /// back, so a watcher catching up with `since` gets exactly the recorded events.
+    @Test(arguments: [1, 2, 3])
+    func anUpdateTakenBackLeavesTheHistoryRingAsItWas(recordedUpdates: Int) throws {
+        let s = try Setup { $0.panic.historyEvents = 2 }
+        let owner = try s.h.open()
+        let started = try Self.ask(s.h, owner, #"{"op":"panic.start","ref":1,"status":"red","lat":52.5,"lon":13.4,"watchers":1}"#)
+        let stream = try #require(started["stream"]?.string)
+        let id = try #require(StreamID(stream))
+        for i in 0..<recordedUpdates {
+            #expect(try Self.ask(s.h, owner, #"{"op":"panic.update","ref":2,"stream":"\#(stream)","lat":52.6,"lon":13.\#(i + 1)}"#).type == "ok")
+        }
+        let before = try #require(s.h.v1.panic.stream(id)).history.all
+        s.log.failNextCommit = true
+        Self.expectUnavailable(try Self.ask(s.h, owner, #"{"op":"panic.update","ref":3,"stream":"\#(stream)","lat":52.9,"lon":13.9}"#))
+        #expect(try #require(s.h.v1.panic.stream(id)).history.all == before)
+        #expect(try Self.ask(s.h, owner, #"{"op":"panic.update","ref":4,"stream":"\#(stream)","lat":52.7,"lon":13.7}"#)["seq"]?.int == recordedUpdates + 2)
+        #expect(try #require(s.h.v1.panic.stream(id)).history.all.map(\.seq) == [UInt64(recordedUpdates + 1), UInt64(recordedUpdates + 2)])
+    }
+
     @Test func aStreamStartTheJournalCouldNotRecordLeavesNothingBehind() throws {
         let s = try Setup()
         let owner = try s.h.open()
