@@ -23,7 +23,8 @@ enum Undo: Sendable {
 /// not bring back. Kept only with a change log.
 struct PendingChanges {
     struct Change {
-        let undo: Undo
+        /// nil only if a handler gave none: its reply and events are withdrawn all the same.
+        let undo: Undo?
         /// Its reply and deliveries in the outbox.
         let items: Range<Int>
     }
@@ -34,9 +35,9 @@ struct PendingChanges {
     private(set) var readers: [Range<Int>] = []
 
     /// After `operation` was applied, with the outbox range of what it produced.
-    mutating func note(_ operation: ClientOperation, undo: Undo?, items: Range<Int>) {
-        if let undo {
-            changes.append(Change(undo: undo, items: items))
+    mutating func note(_ operation: ClientOperation, _ outcome: V1Application.Outcome, items: Range<Int>) {
+        if outcome.record != nil {
+            changes.append(Change(undo: outcome.undo, items: items))
             return
         }
         guard !changes.isEmpty else { return }

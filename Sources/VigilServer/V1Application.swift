@@ -196,7 +196,7 @@ public final class V1Application: WebSocketApplication {
         let first = outbox.count
         let outcome = dispatch(request.operation, caller: caller, now: Self.wallClockMs())
         apply(outcome, to: fd, ref: request.ref)
-        if log != nil { pending.note(request.operation, undo: outcome.undo, items: first..<outbox.count) }
+        if log != nil { pending.note(request.operation, outcome, items: first..<outbox.count) }
     }
 
     /// The one place an operation's effects land: its record in the journal, its reply and then
@@ -280,6 +280,8 @@ public final class V1Application: WebSocketApplication {
         var retry = StorageOutage.minRetryAfterMs
         for change in pending.changes.reversed() {
             switch change.undo {
+            case nil:
+                assertionFailure("a change without its undo")
             case .pinCreated(let id):
                 hub.revertPin(id, to: nil)
                 budgets.pinRemoved(id, now: now)
