@@ -213,15 +213,19 @@ import VigilState
 /// as a full disk would fail it. The daemon keeps serving, refuses changes, counts and reports
 /// the outage, and records again once a retry writes a new segment and a snapshot.
 @Suite struct JournalOutageTests {
-    /// Points every descriptor of this process open on `path` at /dev/full.
+    /// Points every descriptor of this process open on the file at `path` (found by device and
+    /// inode, whatever the path's spelling) at /dev/full.
     static func fail(_ path: String) throws {
+        var file = stat()
+        try #require(stat(path, &file) == 0)
         let full = open("/dev/full", O_WRONLY)
         try #require(full >= 0)
         defer { close(full) }
         var replaced = 0
         for entry in try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
-            guard let fd = Int32(entry), let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(entry)"),
-                  target == path else { continue }
+            var open = stat()
+            guard let fd = Int32(entry), fd != full, fstat(fd, &open) == 0,
+                  open.st_dev == file.st_dev, open.st_ino == file.st_ino else { continue }
             try #require(dup2(full, fd) == fd)
             replaced += 1
         }
