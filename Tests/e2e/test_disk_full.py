@@ -118,6 +118,8 @@ def test_writes_are_refused_while_the_disk_is_full_and_resume_without_a_restart(
         acked_seq = 1
         for i in range(5):
             acked.add(writer.create(52.0 + i / 100, 13.0, f"before {i}")[0]["id"])
+        kept, kept_token = writer.create(51.0, 12.0, "kept as created")
+        acked.add(kept["id"])
         filler = fill(small_fs)
 
         # The journal's last page may still take a few records; the first write that needs a
@@ -139,7 +141,9 @@ def test_writes_are_refused_while_the_disk_is_full_and_resume_without_a_restart(
         assert_unavailable(writer.request("pin.create", pin={"lat": 52.4, "lon": 13.4, "title": "refused"}))
         assert_unavailable(owner.request("panic.update", stream=stream, lat=52.6, lon=13.5))
         assert_unavailable(owner.request("panic.invite", stream=stream))
-        refused += 3
+        assert_unavailable(writer.request("pin.update", id=kept["id"], edit_token=kept_token, changes={"title": "refused"}))
+        assert_unavailable(writer.request("pin.delete", id=kept["id"], edit_token=kept_token))
+        refused += 5
 
         # Reads go on: a new subscriber sees exactly the acknowledged pins, a watcher the stream
         # at its last acknowledged seq, and the owner hears of the watcher live.
@@ -188,6 +192,8 @@ def test_writes_are_refused_while_the_disk_is_full_and_resume_without_a_restart(
     assert d.stop() == 0, d.log_tail()
     d2 = vigild(config(state))
     assert world_pins(d2.port) == acked
+    with PinClient(d2.port) as c:
+        assert next(p for p in c.subscribe_bbox(*WORLD) if p["id"] == kept["id"])["title"] == "kept as created"
     with AnyClient(d2.port) as watcher:
         assert watcher.ok("panic.watch", stream=stream, watch_token=tokens[1])["state"]["seq"] == acked_seq
 
