@@ -213,20 +213,38 @@ import VigilState
 /// as a full disk would fail it. The daemon keeps serving, refuses changes, counts and reports
 /// the outage, and records again once a retry writes a new segment and a snapshot.
 @Suite struct JournalOutageTests {
+    /// How the journal fails: every write with ENOSPC (/dev/full), or writes taken and the fsync
+    /// refused (a pipe: fdatasync is EINVAL there, as an I/O error would refuse it).
+    enum Failure: String, CaseIterable {
+        case noSpace = "no_space"
+        case syncRefused = "other"
+
+        /// A descriptor that fails this way (the caller closes it), and a pipe's read end to keep open.
+        func open() throws -> (failing: Int32, reader: Int32?) {
+            switch self {
+            case .noSpace:
+                let fd = Glibc.open("/dev/full", O_WRONLY)
+                try #require(fd >= 0)
+                return (fd, nil)
+            case .syncRefused:
+                var ends: [Int32] = [0, 0]
+                try #require(pipe(&ends) == 0)  // the journal's few bytes fit its buffer
+                return (ends[1], ends[0])
+            }
+        }
+    }
+
     /// Points every descriptor of this process open on the file at `path` (found by device and
-    /// inode, whatever the path's spelling) at /dev/full.
-    static func fail(_ path: String) throws {
+    /// inode, whatever the path's spelling) at `failing`.
+    static func redirect(_ path: String, to failing: Int32) throws {
         var file = stat()
         try #require(stat(path, &file) == 0)
-        let full = open("/dev/full", O_WRONLY)
-        try #require(full >= 0)
-        defer { close(full) }
         var replaced = 0
         for entry in try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
             var open = stat()
-            guard let fd = Int32(entry), fd != full, fstat(fd, &open) == 0,
+            guard let fd = Int32(entry), fd != failing, fstat(fd, &open) == 0,
                   open.st_dev == file.st_dev, open.st_ino == file.st_ino else { continue }
-            try #require(dup2(full, fd) == fd)
+            try #require(dup2(failing, fd) == fd)
             replaced += 1
         }
         try #require(replaced == 1)
@@ -244,7 +262,8 @@ import VigilState
         return (line[..<space], Double(line[line.index(after: space)...]))
     }
 
-    @Test func aFailingJournalMakesTheStateUnavailableUntilARetrySucceeds() throws {
+    @Test(arguments: Failure.allCases)
+    func aFailingJournalMakesTheStateUnavailableUntilARetrySucceeds(failure: Failure) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("vigil-outage-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let h = try ServerHarness {
@@ -255,7 +274,10 @@ import VigilState
         let kept = try UnrecordedChangesTests.ask(h, client, #"{"op":"pin.create","ref":1,"pin":\#(UnrecordedChangesTests.pin)}"#)
         #expect(kept.type == "ok")
         let journal = try #require(try FileManager.default.contentsOfDirectory(atPath: directory).first { $0.hasPrefix("journal-") })
-        try Self.fail(directory + "/" + journal)
+        let (failing, reader) = try failure.open()
+        defer { if let reader { close(reader) } }
+        try Self.redirect(directory + "/" + journal, to: failing)
+        close(failing)
 
         UnrecordedChangesTests.expectUnavailable(try UnrecordedChangesTests.ask(h, client, #"{"op":"pin.create","ref":2,"pin":\#(UnrecordedChangesTests.pin)}"#))
         #expect(h.v1.stateMode == .unavailable)
@@ -266,7 +288,7 @@ import VigilState
         let metrics = try h.get("/metrics", admin: true).body
         Self.expectMetric(metrics, #"vigil_state_mode{mode="unavailable"} 1"#)
         Self.expectMetric(metrics, "vigil_state_refused_writes_total 2")
-        Self.expectMetric(metrics, #"vigil_storage_errors_total{kind="no_space"} 1"#)
+        Self.expectMetric(metrics, #"vigil_storage_errors_total{kind="\#(failure.rawValue)"} 1"#)
         Self.expectMetric(metrics, "vigil_state_outages_total 1")
 
         // The next segment is a regular file: the retry (after 1 s) succeeds and changes are recorded again.
