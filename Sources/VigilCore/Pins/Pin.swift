@@ -54,6 +54,16 @@ public struct Pin: Equatable, Sendable {
         return true
     }
 
+    /// Puts `voter`'s vote back to `value` (nil: no vote), keeping `up` and `down` equal to the
+    /// counts: how a vote the server could not record is taken back.
+    public mutating func restoreVote(_ voter: UInt64, to value: Int8?) {
+        if let value {
+            setVote(voter, value)
+        } else if let previous = votes.removeValue(forKey: voter) {
+            if previous == 1 { up -= 1 } else { down -= 1 }
+        }
+    }
+
     public static func == (a: Pin, b: Pin) -> Bool {
         a.id == b.id && a.point == b.point && a.title == b.title && a.description == b.description
             && a.category == b.category && a.createdAt == b.createdAt && a.updatedAt == b.updatedAt
