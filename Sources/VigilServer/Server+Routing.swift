@@ -16,6 +16,7 @@ extension Server {
             }
             return .respond(publicHealth(head))
         }
+        if let site, let response = site.respond(head) { return .respond(response) }
         guard let application = application(at: path) else {
             return .respond(HTTPResponse(status: .notFound, body: Array("no such endpoint: try /v1 (WebSocket) or /healthz\n".utf8), contentType: "text/plain; charset=utf-8"))
         }

@@ -1,0 +1,49 @@
+// The map of the pages: Leaflet when the server has it (/vendor/leaflet, Debian's libjs-leaflet),
+// with the configured tiles or a plain background; without Leaflet, null (the pages show text).
+
+export async function siteConfig() {
+  try {
+    const r = await fetch('/site.json', { cache: 'no-cache' });
+    if (r.ok) return await r.json();
+  } catch { /* offline, or an old server: defaults */ }
+  return { tile_url: '', tile_attribution: '', leaflet: typeof globalThis.L === 'object' };
+}
+
+export function createMap(element, site, { center = [20, 0], zoom = 2 } = {}) {
+  const L = globalThis.L;
+  if (!L || !site.leaflet) {
+    element.classList.add('nomap');
+    element.textContent = 'No map on this server: positions are shown as text.';
+    return null;
+  }
+  const map = L.map(element, { zoomControl: true, attributionControl: true }).setView(center, zoom);
+  if (site.tile_url) {
+    L.tileLayer(site.tile_url, { maxZoom: 19, attribution: site.tile_attribution || '' }).addTo(map);
+  }
+  return map;
+}
+
+/** `ws://host/v1` or `wss://host/v1` for the page's own origin. */
+export function serverURL() {
+  return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/v1';
+}
+
+/** "12 s", "4 min", "2 h 5 min". */
+export function duration(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min`;
+  const h = Math.floor(m / 60);
+  return m % 60 ? `${h} h ${m % 60} min` : `${h} h`;
+}
+
+export function text(id, value) {
+  const el = document.getElementById(id);
+  if (el && el.textContent !== value) el.textContent = value;
+}
+
+export function show(id, visible) {
+  const el = document.getElementById(id);
+  if (el) el.hidden = !visible;
+}
