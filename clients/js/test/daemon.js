@@ -4,6 +4,7 @@
 // privacy scan (Tests/e2e/test_log_privacy.py), as the Python suite does.
 
 import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { mkdtempSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -11,6 +12,48 @@ import { fileURLToPath } from 'node:url';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 export const VIGILD = process.env.VIGILD || join(REPO, '.build', 'release', 'vigild');
+
+// What the server told the clients in confidence, for the log-privacy scan: every message a
+// client received passes through `Tapped`, and the tokens, ids and coordinates in it are kept and
+// written at exit next to the daemons' logs (secrets-js-PID.json; privacy.py reads them all).
+const SECRET_KEYS = new Set(['owner_token', 'edit_token', 'watch_token', 'session', 'stream']);
+const secrets = new Set();
+const coords = new Set();
+
+function remember(text) {
+  for (const m of text.matchAll(/"(lat|lon)"\s*:\s*(-?\d+\.\d{4,})/g)) coords.add(m[2]);
+  const walk = (v) => {
+    if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) {
+        if (SECRET_KEYS.has(k) && typeof x === 'string' && x.length >= 8) secrets.add(x);
+        else if (k === 'watch_tokens' && Array.isArray(x)) x.forEach((t) => secrets.add(t));
+        else walk(x);
+      }
+    }
+  };
+  try { walk(JSON.parse(text)); } catch { /* not JSON */ }
+}
+
+if (process.env.VIGIL_E2E_LOG_DIR) {
+  process.on('exit', () => {
+    const dir = process.env.VIGIL_E2E_LOG_DIR;
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, `secrets-js-${process.pid}.json`), JSON.stringify({ secrets: [...secrets], coords: [...coords] }));
+  });
+}
+
+const require = createRequire(import.meta.url);
+const Base = globalThis.WebSocket ?? (() => { try { return require('ws'); } catch { return require('/usr/share/nodejs/ws'); } })();
+
+/** The WebSocket the tests' clients use: the real one, remembering what it receives. */
+export class Tapped extends Base {
+  set onmessage(fn) {
+    super.onmessage = (ev) => { remember(typeof ev.data === 'string' ? ev.data : String(ev.data)); fn(ev); };
+  }
+
+  get onmessage() { return super.onmessage; }
+}
 
 /** YAML for a nested object of scalars (what the tests' configs need). */
 function yaml(obj, indent = '') {

@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { VigilClient, MapModel, WatchModel, followPosition, Emitter } from '../src/index.js';
-import { Daemon, waitFor, until } from './daemon.js';
+import { Daemon, Tapped, waitFor, until } from './daemon.js';
 
 let d;
 before(async () => {
@@ -13,7 +13,7 @@ before(async () => {
 after(async () => { await d.dispose(); });
 
 async function client() {
-  const c = new VigilClient(d.url, { reconnect: false });
+  const c = new VigilClient(d.url, { WebSocket: Tapped, reconnect: false });
   await c.connect();
   return c;
 }

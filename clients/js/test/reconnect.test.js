@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { VigilClient, MapModel, WatchModel } from '../src/index.js';
-import { Daemon, waitFor, until } from './daemon.js';
+import { Daemon, Tapped, waitFor, until } from './daemon.js';
 
 let d;
 before(async () => { d = await new Daemon({ panic: { history_events: 50 } }, { stateful: true }).start(); });
@@ -17,7 +17,7 @@ const fast = { minDelayMs: 50, maxDelayMs: 200, factor: 2, jitter: 0.5 };
 const slow = { minDelayMs: 1200, maxDelayMs: 1500, factor: 1, jitter: 0.1 };
 
 async function client(reconnect = fast) {
-  const c = new VigilClient(d.url, { reconnect, requestTimeoutMs: 5000 });
+  const c = new VigilClient(d.url, { WebSocket: Tapped, reconnect, requestTimeoutMs: 5000 });
   await c.connect();
   return c;
 }
@@ -64,8 +64,8 @@ test('a watcher gets every event exactly once and in order across a server resta
 test('a watcher that missed more than the server holds is told so with gap and the current state', async () => {
   const own = await new Daemon({ panic: { history_events: 3 } }, { stateful: true }).start();
   try {
-    const phone = new VigilClient(own.url, { reconnect: fast });
-    const contact = new VigilClient(own.url, { reconnect: slow });
+    const phone = new VigilClient(own.url, { WebSocket: Tapped, reconnect: fast });
+    const contact = new VigilClient(own.url, { WebSocket: Tapped, reconnect: slow });
     await phone.connect();
     await contact.connect();
     const owner = await phone.startPanic({ status: 'red', lat: 1, lon: 2 });
@@ -131,7 +131,7 @@ test('a subscriber re-subscribes after a restart and its pin set is reconciled',
 
 test('the client backs off with jitter between attempts while the server is down', async () => {
   const own = await new Daemon().start();
-  const c = new VigilClient(own.url, { reconnect: { minDelayMs: 20, maxDelayMs: 160, factor: 2, jitter: 0.5 } });
+  const c = new VigilClient(own.url, { WebSocket: Tapped, reconnect: { minDelayMs: 20, maxDelayMs: 160, factor: 2, jitter: 0.5 } });
   await c.connect();
   const delays = [];
   c.on('reconnecting', (e) => delays.push(e.delayMs));

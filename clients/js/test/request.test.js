@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { VigilClient, VigilError } from '../src/index.js';
-import { Daemon, waitFor } from './daemon.js';
+import { Daemon, Tapped, waitFor } from './daemon.js';
 
 let d;
 before(async () => {
@@ -14,13 +14,13 @@ before(async () => {
 after(async () => { await d.dispose(); });
 
 const connect = async (opts = {}) => {
-  const c = new VigilClient(d.url, { reconnect: false, ...opts });
+  const c = new VigilClient(d.url, { WebSocket: Tapped, reconnect: false, ...opts });
   await c.connect();
   return c;
 };
 
-test('welcome gives the session and the limits', async () => {
-  const c = await connect();
+test('welcome gives the session and the limits (over the WebSocket the library finds by itself)', async () => {
+  const c = await connect({ WebSocket: undefined });
   assert.equal(typeof c.session, 'string');
   assert.ok(c.session.length >= 16);
   assert.equal(c.limits.write_burst, 2);
@@ -108,12 +108,11 @@ test('rate_limited is honoured: the client waits retry_after_ms and the write th
 test('requests in flight when the connection goes fail with disconnected; with reconnect off the client closes', async () => {
   const own = await new Daemon().start();
   try {
-    const c = new VigilClient(own.url, { reconnect: false });
+    const c = new VigilClient(own.url, { WebSocket: Tapped, reconnect: false });
     await c.connect();
-    own.pause();
+    own.pause();  // stopped: the request is never answered, and then the daemon is killed
     const pending = c.request('unsubscribe', {}, { timeoutMs: 10000 }).catch((e) => e);
     const closed = waitFor(c, 'closed');
-    own.resume();
     await own.stop('SIGKILL');
     const err = await pending;
     assert.equal(err.code, 'disconnected');
@@ -126,7 +125,7 @@ test('requests in flight when the connection goes fail with disconnected; with r
 });
 
 test('a request made before the connection is open waits for it', async () => {
-  const c = new VigilClient(d.url, { reconnect: false });
+  const c = new VigilClient(d.url, { WebSocket: Tapped, reconnect: false });
   const connecting = c.connect();
   // Not awaited: sent once the welcome has arrived.
   const reply = await c.request('subscribe', { area: { bbox: [0, 0, 1, 1] } });
