@@ -6,6 +6,8 @@
 * ``/map``: a pin created by another client appears within a second, and goes when deleted or
   expired; the page re-subscribes as the map moves; a pin created, edited, voted and deleted from
   the page reaches a test subscriber.
+* ``/panic``: with the browser's location emulated, a stream started from the page is watched
+  by a test client through the link the page shows, follows the location, and ends as "safe".
 * No page breaks its Content-Security-Policy or throws; the pages' WebSocket traffic is recorded
   for the log-privacy scan (no watch token or other secret may reach a log line).
 
@@ -296,3 +298,50 @@ def test_a_pin_made_on_the_map_page_reaches_a_subscriber(server, page):
         removed = sub.event()
         assert removed["type"] == "pin.removed" and removed["reason"] == "deleted" and removed["pin"]["id"] == pin["id"]
         page.wait(f"!{pin_item(pin['id'])}")
+
+
+class WatcherClient(PinClient):
+    """An SOS contact: a PinClient whose events are a watcher's panic ones."""
+
+    @staticmethod
+    def _check_event(msg: dict) -> None:
+        if "ref" in msg or not msg["type"].startswith("panic."):
+            raise ProtocolViolation(f"unexpected message: {msg!r}")
+
+
+def test_panic_page_shares_the_location_until_safe(server, browser, page):
+    origin = f"http://127.0.0.1:{server.port}"
+    browser.session.send("Browser.grantPermissions", {"permissions": ["geolocation"], "origin": origin})
+    page.send("Emulation.setGeolocationOverride", {"latitude": 59.3293, "longitude": 18.0686, "accuracy": 12})
+    page.viewport(390, 760, mobile=True)
+    page.goto(f"{origin}/panic")
+    page.wait("document.body.dataset.ready === 'true'")
+    page.eval("""(() => {
+      document.getElementById('contacts').value = '1';
+      document.getElementById('note').value = 'taxi home';
+      document.getElementById('start-red').click();
+    })()""")
+    page.wait("document.querySelectorAll('#links input').length === 1")
+    link = page.eval("document.querySelector('#links input').value")
+    m = re.fullmatch(re.escape(origin) + r"/watch#s=([A-Za-z0-9_-]+)&t=([A-Za-z0-9_-]+)", link)
+    assert m, link
+    with WatcherClient(server.port) as contact:
+        state = contact.ok("panic.watch", stream=m.group(1), watch_token=m.group(2))["state"]
+        assert (state["status"], state["note"]) == ("red", "taxi home")
+        assert (state["last"]["lat"], state["last"]["lon"], state["last"]["accuracy_m"]) == (59.3293, 18.0686, 12)
+        page.wait("document.getElementById('seen').textContent === 'seen by 1 person'")
+        if SHOTS:
+            page.screenshot(Path(SHOTS) / "panic.png")
+        page.send("Emulation.setGeolocationOverride", {"latitude": 59.3301, "longitude": 18.0702, "accuracy": 9})
+        # The page sends what watchPosition reports (the first fix again, maybe, then the new one);
+        # "signal lost" may come between (stale_after_ms is short here).
+        seen = []
+        while not seen or (seen[-1].get("lat"), seen[-1].get("lon")) != (59.3301, 18.0702):
+            seen.append(contact.event(timeout=10))
+            assert seen[-1]["type"] in ("panic.location", "panic.stale"), seen
+            assert len(seen) < 10, seen
+        page.eval("document.getElementById('safe').click()")
+        ended = contact.event(timeout=5)
+        assert ended["type"] == "panic.ended" and ended["reason"] == "safe", ended
+    page.wait("!document.getElementById('start').hidden")
+    assert page.eval("localStorage.getItem('vigil.panic')") is None

@@ -169,7 +169,9 @@ export class Owner extends Emitter {
   watchers: number;
   ended: boolean;
   update(position: Position, options?: RequestOptions): Promise<number>;
-  status(status: 'red' | 'amber', options?: RequestOptions): Promise<number>;
+  /** `red` or `amber`: as started, as last set, or as the server had it on resume. */
+  status: 'red' | 'amber' | null;
+  setStatus(status: 'red' | 'amber', options?: RequestOptions): Promise<number>;
   end(reason?: 'safe' | 'cancelled', options?: RequestOptions): Promise<number>;
   invite(options?: RequestOptions): Promise<string>;
   revoke(watchToken: string, options?: RequestOptions): Promise<void>;

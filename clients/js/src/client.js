@@ -165,7 +165,7 @@ export class VigilClient extends Emitter {
   async startPanic(fields) {
     let owner;
     await this.#withRateLimit('panic.start', () => this.#call('panic.start', fields, {
-      onReply: (reply) => { owner = this.#adopt(reply.stream, reply.owner_token, reply); },
+      onReply: (reply) => { owner = this.#adopt(reply.stream, reply.owner_token, { ...reply, status: fields.status }); },
     }));
     return owner;
   }
@@ -455,6 +455,8 @@ export class Owner extends Emitter {
     this.seq = reply.seq ?? 0;
     this.watchers = 0;
     this.ended = false;
+    /** `red` or `amber`: as started, changed by status(), or as the server had it on resume. */
+    this.status = reply.status ?? null;
   }
 
   _event(msg) {
@@ -467,6 +469,7 @@ export class Owner extends Emitter {
   async _resume() {
     const reply = await this.client._call('panic.resume', { stream: this.stream, owner_token: this.ownerToken });
     this.seq = reply.state.seq;
+    this.status = reply.state.status;
     if (reply.state.ended) this.ended = true;
     this.emit('resumed', reply.state);
     return reply;
@@ -482,7 +485,11 @@ export class Owner extends Emitter {
 
   /** `{lat, lon, accuracy_m?, heading?, speed_mps?}`; resolves with the new seq. */
   async update(position, opts) { return (await this.#steer('panic.update', position, opts)).seq; }
-  async status(status, opts) { return (await this.#steer('panic.status', { status }, opts)).seq; }
+  async setStatus(status, opts) {
+    const seq = (await this.#steer('panic.status', { status }, opts)).seq;
+    this.status = status;
+    return seq;
+  }
   async end(reason = 'safe', opts) {
     const reply = await this.#steer('panic.end', { reason }, opts);
     this.ended = true;

@@ -57,7 +57,7 @@ test('WatchModel: position, trail, status, signal lost (stale), end', async () =
   await owner.update({ lat: 20.001, lon: 20.002, accuracy_m: 12, heading: 90 });
   await until(model, 'change', () => model.trail.length === 2);
   assert.deepEqual([model.last.lat, model.last.lon, model.last.accuracy_m, model.last.heading], [20.001, 20.002, 12, 90]);
-  await owner.status('red');
+  await owner.setStatus('red');
   await until(model, 'change', () => model.status === 'red');
   // No location for stale_after_ms (1 s): the server says so once.
   await until(model, 'change', () => model.stale, 5000);

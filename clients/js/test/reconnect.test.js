@@ -40,10 +40,11 @@ test('a watcher gets every event exactly once and in order across a server resta
   await d.restart();
   await reconnected;
   await resumed;
+  assert.equal(owner.status, 'red', 'as the server had it');
   // The watcher is still away (slow backoff): these reach it only by replay with since=6.
   for (let i = 5; i < 10; i++) await owner.update({ lat: 52.5 + i / 1000, lon: 13.4, accuracy_m: 5 });
   assert.equal(contact.connections, 1, 'the watcher must not be back yet');
-  await owner.status('amber');
+  await owner.setStatus('amber');
   await until(watch, 'event', () => watch.lastSeq === 12, 10000);
   assert.equal(contact.connections, 2);
   // ... and these live, after the replay.
