@@ -1,3 +1,4 @@
+import VigilBytes
 import VigilWire
 
 /// One file the web pages are made of, held in memory from start-up.
@@ -28,13 +29,20 @@ public struct StaticAsset: Equatable, Sendable {
 /// the same origin; images also from the tile server), `nosniff`, `no-referrer` (the watch page's
 /// capability stays in its URL fragment, which browsers never send, and no Referer leaks the page),
 /// and an ETag with `Cache-Control: no-cache`, so a browser revalidates and gets 304 while nothing changed.
-public struct StaticSite: Sendable {
+///
+/// The server sends a body from one shared, immutable chunk per asset (`answer`), queued by
+/// reference, so that many clients fetching Leaflet at once (or not reading it) hold no copy each.
+public struct StaticSite {
     public private(set) var assets: [String: StaticAsset] = [:]
+    private var chunks: [String: ByteChunk] = [:]
     public let contentSecurityPolicy: String
 
     /// `imageSources`: CSP sources images may also come from (the tile server's origin).
     public init(assets: [StaticAsset], imageSources: [String] = []) {
-        for asset in assets { self.assets[asset.path] = asset }
+        for asset in assets {
+            self.assets[asset.path] = asset
+            chunks[asset.path] = asset.body.withUnsafeBytes { ByteChunk(copying: $0) }
+        }
         let images = (["'self'", "data:"] + imageSources).joined(separator: " ")
         contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src \(images); "
             + "connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -92,6 +100,18 @@ public struct StaticSite: Sendable {
             return HTTPResponse(status: .ok, headers: headers, body: [], contentType: asset.contentType, contentLength: asset.body.count)
         }
         return HTTPResponse(status: .ok, headers: headers, body: asset.body, contentType: asset.contentType)
+    }
+
+    /// What the server sends: the response, and for a body the asset's shared chunk, to be queued
+    /// after the response's head (whose Content-Length names it).
+    public func answer(_ head: HTTPRequestHead) -> (head: HTTPResponse, body: ByteChunk?)? {
+        guard var response = respond(head) else { return nil }
+        guard response.status == .ok, !response.body.isEmpty, let asset = asset(at: head.path), let chunk = chunks[asset.path] else {
+            return (response, nil)
+        }
+        response.contentLength = response.body.count
+        response.body = []
+        return (response, chunk)
     }
 
     /// If-None-Match (RFC 9110 §13.1.2): `*`, or a list of entity tags compared weakly.

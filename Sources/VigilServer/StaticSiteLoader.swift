@@ -39,6 +39,12 @@ public enum StaticSiteLoader {
         if !config.webLeaflet.isEmpty, FileManager.default.fileExists(atPath: config.webLeaflet, isDirectory: &isDirectory), isDirectory.boolValue {
             try collect(directory: config.webLeaflet, urlPrefix: "/vendor/leaflet", depth: 0, into: &assets, total: &total)
             leaflet = assets.count - pages
+            // Debian's leaflet.js is the unminified build (430 KB); its leaflet.min.js (140 KB) is what
+            // the pages get as leaflet.js when present (npm's dist/leaflet.js is minified already).
+            if let min = assets.firstIndex(where: { $0.path == "/vendor/leaflet/leaflet.min.js" }),
+               let full = assets.firstIndex(where: { $0.path == "/vendor/leaflet/leaflet.js" }) {
+                assets[full] = StaticAsset(path: assets[full].path, body: assets[min].body, contentType: assets[full].contentType)
+            }
         }
         assets.append(StaticAsset(path: "/site.json", body: siteJSON(config, leaflet: leaflet > 0), contentType: "application/json"))
         let images = config.webTileURL.isEmpty ? [] : [ServerConfig.tileSource(config.webTileURL) ?? ""].filter { !$0.isEmpty }

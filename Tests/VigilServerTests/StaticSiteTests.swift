@@ -38,6 +38,22 @@ import VigilWire
         #expect(text.contains("Content-Length: \(Self.script.body.count)\r\n"))
     }
 
+    @Test func theServerSendsABodyFromOneSharedChunkPerAsset() throws {
+        let head = HTTPRequestHead(method: "GET", target: "/watch", versionMajor: 1, versionMinor: 1, headers: [])
+        let first = try #require(site.answer(head))
+        let second = try #require(site.answer(head))
+        let chunk = try #require(first.body)
+        #expect(chunk === second.body, "the same chunk for every request")
+        #expect(Array(chunk.bytes) == Self.page.body)
+        #expect(first.head.body.isEmpty)
+        let text = String(decoding: first.head.serialize(), as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n") && text.contains("Content-Length: \(Self.page.body.count)\r\n") && text.hasSuffix("\r\n\r\n"))
+        let notModified = try #require(site.answer(HTTPRequestHead(method: "GET", target: "/watch", versionMajor: 1, versionMinor: 1,
+                                                                   headers: [("If-None-Match", Self.page.etag)])))
+        #expect(notModified.body == nil && notModified.head.status == .notModified)
+        #expect(site.answer(HTTPRequestHead(method: "HEAD", target: "/watch", versionMajor: 1, versionMinor: 1, headers: []))?.body == nil)
+    }
+
     @Test func pagesAnswerWithoutTheirExtensionAndTheRootIsTheIndex() throws {
         #expect(try #require(get("/watch")).body == Self.page.body)
         #expect(try #require(get("/watch?x=1")).body == Self.page.body)
@@ -129,17 +145,19 @@ import VigilWire
         try write(pages.appendingPathComponent(".git/config.js"), "x")
         try write(pages.appendingPathComponent("notes.key"), "x")
         try write(pages.appendingPathComponent("with space.js"), "x")
-        try write(leaflet.appendingPathComponent("leaflet.js"), "L={}")
+        try write(leaflet.appendingPathComponent("leaflet.js"), "L = {  };  // the unminified build")
         try write(leaflet.appendingPathComponent("leaflet.js.gz"), "x")
+        try write(leaflet.appendingPathComponent("leaflet.min.js"), "L={}")
         try write(leaflet.appendingPathComponent("images/marker-icon.png"), "png")
         var config = ServerConfig()
         config.webRoot = pages.path
         config.webLeaflet = leaflet.path
         config.webTileURL = "https://tile.example.org/{z}/{x}/{y}.png"
         let loaded = try StaticSiteLoader.load(config)
-        #expect(loaded.pages == 2 && loaded.leaflet == 2)
-        #expect(Set(loaded.site.assets.keys) == ["/watch.html", "/css/style.css", "/vendor/leaflet/leaflet.js",
+        #expect(loaded.pages == 2 && loaded.leaflet == 3)
+        #expect(Set(loaded.site.assets.keys) == ["/watch.html", "/css/style.css", "/vendor/leaflet/leaflet.js", "/vendor/leaflet/leaflet.min.js",
                                                  "/vendor/leaflet/images/marker-icon.png", "/site.json"])
+        #expect(loaded.site.assets["/vendor/leaflet/leaflet.js"]?.body == Array("L={}".utf8), "leaflet.min.js when there is one")
         let json = try #require(loaded.site.assets["/site.json"])
         #expect(String(decoding: json.body, as: UTF8.self) == #"{"tile_url":"https://tile.example.org/{z}/{x}/{y}.png","tile_attribution":"© OpenStreetMap contributors","leaflet":true}"# + "\n")
         #expect(loaded.site.contentSecurityPolicy.contains("img-src 'self' data: https://tile.example.org;"))

@@ -72,3 +72,4 @@ def test_pages_are_off_by_default(vigild):
     d = vigild({})
     for path in ("/watch", "/map", "/vigil/client.js", "/site.json"):
         assert get(d.port, path).status == 404
+
