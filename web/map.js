@@ -1,7 +1,7 @@
 // /map: the live map. Pins in view (re-subscribing as the map pans and zooms), create, vote,
 // edit and delete one's own (edit tokens kept in this browser's localStorage), time left.
 import { VigilClient, MapModel } from './vigil/index.js';
-import { siteConfig, createMap, serverURL, duration, text, show } from './mapview.js';
+import { siteConfig, createMap, serverURL, duration, text, show, reconnectWhenBack } from './mapview.js';
 
 const TOKENS = 'vigil.edit_tokens';
 const COLOURS = { general: '#1565c0', sighting: '#2e7d32', hazard: '#c62828', help: '#ef8f00', social: '#6a1b9a' };
@@ -186,6 +186,7 @@ async function main() {
   globalThis.vigilLeaflet = map;
   client = new VigilClient(serverURL(), { reconnect: { minDelayMs: 300, maxDelayMs: 5000 } });
   globalThis.vigilClient = client;
+  reconnectWhenBack(client);
   model = new MapModel(client);
   globalThis.vigilMap = model;
   model.on('change', render);

@@ -47,3 +47,14 @@ export function show(id, visible) {
   const el = document.getElementById(id);
   if (el) el.hidden = !visible;
 }
+
+/**
+ * Reconnects at once when the browser says the network is back, or when a phone shows the page
+ * again while it was still waiting out a backoff (timers of hidden tabs are throttled).
+ */
+export function reconnectWhenBack(client) {
+  addEventListener('online', () => client.reconnectNow());
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'visible' && !client.isOpen) client.reconnectNow();
+  });
+}

@@ -2,7 +2,7 @@
 // links, send the position until "I am safe". The owner token stays in this browser's
 // localStorage so that a reload (or a dead battery and a new tab) resumes the stream.
 import { VigilClient, followPosition } from './vigil/index.js';
-import { serverURL, text, show } from './mapview.js';
+import { serverURL, text, show, reconnectWhenBack } from './mapview.js';
 
 const KEY = 'vigil.panic';
 let client;
@@ -109,6 +109,7 @@ async function finish(reason) {
 async function main() {
   client = new VigilClient(serverURL(), { reconnect: { minDelayMs: 300, maxDelayMs: 5000 } });
   globalThis.vigilClient = client;
+  reconnectWhenBack(client);
   client.on('open', () => text('connection', 'live'));
   client.on('disconnected', () => text('connection', 'connection lost – reconnecting…'));
   await client.connect();

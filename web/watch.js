@@ -1,7 +1,7 @@
 // /watch#s=STREAM&t=WATCH_TOKEN: an SOS contact follows a panic stream. The stream id and token
 // are read from the URL fragment, which the browser never sends to any server.
 import { VigilClient, WatchModel } from './vigil/index.js';
-import { siteConfig, createMap, serverURL, duration, text, show } from './mapview.js';
+import { siteConfig, createMap, serverURL, duration, text, show, reconnectWhenBack } from './mapview.js';
 
 const STATUS = { red: 'RED – in danger', amber: 'AMBER – uneasy' };
 const ENDED = { safe: 'Home safe: the person ended the sharing.', cancelled: 'Cancelled: the person stopped sharing.', abandoned: 'Ended: no news from the phone for a long time.' };
@@ -77,6 +77,7 @@ async function main() {
   map = createMap(document.getElementById('map'), site);
   const client = new VigilClient(serverURL(), { reconnect: { minDelayMs: 300, maxDelayMs: 4000 } });
   globalThis.vigilClient = client;
+  reconnectWhenBack(client);
   const up = () => { text('connection', 'live'); document.getElementById('connection').classList.remove('down'); };
   const down = () => { text('connection', 'connection lost – reconnecting…'); document.getElementById('connection').classList.add('down'); };
   client.on('open', up);

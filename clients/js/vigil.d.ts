@@ -120,6 +120,8 @@ export class VigilClient extends Emitter {
 
   connect(): Promise<Welcome>;
   close(): void;
+  /** Drops the connection and connects again at once (a page told the network is back). */
+  reconnectNow(): void;
   request(op: string, fields?: Record<string, unknown>, options?: RequestOptions): Promise<Reply>;
 
   subscribe(area: Area, options?: { categories?: string[] }): Promise<Reply & { pins: Pin[]; truncated?: boolean }>;

@@ -108,6 +108,23 @@ export class VigilClient extends Emitter {
   }
 
   /**
+   * Drops the current connection, if any, and connects again at once, without waiting for the
+   * backoff: for a page told the network is back (`online`), where a dead connection may
+   * otherwise go unnoticed for minutes. Requests in flight fail with `disconnected`.
+   */
+  reconnectNow() {
+    if (this.state === 'closed' || this.state === 'idle' || !this.#WebSocket) return;
+    clearTimeout(this.#retryTimer);
+    this.#attempt = 0;
+    const ws = this.#ws;
+    if (ws) {
+      this.#lost(1000, 'reconnecting');
+      try { ws.close(1000); } catch { /* already closing */ }
+    }
+    this.#open();
+  }
+
+  /**
    * Sends `{op, ref, ...fields}` and resolves with the `ok` reply; rejects with a VigilError.
    * Waits for the connection when it is not open (within the timeout). On `rate_limited` it waits
    * the `retry_after_ms` the server gave and tries again, up to `rateLimitRetries` times.
@@ -275,14 +292,19 @@ export class VigilClient extends Emitter {
     };
     ws.onclose = (ev) => {
       if (this.#ws !== ws) return;
-      this.#ws = null;
-      const wasOpen = this.state === 'open';
-      if (this.state !== 'closed') this.state = 'connecting';
-      this.#failPending(new VigilError('disconnected', `connection closed (${ev.code})`));
-      if (wasOpen) this.emit('disconnected', { code: ev.code, reason: ev.reason });
+      this.#lost(ev.code, ev.reason);
       this.#scheduleReconnect();
     };
     ws.onerror = () => { /* the close event follows */ };
+  }
+
+  /** The current connection is gone (or dropped on purpose): pending requests fail. */
+  #lost(code, reason) {
+    this.#ws = null;
+    const wasOpen = this.state === 'open';
+    if (this.state !== 'closed') this.state = 'connecting';
+    this.#failPending(new VigilError('disconnected', `connection closed (${code})`));
+    if (wasOpen) this.emit('disconnected', { code, reason });
   }
 
   #scheduleReconnect() {

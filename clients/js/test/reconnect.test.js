@@ -130,6 +130,20 @@ test('a subscriber re-subscribes after a restart and its pin set is reconciled',
   viewer.close();
 });
 
+test('reconnectNow drops the connection and restores the subscription at once', async () => {
+  const c = await client(slow);
+  await c.subscribe({ bbox: [1, 1, 2, 2] });
+  const session = c.session;
+  const pending = c.request('subscribe', { area: { bbox: [1, 1, 2, 2] } }).catch((e) => e);
+  const back = waitFor(c, 'pins', (e) => e.resubscribed, 1000);  // well before the slow backoff's 1 s
+  c.reconnectNow();
+  assert.equal((await pending).code, 'disconnected');
+  await back;
+  assert.notEqual(c.session, session);
+  assert.equal(c.connections, 2);
+  c.close();
+});
+
 test('the client backs off with jitter between attempts while the server is down', async () => {
   const own = await new Daemon().start();
   const c = new VigilClient(own.url, { WebSocket: Tapped, reconnect: { minDelayMs: 20, maxDelayMs: 160, factor: 2, jitter: 0.5 } });
