@@ -83,16 +83,15 @@ async function main() {
   client.on('open', up);
   client.on('disconnected', down);
   await client.connect();
-  let watch;
+  let model;
   try {
-    watch = await client.watch(stream, token);
+    model = await WatchModel.open(client, stream, token);
   } catch (err) {
     problem(err.code === 'forbidden' ? 'This link does not open any location (it was withdrawn, or the sharing ended more than an hour ago).' : `Cannot follow this location: ${err.message}`);
     text('status', '–');
     client.close();
     return;
   }
-  const model = new WatchModel(watch);
   globalThis.vigilWatch = model;
   model.on('change', render);
   render(model);

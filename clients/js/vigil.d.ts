@@ -126,7 +126,8 @@ export class VigilClient extends Emitter {
 
   subscribe(area: Area, options?: { categories?: string[] }): Promise<Reply & { pins: Pin[]; truncated?: boolean }>;
   unsubscribe(): Promise<Reply>;
-  watch(stream: string, watchToken: string, options?: { since?: number }): Promise<Watch>;
+  /** `attach` is called with the Watch before the request is sent: listeners added there miss nothing. */
+  watch(stream: string, watchToken: string, options?: { since?: number; attach?: (watch: Watch) => void }): Promise<Watch>;
   startPanic(fields: Position & { status: 'red' | 'amber'; note?: string; watchers?: number }): Promise<Owner>;
   resumePanic(stream: string, ownerToken: string): Promise<Owner>;
 
@@ -197,6 +198,9 @@ export class MapModel extends Emitter {
 
 export class WatchModel extends Emitter {
   constructor(watch: Watch, options?: { maxTrail?: number });
+  /** Watches with a model attached from the start. */
+  static open(client: VigilClient, stream: string, watchToken: string, options?: { since?: number; maxTrail?: number }): Promise<WatchModel>;
+  readonly watch: Watch;
   status: 'red' | 'amber' | null;
   note: string | null;
   last: (Position & { at: number }) | null;

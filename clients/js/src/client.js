@@ -166,9 +166,12 @@ export class VigilClient extends Emitter {
    * Watch delivers each event exactly once and in order (seq), re-watching after a reconnect or a
    * hole with `since` = the last seq it delivered, or emits `gap` with the current state.
    */
-  async watch(stream, watchToken, { since } = {}) {
+  async watch(stream, watchToken, { since, attach } = {}) {
     const w = new Watch(this, stream, watchToken, since ?? null);
     this.#watches.set(stream, w);
+    // Listeners attached here miss nothing: the reply and the events right behind it may be
+    // handled before the promise this returns resolves.
+    attach?.(w);
     try {
       await w._sync();
     } catch (err) {

@@ -79,6 +79,7 @@ export class MapModel extends Emitter {
  */
 export class WatchModel extends Emitter {
   constructor(watch, { maxTrail = 2000 } = {}) {
+    // Attach before the watch's first reply (WatchModel.open, or watch()'s `attach`) to see every event.
     super();
     this.watch = watch;
     this.maxTrail = maxTrail;
@@ -110,6 +111,13 @@ export class WatchModel extends Emitter {
   }
 
   #offs;
+
+  /** Watches a stream with a model attached from the start (nothing that follows the reply is missed). */
+  static async open(client, stream, watchToken, { since, maxTrail } = {}) {
+    let model;
+    await client.watch(stream, watchToken, { since, attach: (w) => { model = new WatchModel(w, { maxTrail }); } });
+    return model;
+  }
 
   #state(state) {
     this.status = state.status;

@@ -49,7 +49,7 @@ test('WatchModel: position, trail, status, signal lost (stale), end', async () =
   const contact = await client();
   const owner = await phone.startPanic({ status: 'amber', lat: 20, lon: 20, accuracy_m: 30, note: 'walking home' });
   const watchers = waitFor(owner, 'watchers', (n) => n === 1);
-  const model = new WatchModel(await contact.watch(owner.stream, owner.watchTokens[0]));
+  const model = await WatchModel.open(contact, owner.stream, owner.watchTokens[0]);
   await watchers;
   assert.equal(model.status, 'amber');
   assert.equal(model.note, 'walking home');
@@ -66,6 +66,30 @@ test('WatchModel: position, trail, status, signal lost (stale), end', async () =
   await owner.end('safe');
   await until(model, 'change', () => model.ended !== null);
   assert.equal(model.ended.reason, 'safe');
+  phone.close();
+  contact.close();
+});
+
+test('WatchModel.open sees the events that arrive together with the watch reply', async () => {
+  const phone = await client();
+  const contact = await client();
+  const owner = await phone.startPanic({ status: 'red', lat: 3, lon: 3 });
+  // With the daemon stopped, the watch and then three updates queue up: it handles them in one
+  // turn, and the reply and the three events reach the contact back to back (whether the
+  // WebSocket implementation then delivers them in one task or several, none may be missed).
+  d.pause();
+  let opened;
+  let updates;
+  try {
+    opened = WatchModel.open(contact, owner.stream, owner.watchTokens[0]);
+    updates = Promise.all([1, 2, 3].map((i) => owner.update({ lat: 3 + i / 100, lon: 3 })));
+  } finally {
+    d.resume();
+  }
+  const model = await opened;
+  await updates;
+  await until(model, 'change', () => model.lastSeq === 4);
+  assert.deepEqual(model.trail.map((p) => p.seq), [1, 2, 3, 4]);
   phone.close();
   contact.close();
 });
