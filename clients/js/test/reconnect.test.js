@@ -14,7 +14,7 @@ after(async () => { await d.dispose(); });
 // Fast reconnects for the owner and the subscriber; the watcher comes back later on purpose, so
 // that events sent while it is away must reach it by replay.
 const fast = { minDelayMs: 50, maxDelayMs: 200, factor: 2, jitter: 0.5 };
-const slow = { minDelayMs: 1200, maxDelayMs: 1500, factor: 1, jitter: 0.1 };
+const slow = { minDelayMs: 2500, maxDelayMs: 2500, factor: 1, jitter: 0.1 };
 
 async function client(reconnect = fast) {
   const c = new VigilClient(d.url, { WebSocket: Tapped, reconnect, requestTimeoutMs: 5000 });
@@ -135,7 +135,7 @@ test('reconnectNow drops the connection and restores the subscription at once', 
   await c.subscribe({ bbox: [1, 1, 2, 2] });
   const session = c.session;
   const pending = c.request('subscribe', { area: { bbox: [1, 1, 2, 2] } }).catch((e) => e);
-  const back = waitFor(c, 'pins', (e) => e.resubscribed, 1000);  // well before the slow backoff's 1 s
+  const back = waitFor(c, 'pins', (e) => e.resubscribed, 1500);  // well before the slow backoff's 2.25 s
   c.reconnectNow();
   assert.equal((await pending).code, 'disconnected');
   await back;
