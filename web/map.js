@@ -182,7 +182,7 @@ async function main() {
   const bbox = (hash.get('bbox') || '').split(',').map(Number);
   if (bbox.length === 4 && bbox.every(Number.isFinite)) fixedArea = { bbox };
   const site = await siteConfig();
-  map = createMap(document.getElementById('map'), site, { center, zoom });
+  map = await createMap(document.getElementById('map'), site, { center, zoom });
   globalThis.vigilLeaflet = map;
   client = new VigilClient(serverURL(), { reconnect: { minDelayMs: 300, maxDelayMs: 5000 } });
   globalThis.vigilClient = client;

@@ -6,12 +6,26 @@ export async function siteConfig() {
     const r = await fetch('/site.json', { cache: 'no-cache' });
     if (r.ok) return await r.json();
   } catch { /* offline, or an old server: defaults */ }
-  return { tile_url: '', tile_attribution: '', leaflet: typeof globalThis.L === 'object' };
+  return { tile_url: '', tile_attribution: '', leaflet: false };
 }
 
-export function createMap(element, site, { center = [20, 0], zoom = 2 } = {}) {
+/** Loads Leaflet from /vendor/leaflet when the server has it (no request for it otherwise). */
+function loadLeaflet() {
+  if (globalThis.L) return Promise.resolve(true);
+  const css = Object.assign(document.createElement('link'), { rel: 'stylesheet', href: '/vendor/leaflet/leaflet.css' });
+  document.head.prepend(css);
+  return new Promise((resolve) => {
+    const script = Object.assign(document.createElement('script'), { src: '/vendor/leaflet/leaflet.js' });
+    script.onload = () => resolve(!!globalThis.L);
+    script.onerror = () => resolve(false);
+    document.head.append(script);
+  });
+}
+
+export async function createMap(element, site, { center = [20, 0], zoom = 2 } = {}) {
+  const loaded = site.leaflet && await loadLeaflet();
   const L = globalThis.L;
-  if (!L || !site.leaflet) {
+  if (!loaded || !L) {
     element.classList.add('nomap');
     element.textContent = 'No map on this server: positions are shown as text.';
     return null;

@@ -74,7 +74,7 @@ async function main() {
     return;
   }
   const site = await siteConfig();
-  map = createMap(document.getElementById('map'), site);
+  map = await createMap(document.getElementById('map'), site);
   const client = new VigilClient(serverURL(), { reconnect: { minDelayMs: 300, maxDelayMs: 4000 } });
   globalThis.vigilClient = client;
   reconnectWhenBack(client);

@@ -345,3 +345,20 @@ def test_panic_page_shares_the_location_until_safe(server, browser, page):
         assert ended["type"] == "panic.ended" and ended["reason"] == "safe", ended
     page.wait("!document.getElementById('start').hidden")
     assert page.eval("localStorage.getItem('vigil.panic')") is None
+
+
+def test_pages_work_without_leaflet(vigild, page):
+    d = vigild(dict(CONFIG, web=dict(CONFIG["web"], leaflet="")))
+    with OwnerClient(d.port) as owner, PinClient(d.port) as other:
+        start = owner.ok("panic.start", status="red", lat=10.5, lon=20.25, accuracy_m=30.0)
+        page.goto(f"http://127.0.0.1:{d.port}/watch#s={start['stream']}&t={start['watch_tokens'][0]}")
+        page.wait("window.vigilWatch && window.vigilWatch.lastSeq === 1")
+        assert "No map" in text(page, "map")
+        assert text(page, "position") == "10.50000, 20.25000"
+        owner.ok("panic.update", stream=start["stream"], lat=10.6, lon=20.3)
+        page.wait("document.getElementById('position').textContent === '10.60000, 20.30000'")
+
+        page.goto(f"http://127.0.0.1:{d.port}/map#bbox=10,20,11,21")
+        page.wait("document.body.dataset.ready === 'true'")
+        reply = other.ok("pin.create", pin={"lat": 10.5, "lon": 20.5, "title": "Text only"})
+        page.wait(pin_item(reply["pin"]["id"]))
