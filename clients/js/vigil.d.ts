@@ -97,6 +97,8 @@ export interface VigilClientOptions {
   requestTimeoutMs?: number;
   /** How long connect() waits for the first welcome (default: until it comes or close()). */
   connectTimeoutMs?: number;
+  /** How long one connection attempt may take to be welcomed before it is given up (default 10 s). */
+  attemptTimeoutMs?: number;
   /** How many times a request refused with rate_limited is retried after the server's retry_after_ms (default 3). */
   rateLimitRetries?: number;
   /** false: no reconnect (the client closes when the connection goes). */

@@ -281,6 +281,14 @@ export class VigilClient extends Emitter {
       return;
     }
     this.#ws = ws;
+    // A connection that is not welcomed in time (a network that swallows packets) is given up.
+    const attemptMs = this.options.attemptTimeoutMs ?? 10000;
+    const giveUp = setTimeout(() => {
+      if (this.#ws !== ws || this.state === 'open') return;
+      this.#lost(4000, 'no welcome in time');
+      try { ws.close(); } catch { /* not open yet */ }
+      this.#scheduleReconnect();
+    }, attemptMs);
     ws.onmessage = (ev) => {
       if (this.#ws !== ws) return;
       const text = typeof ev.data === 'string' ? ev.data : String(ev.data);
@@ -291,9 +299,11 @@ export class VigilClient extends Emitter {
         this.emit('error', new VigilError('bad_json', 'the server sent a message that is not JSON'));
         return;
       }
+      if (msg.type === 'welcome') clearTimeout(giveUp);
       this.#dispatch(msg);
     };
     ws.onclose = (ev) => {
+      clearTimeout(giveUp);
       if (this.#ws !== ws) return;
       this.#lost(ev.code, ev.reason);
       this.#scheduleReconnect();

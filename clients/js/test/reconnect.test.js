@@ -144,6 +144,25 @@ test('reconnectNow drops the connection and restores the subscription at once', 
   c.close();
 });
 
+test('an attempt that is not welcomed in time is given up and retried', async () => {
+  const own = await new Daemon().start();
+  try {
+    own.pause();  // the kernel accepts the connection, nobody answers it
+    const c = new VigilClient(own.url, { WebSocket: Tapped, attemptTimeoutMs: 200, reconnect: { minDelayMs: 50, maxDelayMs: 50, jitter: 0 } });
+    const retrying = waitFor(c, 'reconnecting', () => true, 3000);
+    const connecting = c.connect();
+    const first = await retrying;
+    assert.equal(first.attempt, 1);
+    own.resume();
+    await connecting;
+    assert.equal(c.state, 'open');
+    c.close();
+  } finally {
+    own.resume();
+    await own.dispose();
+  }
+});
+
 test('the client backs off with jitter between attempts while the server is down', async () => {
   const own = await new Daemon().start();
   const c = new VigilClient(own.url, { WebSocket: Tapped, reconnect: { minDelayMs: 20, maxDelayMs: 160, factor: 2, jitter: 0.5 } });
