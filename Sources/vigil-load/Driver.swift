@@ -11,6 +11,8 @@ struct RunCounters {
     var acked: UInt64 = 0
     /// Events received by subscribers/watchers.
     var delivered: UInt64 = 0
+    /// Subscribes answered after a subscriber's first one (panning maps moving their viewport).
+    var resubscribes: UInt64 = 0
     var connectFailures: UInt64 = 0
     var unexpectedCloses: UInt64 = 0
     /// Error replies, unexpected closes, failed connects and malformed messages (first ones kept).
