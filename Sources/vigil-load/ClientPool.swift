@@ -105,12 +105,13 @@ final class ClientPool {
 
     /// Starts a non-blocking connect (from `source` when given, otherwise from the next spread
     /// address). The delegate hears `opened` or `closed(failure:)`.
-    func connect(tag: Int, delegate: ClientDelegate, source: String? = nil) -> ClientConnection? {
+    /// `receiveBuffer` sets the socket's SO_RCVBUF (a stalled reader's is small).
+    func connect(tag: Int, delegate: ClientDelegate, source: String? = nil, receiveBuffer: Int32? = nil) -> ClientConnection? {
         let source = source ?? sourceAddress(forAttempt: attempts)
         attempts += 1
         let fd: Int32
         do {
-            fd = try Socket.connect(to: ListenAddress(host: url.host, port: url.port), source: source)
+            fd = try Socket.connect(to: ListenAddress(host: url.host, port: url.port), source: source, receiveBuffer: receiveBuffer)
         } catch {
             return nil
         }
