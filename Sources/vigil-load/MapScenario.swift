@@ -36,8 +36,6 @@ final class MapScenario: Scenario {
         var stalled = 0
     }
 
-    /// SO_RCVBUF of a stalled subscriber (the kernel doubles it).
-    static let stalledReceiveBuffer: Int32 = 4_096
 
     static func parseRegion(_ text: String) -> GeoBox? {
         let parts = text.split(separator: ",").compactMap { Double($0.filter { $0 != " " }) }
@@ -204,7 +202,7 @@ final class MapScenario: Scenario {
         }
         if nextStalledToOpen < config.stalled {
             stalledConnections[nextStalledToOpen] = pool.connect(tag: Role.stalledBase + nextStalledToOpen, delegate: self,
-                                                                 receiveBuffer: Self.stalledReceiveBuffer)
+                                                                 stalled: true)
             if stalledConnections[nextStalledToOpen] == nil { counters.connectFailures += 1; counters.error("connect failed (stalled subscriber)") }
             nextStalledToOpen += 1
             return true

@@ -166,7 +166,7 @@ final class PanicScenario: Scenario {
         }
         if nextStalledToOpen < config.stalledWatchers {
             let k = nextStalledToOpen
-            stalledConnections[k] = pool.connect(tag: Role.stalledBase + k, delegate: self, receiveBuffer: MapScenario.stalledReceiveBuffer)
+            stalledConnections[k] = pool.connect(tag: Role.stalledBase + k, delegate: self, stalled: true)
             if stalledConnections[k] == nil { counters.connectFailures += 1; counters.error("connect failed (stalled watcher \(k))") }
             nextStalledToOpen += 1
             return true

@@ -264,7 +264,7 @@ struct AbuseCommand: ParsableCommand {
     @Option(name: .customLong("vote-pins"), help: "Pins the voters flood (created first, from the same address).") var votePins = 3
     @Option(name: .customLong("votes-per-connection"), help: "Votes a voter sends before it reconnects (past the session write burst, 30, they are refused).") var votesPerConnection = 40
     @Option(help: "World-subscriber connections.") var subscribers = 5
-    @Option(name: .customLong("subscribe-rate"), help: "World-sized subscribes per second over all subscribers.") var subscribeRate: Double = 50
+    @Option(name: .customLong("subscribe-rate"), help: "World-sized subscribes per second over all subscribers.") var subscribeRate: Double = 100
     @Option(help: "Revoker connections.") var revokers = 5
     @Option(name: .customLong("revoke-rate"), help: "panic.revoke requests per second over all revokers.") var revokeRate: Double = 200
 
