@@ -4,8 +4,8 @@
 Two comparisons, each run ``--repeat`` times (alternating, on a fresh release vigild each time),
 the figures being the medians over the runs:
 
-(a) **Stalled readers.** ``vigil-load map`` with ``--subscribers`` normal subscribers (20 km
-    viewports, 10 publishers, ``--map-rate`` operations/s), alone and with ``--stalled`` more
+(a) **Stalled readers.** ``vigil-load map`` with ``--subscribers`` normal subscribers (8 km
+    viewports over Berlin, 10 publishers, ``--map-rate`` operations/s), alone and with ``--stalled`` more
     subscribers that watch the whole region and stop reading once subscribed. Daemon config:
     ``benchmarks/vigild-bench.yaml`` (one client stands in for thousands of phones). The normal
     subscribers' event p99 must stay within 2x of the run without the stalled ones, their
@@ -70,7 +70,7 @@ class Run:
         out = self.workdir / f"{self.label}-{name}.json"
         argv = ["taskset", "-c", str(self.args.client_cpu), str(BIN / "vigil-load"), *vigil_args,
                 "--url", f"ws://127.0.0.1:{self.daemon.port}/v1", "--server-pid", str(self.daemon.pid),
-                "--json", str(out), "--no-progress"]
+                "--json", str(out), "--progress-lines"]
         return argv, out
 
     def finish(self) -> dict:
@@ -78,6 +78,8 @@ class Run:
         figures = dict(
             steal_server_cpu=steal(self.cpu_before[0], after[0]), steal_client_cpu=steal(self.cpu_before[1], after[1]),
             peak_rss_mib=self.daemon.peak_rss_kib() / 1024,
+            # Other processes on the machine (other builds and tests) compete for the same CPUs.
+            load_average=os.getloadavg()[0],
             slow_consumer_closes=self.daemon.metric("vigil_slow_consumer_closes_total"),
             conflations=self.daemon.metric("vigil_conflations_total"),
             refusals={limit: self.daemon.metric("vigil_refusals_total", limit=limit) for limit in REFUSAL_LIMITS},
@@ -114,19 +116,26 @@ def run_map(args, workdir: Path, stalled: int, attempt: int) -> dict:
     with Run(args, BENCH_CONFIG, workdir, label) as run:
         argv, out = run.load_argv("map", [
             "map", "--subscribers", str(args.subscribers), "--publishers", "10", "--rate", str(args.map_rate),
-            "--pins-per-publisher", "50", "--stalled", str(stalled), "--duration", str(args.duration)])
+            "--pins-per-publisher", "50", "--region", args.map_region, "--viewport-km", str(args.viewport_km),
+            "--stalled", str(stalled), "--duration", str(args.duration)])
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
         figures = run.finish()
+    keep_progress(out, proc.stderr)
     result = json.loads(out.read_text()) if out.exists() else {}
     figures.update(normal_figures(result, "map event"), exit=proc.returncode, stalled=check(result, "stalled subscribers")["counters"],
-                   exactness=check(result, "viewport exactness")["counters"], table=proc.stdout, stderr=proc.stderr[-1500:],
+                   exactness=check(result, "viewport exactness")["counters"], table=proc.stdout, stderr=proc.stderr[-600:],
                    argv=command(argv))
     return figures
 
 
+def keep_progress(out: Path, stderr: str) -> None:
+    """The run's per-second progress lines (p99 of each second) next to its JSON: where a tail came from."""
+    out.with_suffix(".progress").write_text(stderr)
+
+
 def command(argv: list[str]) -> str:
     """The vigil-load command line of a run, as a person would type it (no taskset, URL or output)."""
-    return " ".join(["vigil-load", *argv[4:argv.index("--url")]])
+    return " ".join(["vigil-load", *argv[4:argv.index("--url")]])  # taskset -c N .../vigil-load
 
 
 def run_panic(args, workdir: Path, abuse: bool, attempt: int) -> dict:
@@ -150,10 +159,11 @@ def run_panic(args, workdir: Path, abuse: bool, attempt: int) -> dict:
             abuse_exit = abuse_proc.returncode
             abuse_result = json.loads(abuse_out.read_text()) if abuse_out.exists() else {}
         figures = run.finish()
+    keep_progress(out, proc.stderr)
     result = json.loads(out.read_text()) if out.exists() else {}
     seq = check(result, "watcher seq continuity")["counters"]
     figures.update(normal_figures(result, "panic location"), exit=proc.returncode, duplicates=seq.get("duplicates", 0),
-                   lost=seq.get("lost", 0), events=seq.get("events", 0), table=proc.stdout, stderr=proc.stderr[-1500:],
+                   lost=seq.get("lost", 0), events=seq.get("events", 0), table=proc.stdout, stderr=proc.stderr[-600:],
                    argv=command(argv), abuse_exit=abuse_exit, abuse_table=abuse_table, abuse_command=abuse_command,
                    abuse_client_cpu=(abuse_result.get("client") or {}).get("cpu_percent") or float("nan"),
                    abuse_connections=check(abuse_result, "abuse connections")["counters"],
@@ -175,10 +185,11 @@ def summarize(name: str, base: list[dict], loaded: list[dict], loaded_label: str
     for label, rs in (("alone", base), (loaded_label, loaded)):
         p99s = ", ".join("%.1f" % r["p99_ms"] for r in rs)
         steals = ", ".join("%.0f%%/%.0f%%" % (100 * r["steal_server_cpu"], 100 * r["steal_client_cpu"]) for r in rs)
+        loads = ", ".join("%.1f" % r["load_average"] for r in rs)
         p50, p99 = median([r["p50_ms"] for r in rs]), median([r["p99_ms"] for r in rs])
         cpu = "%.0f%% / %.0f%%" % (median([r["server_cpu"] for r in rs]), median([r["client_cpu"] for r in rs]))
         lines.append(f"| {name} {label} | {p50:.2f} | {p99:.2f} ({p99s}) | {sum(r['refused'] for r in rs)} | "
-                     f"{sum(r.get('duplicates', 0) for r in rs)} | {max(r['peak_rss_mib'] for r in rs):.0f} | {cpu} | {steals} |")
+                     f"{sum(r.get('duplicates', 0) for r in rs)} | {max(r['peak_rss_mib'] for r in rs):.0f} | {cpu} | {steals} | {loads} |")
     return lines, ratio
 
 
@@ -189,6 +200,9 @@ def main() -> int:
     ap.add_argument("--subscribers", type=int, default=1_000)
     ap.add_argument("--stalled", type=int, default=10)
     ap.add_argument("--map-rate", type=int, default=1_000, help="map operations per second")
+    ap.add_argument("--map-region", default="52.3,13.0,52.7,13.8",
+                    help="the map's region (a city: the normal subscribers' viewports overlap, so each event is timed by several)")
+    ap.add_argument("--viewport-km", type=float, default=8)
     ap.add_argument("--streams", type=int, default=1_000)
     ap.add_argument("--abuse-margin", type=float, default=10, help="seconds the abuse runs longer than the normal run (its ramp-up)")
     ap.add_argument("--abuse-args", nargs=argparse.REMAINDER, default=[],
@@ -225,8 +239,8 @@ def main() -> int:
     lines = [f"vigild on CPU {args.server_cpu}, vigil-load (and the abuser) on CPU {args.client_cpu}; "
              f"{args.repeat} runs each, {args.duration:g} s measured; medians, p99 of each run in brackets; "
              "steal: server CPU / client CPU per run.", "",
-             "| run | p50 ms | p99 ms (runs) | normal refused | duplicate seqs | daemon peak RSS MiB | CPU server / client | steal |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| run | p50 ms | p99 ms (runs) | normal refused | duplicate seqs | daemon peak RSS MiB | CPU server / client | steal | load avg |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     notes: list[str] = []
     for base_key, loaded_key, name, label in (("map", "map stalled", "map", f"+ {args.stalled} stalled"),
                                               ("panic", "panic abuse", "panic", "+ abuse")):
