@@ -23,6 +23,17 @@ struct RunCounters {
     mutating func error(_ text: @autoclosure () -> String) {
         problems.record(text())
     }
+
+    /// A stalled reader's connection ended. Closed by the server is what may happen to a client
+    /// that stops reading: counted in `tally`, not an error. A connect that never opened is one.
+    mutating func stalledClosed(_ connection: ClientConnection, failure: String?, label: String, tally: inout StalledTally) {
+        guard let failure else { return }
+        guard connection.everOpen else {
+            connectFailures += 1
+            return error("\(label): \(failure)")
+        }
+        tally.closedByServer(code: connection.serverCloseCode)
+    }
 }
 
 /// One traffic pattern. All calls happen on the loop thread.

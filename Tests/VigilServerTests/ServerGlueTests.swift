@@ -127,6 +127,9 @@ import VigilWire
         #expect(owner.all("ok").compactMap { $0["seq"]?.int } == Array(2...(updates + 1)))
         stalled.poll()
         #expect(stalled.ended)
+        // It never answered the close it was sent: still counted as a slow consumer, not a close timeout.
+        #expect(h.server.counters.ended[ConnectionEnd.slowConsumer.rawValue] == 1)
+        #expect(h.server.counters.ended[ConnectionEnd.closeTimeout.rawValue] == 0)
     }
 
     /// The same for the map: a subscriber that stops reading is dropped, the others see each pin once.
