@@ -8,8 +8,15 @@ import Glibc
 /// only) unless the config names another, ALPN `http/1.1` (RFC 7301; clients that offer only
 /// other protocols proceed without ALPN), SNI accepted (any name: one certificate serves all),
 /// no TLS compression, no renegotiation. `SSL_MODE_RELEASE_BUFFERS` lets an idle connection give
-/// its record buffers back (about 34 KiB each otherwise; docs/BENCHMARKS.md has the measured
-/// cost of an idle wss connection). Partial writes and a moving write buffer are allowed, which
+/// its record buffers back (33 KB of OpenSSL heap each otherwise). What an idle connection keeps,
+/// about 13.4 KiB of OpenSSL heap with TLS 1.3 (7.4 KiB of it the `SSL` object itself, then the
+/// two record ciphers, the session), is listed site by site by benchmarks/tls_session_memory.c;
+/// docs/BENCHMARKS.md has the daemon's RSS per idle wss connection. Tickets and the session
+/// cache stay at OpenSSL's defaults on purpose: the tickets are stateless (the session travels
+/// encrypted to the client) and TLS 1.3 puts nothing in the cache, so resumption costs an idle
+/// connection nothing. Measured with that program: `SSL_CTX_set_num_tickets(0)` (no resumption)
+/// and `SSL_SESS_CACHE_OFF` each save 0 B per connection; `SSL_OP_NO_TICKET` adds 1 KB (sessions
+/// kept in the cache). Partial writes and a moving write buffer are allowed, which
 /// makes OpenSSL's retry rule (retry a write with the same bytes) hold by construction for
 /// `ByteStream`'s queue (its head bytes do not move until they are written).
 ///

@@ -1,7 +1,7 @@
 """wss://: the TLS listener (OpenSSL, driven from vigild's epoll loop).
 
-What it must do: TLS 1.2 minimum and 1.3 preferred with ALPN ``http/1.1`` (checked with
-``openssl s_client``), plain HTTP on the TLS port and a TLS hello on the plain port refused
+What it must do: TLS 1.2 minimum and 1.3 preferred with ALPN ``http/1.1`` and session
+resumption under both (checked with ``openssl s_client``), plain HTTP on the TLS port and a TLS hello on the plain port refused
 cleanly, a stalled handshake dropped at the handshake timeout, the certificate reloaded on
 SIGHUP without dropping anyone (a bad file refused, the old pair kept), large and pipelined
 messages through partial TLS writes, and node-ws on /echo and /v1 over wss. The pins and panic
@@ -46,11 +46,11 @@ def server(vigild_module):
     return vigild_module(tls_config(cert, key))
 
 
-def s_client(port: int, *args: str) -> str:
+def s_client(port: int, *args: str, send: str = "") -> str:
     ca = transport.material()[0]
     p = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-servername", "localhost",
                         "-CAfile", str(ca), "-verify_return_error", *args],
-                       input="", capture_output=True, text=True, timeout=15)
+                       input=send, capture_output=True, text=True, timeout=15)
     return p.stdout + p.stderr
 
 
@@ -90,6 +90,23 @@ def test_a_client_that_offers_only_h2_proceeds_without_alpn(server):
     out = s_client(server.tls_port, "-alpn", "h2")
     assert "No ALPN negotiated" in out, out
     assert "Verify return code: 0 (ok)" in out, out
+
+
+@pytest.mark.parametrize("version", ["-tls1_3", "-tls1_2"])
+def test_s_client_resumes_its_session(server, tmp_path, version):
+    # Resumption costs the daemon nothing per idle connection: its session tickets are stateless
+    # (the session travels encrypted in the ticket; the server-side cache keeps none for TLS 1.3),
+    # so this stays on (docs/BENCHMARKS.md, idle wss). The request makes vigild answer and close,
+    # so s_client has read the TLS 1.3 tickets (sent after the handshake) before it saves them.
+    session = tmp_path / "session.pem"
+    request = "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
+    first = s_client(server.tls_port, version, "-ign_eof", "-sess_out", str(session), send=request)
+    protocol = "TLSv1.3" if version == "-tls1_3" else "TLSv1.2"
+    assert f"New, {protocol}" in first, first
+    assert session.exists() and session.stat().st_size > 0, f"no session to resume (no ticket?):\n{first}"
+    second = s_client(server.tls_port, version, "-ign_eof", "-sess_in", str(session), send=request)
+    assert f"Reused, {protocol}" in second, second
+    assert "HTTP/1.1 " in second  # the resumed connection carried the request and its answer
 
 
 def test_min_version_13_refuses_tls12(vigild):
