@@ -466,6 +466,8 @@ export class Watch extends Emitter {
       return;
     }
     this.lastSeq = msg.seq;
+    // An ended stream sends nothing more: it is not watched again after a reconnect.
+    if (msg.type === 'panic.ended') this.client._forgetWatch(this);
     const name = msg.type.slice('panic.'.length);
     this.emit(name, msg);
     this.emit('event', msg);

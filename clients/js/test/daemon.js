@@ -145,6 +145,18 @@ export class Daemon {
   }
 }
 
+// Every client a test makes is closed after it (afterEach(closeClients)), passed or failed: a
+// client left reconnecting would keep the test file's process alive for ever.
+const live = new Set();
+export function track(client) {
+  live.add(client);
+  return client;
+}
+export function closeClients() {
+  for (const c of live) c.close();
+  live.clear();
+}
+
 /** Resolves with the first `name` event of `emitter` for which `pred` holds; rejects after `ms`. */
 export function waitFor(emitter, name, pred = () => true, ms = 10000) {
   return new Promise((resolve, reject) => {
