@@ -62,6 +62,10 @@ function yaml(obj, indent = '') {
     : `${indent}${k}: ${JSON.stringify(v)}`)).join('\n');
 }
 
+// Daemons still running when the test process exits (a test that threw before its cleanup) go with it.
+const running = new Set();
+process.on('exit', () => { for (const proc of running) proc.kill('SIGKILL'); });
+
 export class Daemon {
   constructor(config = {}, { stateful = false } = {}) {
     this.dir = mkdtempSync(join(tmpdir(), 'vigil-js-'));
@@ -81,6 +85,7 @@ export class Daemon {
     const args = ['--config', this.configPath, '--listen', `127.0.0.1:${this.port}`];
     const proc = spawn(VIGILD, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, VIGIL_ADMIN_LISTEN: '127.0.0.1:0', NOTIFY_SOCKET: '' } });
     this.proc = proc;
+    running.add(proc);
     const lines = [];
     this.log.push(lines);
     return new Promise((resolve, reject) => {
@@ -103,6 +108,7 @@ export class Daemon {
         }
       });
       proc.on('exit', (code) => {
+        running.delete(proc);
         clearTimeout(timer);
         this.#keepLog(lines, proc.pid);
         reject(new Error(`vigild exited with ${code} before listening:\n${lines.join('\n')}`));
