@@ -10,7 +10,12 @@
 ///   *announced*, so they are counted (`announcedGaps`, `skippedByGaps`), not reported as lost;
 /// - each seq event (`panic.location`, `panic.status`, `panic.ended`) must be the expected seq.
 ///   A lower one is a duplicate, a higher one a loss of the seqs between (both errors);
-/// - nothing with a seq may follow `panic.ended`.
+/// - nothing with a seq may follow `panic.ended`;
+/// - a watcher that stopped reading (`toleratesConflation`) may see seqs skipped before any event
+///   but `panic.ended`: the server replaced its unsent locations by the newest (docs/PROTOCOL.md,
+///   "Slow watchers"). Those skips are counted (`conflations`, `conflatedSeqs`); a lower seq is
+///   still a duplicate, and a skip right before the end is still a loss (the newest location is
+///   never replaced, so the end always follows it).
 /// `panic.stale` and `panic.watchers` carry no seq: the caller does not pass them here.
 ///
 /// A value per (watcher, stream), fed on the loop thread; no clock, no I/O.
@@ -34,13 +39,19 @@ public struct WatchChecker: Sendable {
     public private(set) var announcedGaps: UInt64 = 0
     /// Seqs the announced gaps skipped (S - since, summed).
     public private(set) var skippedByGaps: UInt64 = 0
+    /// Whether skipped seqs are the server's conflation rather than losses.
+    public let toleratesConflation: Bool
+    /// Forward jumps taken as conflation, and the seqs they skipped.
+    public private(set) var conflations: UInt64 = 0
+    public private(set) var conflatedSeqs: UInt64 = 0
     public private(set) var errors: CheckErrors
     /// The highest seq this watcher has accounted for, kept across `watchEnded()` so that a
     /// reconnect can be checked against it.
     private var highWater: UInt64?
 
-    public init(label: String, maxErrors: Int = 8) {
+    public init(label: String, maxErrors: Int = 8, toleratesConflation: Bool = false) {
         self.label = label
+        self.toleratesConflation = toleratesConflation
         self.errors = CheckErrors(limit: maxErrors)
     }
 
@@ -89,7 +100,10 @@ public struct WatchChecker: Sendable {
             errors.record("\(label): duplicate seq \(seq) (expected \(expected))")
             return
         }
-        if seq > expected {
+        if seq > expected && toleratesConflation && !ended {
+            conflations += 1
+            conflatedSeqs += seq - expected
+        } else if seq > expected {
             lost += seq - expected
             let missing = seq - expected == 1 ? "seq \(expected)" : "seqs \(expected)...\(seq - 1)"
             errors.record("\(label): lost \(missing) (got seq \(seq))")
@@ -115,6 +129,8 @@ public struct WatchTotals: Sendable {
     public private(set) var afterEnd: UInt64 = 0
     public private(set) var announcedGaps: UInt64 = 0
     public private(set) var skippedByGaps: UInt64 = 0
+    public private(set) var conflations: UInt64 = 0
+    public private(set) var conflatedSeqs: UInt64 = 0
     public private(set) var errors: CheckErrors
 
     public init(maxErrors: Int = 20) {
@@ -129,6 +145,8 @@ public struct WatchTotals: Sendable {
         afterEnd += checker.afterEnd
         announcedGaps += checker.announcedGaps
         skippedByGaps += checker.skippedByGaps
+        conflations += checker.conflations
+        conflatedSeqs += checker.conflatedSeqs
         errors.merge(checker.errors)
     }
 
@@ -136,6 +154,7 @@ public struct WatchTotals: Sendable {
         CheckSummary(name: name, checked: watchers, errors: errors, counters: [
             ("events", events), ("duplicates", duplicates), ("lost", lost), ("after end", afterEnd),
             ("announced gaps", announcedGaps), ("skipped by gaps", skippedByGaps),
+            ("conflations", conflations), ("conflated seqs", conflatedSeqs),
         ])
     }
 }

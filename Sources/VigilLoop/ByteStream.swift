@@ -22,6 +22,8 @@ import VigilBytes
 ///   queued, EPOLLOUT is watched, and the next writable event flushes again.
 /// - Reading pauses while the stream's own unsent output passes `pauseReadingAbove` (a peer that
 ///   sends but never reads must not make us buffer without bound) and resumes once it drains.
+/// - The owner may stop reading altogether (`stopReading`, `resumeReading`): the load client's
+///   stalled readers, which let the kernel's buffers fill as a phone that stops reading does.
 /// - `close()` releases the queue at once and the fd at the end of the turn.
 ///
 /// The transport: `readSome` and `writeQueued` are the only places that move bytes between the
@@ -68,6 +70,8 @@ open class ByteStream: EventHandler {
         static let tlsAwaitingHello = State(rawValue: 1 << 8)
         /// OpenSSL wants the socket writable to go on reading or handshaking.
         static let tlsWantsWrite = State(rawValue: 1 << 9)
+        /// The owner stopped reading (`stopReading`) until it resumes.
+        static let readStopped = State(rawValue: 1 << 10)
     }
 
     /// Wraps a connected (or, with `connecting`, connecting) non-blocking socket. Nothing happens
@@ -391,9 +395,29 @@ open class ByteStream: EventHandler {
             }
         }
         if !events.isDisjoint(with: [.readable, .readHangup, .hangup, .error]) && !state.contains(.readPaused) {
+            // A stopped stream is not read, unless the socket is gone both ways (EPOLLHUP and
+            // EPOLLERR are reported whatever the interest: ignoring them would spin the loop).
+            if state.contains(.readStopped) && events.isDisjoint(with: [.hangup, .error]) { return }
             readAvailable()
         }
     }
+
+    /// Stops reading: the socket's receive buffer fills and the peer's writes back up, as with a
+    /// peer that stops reading. Only a hangup or an error is still read (and reported).
+    public final func stopReading() {
+        guard !state.contains(.closed) else { return }
+        state.insert(.readStopped)
+        updateInterest()
+    }
+
+    /// Reads again after `stopReading`: what waited in the socket arrives from the next turn.
+    public final func resumeReading() {
+        guard state.contains(.readStopped) else { return }
+        state.remove(.readStopped)
+        updateInterest()
+    }
+
+    public var isReadingStopped: Bool { state.contains(.readStopped) }
 
     /// Whether this stream's TLS session is in the client role.
     private var tlsIsClient: Bool {
@@ -452,8 +476,11 @@ open class ByteStream: EventHandler {
 
     private var wantedInterest: IOEvents {
         if state.contains(.connecting) { return [.writable] }
-        var events: IOEvents = [.readHangup]
-        if !state.contains(.readPaused) || state.contains(.tlsHandshaking) { events.insert(.readable) }
+        var events: IOEvents = []
+        if !state.contains(.readStopped) || state.contains(.tlsHandshaking) {
+            events.insert(.readHangup)
+            if !state.contains(.readPaused) || state.contains(.tlsHandshaking) { events.insert(.readable) }
+        }
         if state.contains(.waitingWritable) || state.contains(.tlsWantsWrite) { events.insert(.writable) }
         return events
     }

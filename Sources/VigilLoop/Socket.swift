@@ -125,13 +125,24 @@ public enum Socket {
     }
 
     /// Creates a non-blocking TCP socket connecting to `address` (for clients: the load tester, tests).
-    /// `source` binds the local side first, to spread connections over 127.0.0.0/8.
-    public static func connect(to address: ListenAddress, source: String? = nil) throws -> Int32 {
+    /// `source` binds the local side first, to spread connections over 127.0.0.0/8;
+    /// `receiveBuffer` sets SO_RCVBUF (a client that means to stop reading keeps it small);
+    /// `maxSegment` sets TCP_MAXSEG, the segment size offered in the SYN (loopback's 64 KiB
+    /// segments make the peer's send buffer start at megabytes; an internet path has about 1,400).
+    public static func connect(to address: ListenAddress, source: String? = nil, receiveBuffer: Int32? = nil,
+                               maxSegment: Int32? = nil) throws -> Int32 {
         guard var sa = SocketAddress(host: address.host, port: address.port) else {
             throw SystemError("inet_pton(\(address.host))", errno: EINVAL)
         }
         let fd = socket(sa.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError("socket") }
+        if var size = receiveBuffer {
+            // Before the connect, so the window offered in the SYN is already the small one.
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        if var segment = maxSegment {
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_MAXSEG, &segment, socklen_t(MemoryLayout<Int32>.size))
+        }
         if let source, var local = SocketAddress(host: source, port: 0) {
             // IP_BIND_ADDRESS_NO_PORT (24, linux/in.h): pick the port at connect time from the full
             // 4-tuple, instead of reserving a unique one per bind (a linear search per connection

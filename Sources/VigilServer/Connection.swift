@@ -109,7 +109,9 @@ public final class Connection: ByteStream {
         switch lifecycle.phase {
         case .http: endCause = .handshakeTimeout
         case .open: endCause = .pingTimeout
-        case .closeSent, .draining, .closed: endCause = .closeTimeout
+        case .closeSent, .draining, .closed:
+            // A slow consumer closed by its policy rarely answers the close: it stays counted as one.
+            if endCause != .slowConsumer { endCause = .closeTimeout }
         }
         perform(lifecycle.timerFired(nowMs: nowMs, server.timeouts, canRespond: isTransportReady))
     }
@@ -129,7 +131,13 @@ public final class Connection: ByteStream {
     /// abnormally (1006, which is never sent on the wire), so the socket simply goes.
     public override func peerClosed() {
         // EOF after our side is done (a close handshake, an HTTP response) is the normal end.
-        if lifecycle.phase == .draining { endCause = closeCode != 0 ? .closed : .httpDone } else { endCause = .peerGone }
+        if endCause == .slowConsumer {
+            // Closed by its policy; whatever it does next, that is why it ended.
+        } else if lifecycle.phase == .draining {
+            endCause = closeCode != 0 ? .closed : .httpDone
+        } else {
+            endCause = .peerGone
+        }
         perform(lifecycle.gone())
     }
 
@@ -141,7 +149,7 @@ public final class Connection: ByteStream {
 
     public override func failed(_ error: SystemError) {
         server.connectionFailed(error)
-        endCause = .ioError
+        if endCause != .slowConsumer { endCause = .ioError }
         perform(lifecycle.gone())
     }
 

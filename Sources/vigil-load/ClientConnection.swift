@@ -37,6 +37,10 @@ final class ClientConnection: ByteStream {
     /// Monotonic ns when the connect started (handshake timeout, connect latency).
     let startedNs: UInt64
     private var rng: SplitMix64
+    /// The code of the server's close frame, once one arrived (0: it had none).
+    private(set) var serverCloseCode: UInt16?
+    /// Bytes read from the socket (a stalled reader's backlog is counted when it resumes).
+    private(set) var bytesReceived = 0
 
     init(fd: Int32, tag: Int, pool: ClientPool, delegate: any ClientDelegate, seed: UInt64) {
         self.tag = tag
@@ -108,6 +112,7 @@ final class ClientConnection: ByteStream {
     }
 
     override func received(_ bytes: UnsafeMutableRawBufferPointer) {
+        bytesReceived += bytes.count
         var offset = 0
         if phase == .handshaking {
             switch response.feed(UnsafeRawBufferPointer(bytes)) {
@@ -142,6 +147,7 @@ final class ClientConnection: ByteStream {
             case .pong:
                 break
             case .close(let code, let reason):
+                serverCloseCode = serverCloseCode ?? code ?? 0
                 if phase == .open {
                     // The server closes first: answer (best effort, §5.5.1) and report why.
                     FrameEncoder.closePayload(code: .normal, reason: "").withUnsafeBytes { queueFrame(.close, $0) }

@@ -105,12 +105,16 @@ final class ClientPool {
 
     /// Starts a non-blocking connect (from `source` when given, otherwise from the next spread
     /// address). The delegate hears `opened` or `closed(failure:)`.
-    func connect(tag: Int, delegate: ClientDelegate, source: String? = nil) -> ClientConnection? {
+    /// `stalled`: a client that will stop reading, with a small receive buffer (4 KiB) and an
+    /// internet path's segment size (1,400 bytes) instead of loopback's 64 KiB, so the buffers
+    /// between it and the server hold what they would for a phone, not megabytes.
+    func connect(tag: Int, delegate: ClientDelegate, source: String? = nil, stalled: Bool = false) -> ClientConnection? {
         let source = source ?? sourceAddress(forAttempt: attempts)
         attempts += 1
         let fd: Int32
         do {
-            fd = try Socket.connect(to: ListenAddress(host: url.host, port: url.port), source: source)
+            fd = try Socket.connect(to: ListenAddress(host: url.host, port: url.port), source: source,
+                                    receiveBuffer: stalled ? 4_096 : nil, maxSegment: stalled ? 1_400 : nil)
         } catch {
             return nil
         }

@@ -12,6 +12,12 @@ import VigilLoad
 /// votes, send time): subscribers that time events read it straight from the event bytes without
 /// parsing the JSON. A sample of subscribers records every event for the exactness check done
 /// after the drain (`MapChecker`).
+///
+/// `stalled` more subscribers watch the whole region and stop reading once their subscribe is
+/// answered (a small receive buffer, so the kernel's buffers fill soon): the server must close or
+/// outlast them without the others noticing. They are left out of every latency, count and check;
+/// once the rest is drained they read again, and the report says how many the server had closed,
+/// with which code, and what the others read.
 final class MapScenario: Scenario {
     struct Config {
         var subscribers: Int
@@ -24,10 +30,14 @@ final class MapScenario: Scenario {
         var sameViewport: Bool
         var panning: Double
         var panIntervalSeconds: Double
+        /// Publishers create all their pins during the ramp-up, before the measured window.
+        var prefill: Bool
         var checkSubscribers: Int
         var latencySubscribers: Int
         var seed: UInt64
+        var stalled = 0
     }
+
 
     static func parseRegion(_ text: String) -> GeoBox? {
         let parts = text.split(separator: ",").compactMap { Double($0.filter { $0 != " " }) }
@@ -87,6 +97,8 @@ final class MapScenario: Scenario {
         var nextPanNs: UInt64 = 0
         var subscribed = false
         var awaitingRef: Int64 = 0
+        /// The request awaited is the unsubscribe that ends the run.
+        var leaving = false
         var checked: Bool
         var timed: Bool
     }
@@ -100,7 +112,18 @@ final class MapScenario: Scenario {
     private var lastDeliveryNs: UInt64 = 0
     private var unsubscribed = false
 
-    private enum Role { static let subscriberBase = 1 << 40 }
+    // Stalled subscribers.
+    private var stalledConnections: [ClientConnection?]
+    private var stalledAwaiting: [Int64]
+    private var nextStalledToOpen = 0
+    private var stalledTally = StalledTally()
+    private var stalledResumedNs: UInt64 = 0
+    private var lastStalledMessageNs: UInt64 = 0
+
+    private enum Role {
+        static let subscriberBase = 1 << 40
+        static let stalledBase = 1 << 41
+    }
 
     init(config: Config) {
         self.config = config
@@ -110,6 +133,8 @@ final class MapScenario: Scenario {
         publisherCreating = Array(repeating: 0, count: config.publishers)
         publisherInFlight = Array(repeating: 0, count: config.publishers)
         subscriberConnections = Array(repeating: nil, count: config.subscribers)
+        stalledConnections = Array(repeating: nil, count: config.stalled)
+        stalledAwaiting = Array(repeating: 0, count: config.stalled)
         let checkEvery = max(1, config.subscribers / max(1, config.checkSubscribers))
         let timeEvery = max(1, config.subscribers / max(1, config.latencySubscribers))
         for i in 0..<config.subscribers {
@@ -130,11 +155,13 @@ final class MapScenario: Scenario {
                 ("region", "\(r.south),\(r.west),\(r.north),\(r.east)"),
                 ("viewport", config.sameViewport ? "the whole region (all subscribers)" : "\(config.viewportKm) km"),
                 ("panning", "\(config.panning) every \(config.panIntervalSeconds) s"),
+                ("pins made before measuring", config.prefill ? "yes" : "no"),
                 ("checked subscribers", "\(subscribers.filter(\.checked).count)"),
-                ("timed subscribers", "\(subscribers.filter(\.timed).count)"), ("seed", "\(config.seed)")]
+                ("timed subscribers", "\(subscribers.filter(\.timed).count)"),
+                ("stalled subscribers", "\(config.stalled) (the whole region, stop reading)"), ("seed", "\(config.seed)")]
     }
 
-    var targetConnections: Int { config.subscribers + config.publishers }
+    var targetConnections: Int { config.subscribers + config.publishers + config.stalled }
     var latencies: [(String, LatencyStats)] { [("map event", eventLatency), ("map op ack", ackLatency)] }
     func takeIntervalP99() -> UInt64? { interval.takeP99() }
 
@@ -178,10 +205,28 @@ final class MapScenario: Scenario {
             nextSubscriberToOpen += 1
             return true
         }
+        if nextStalledToOpen < config.stalled {
+            stalledConnections[nextStalledToOpen] = pool.connect(tag: Role.stalledBase + nextStalledToOpen, delegate: self,
+                                                                 stalled: true)
+            if stalledConnections[nextStalledToOpen] == nil { counters.connectFailures += 1; counters.error("connect failed (stalled subscriber)") }
+            nextStalledToOpen += 1
+            return true
+        }
         return false
     }
 
-    var isReady: Bool { openPublishers == config.publishers && subscribedCount == config.subscribers }
+    var isReady: Bool {
+        openPublishers == config.publishers && subscribedCount == config.subscribers && stalledTally.stalled == config.stalled
+            && (!config.prefill || publisherPins.allSatisfy { $0.count >= config.pinsPerPublisher })
+    }
+
+    /// `--prefill`: keeps `window` creates in flight until the publisher holds its pins.
+    private func fill(_ p: Int) {
+        guard config.prefill, let c = publisherConnections[p], c.isOpen else { return }
+        while publisherInFlight[p] < config.window && publisherPins[p].count + publisherCreating[p] < config.pinsPerPublisher {
+            _ = sendCreate(p, c)
+        }
+    }
 
     // MARK: traffic
 
@@ -305,7 +350,15 @@ final class MapScenario: Scenario {
         guard let c = subscriberConnections[i], c.isOpen else { return }
         let ref = nextRef
         nextRef += 1
-        let a = subscribers[i].area
+        writeSubscribe(ref: ref, area: subscribers[i].area)
+        subscribers[i].awaitingRef = ref
+        // Jittered (0.5x to 1.5x the interval), so panning subscribers do not move in lockstep.
+        subscribers[i].nextPanNs = nowNs &+ UInt64(config.panIntervalSeconds * 1e9 * Double.random(in: 0.5...1.5, using: &rng))
+        if subscribers[i].checked { logs[i, default: SubscriberLog(subscriber: i)].subscribeSent(area: .box(subscribers[i].area), atNs: Clock.nowNs()) }
+        c.sendText(writer)
+    }
+
+    private func writeSubscribe(ref: Int64, area a: GeoBox) {
         writer.reset()
         writer.beginObject()
         writer.field("op", "subscribe")
@@ -318,24 +371,31 @@ final class MapScenario: Scenario {
         writer.endArray()
         writer.endObject()
         writer.endObject()
-        subscribers[i].awaitingRef = ref
-        // Jittered (0.5x to 1.5x the interval), so panning subscribers do not move in lockstep.
-        subscribers[i].nextPanNs = nowNs &+ UInt64(config.panIntervalSeconds * 1e9 * Double.random(in: 0.5...1.5, using: &rng))
-        if subscribers[i].checked { logs[i, default: SubscriberLog(subscriber: i)].subscribeSent(area: .box(a), atNs: Clock.nowNs()) }
-        c.sendText(writer)
     }
 
     func stopSending(nowNs: UInt64) { stopped = true }
 
     /// Every operation answered; then the checked subscribers unsubscribe (closing their last
-    /// epoch) and the drain ends when they are answered and no event came for 300 ms.
+    /// epoch) and the drain ends when they are answered and no event came for 300 ms. Then the
+    /// stalled subscribers read again, until each is closed or none has read anything for 300 ms.
     var isDrained: Bool {
         guard pending.isEmpty else { return false }
         if !unsubscribed {
             unsubscribed = true
             for i in subscribers.indices where subscribers[i].checked { unsubscribe(i) }
         }
-        return subscribers.allSatisfy { $0.awaitingRef == 0 } && Clock.nowNs() &- lastDeliveryNs > 300_000_000
+        let now = Clock.nowNs()
+        guard subscribers.allSatisfy({ $0.awaitingRef == 0 }) && now &- lastDeliveryNs > 300_000_000 else { return false }
+        if stalledResumedNs == 0 {
+            stalledResumedNs = now
+            lastStalledMessageNs = now
+            for c in stalledConnections {
+                guard let c, c.isOpen else { continue }
+                stalledTally.resumedReading()
+                c.resumeReading()
+            }
+        }
+        return stalledConnections.allSatisfy { $0 == nil } || now &- lastStalledMessageNs > 300_000_000
     }
 
     private func unsubscribe(_ i: Int) {
@@ -348,6 +408,7 @@ final class MapScenario: Scenario {
         writer.field("ref", ref)
         writer.endObject()
         subscribers[i].awaitingRef = ref
+        subscribers[i].leaving = true
         logs[i, default: SubscriberLog(subscriber: i)].unsubscribeSent(atNs: Clock.nowNs())
         c.sendText(writer)
     }
@@ -355,26 +416,38 @@ final class MapScenario: Scenario {
     func verify() -> [CheckSummary] {
         var checker = MapChecker(history: truth, maxErrors: 20)
         for (_, log) in logs.sorted(by: { $0.key < $1.key }) { checker.check(log) }
-        return [checker.result.summary(name: "viewport exactness")]
+        var summaries = [checker.result.summary(name: "viewport exactness")]
+        if config.stalled > 0 { summaries.append(stalledTally.summary(name: "stalled subscribers", planned: config.stalled)) }
+        return summaries
     }
 
     func closeAll() {
         for c in publisherConnections { c?.closeHandshake() }
         for c in subscriberConnections { c?.closeHandshake() }
+        for c in stalledConnections { c?.closeHandshake() }
     }
 }
 
 extension MapScenario: ClientDelegate {
     func opened(_ connection: ClientConnection) {
-        if connection.tag >= Role.subscriberBase {
+        if connection.tag >= Role.stalledBase {
+            let k = connection.tag - Role.stalledBase
+            stalledAwaiting[k] = nextRef
+            nextRef += 1
+            writeSubscribe(ref: stalledAwaiting[k], area: config.region)
+            connection.sendText(writer)
+        } else if connection.tag >= Role.subscriberBase {
             subscribe(connection.tag - Role.subscriberBase, nowNs: Clock.nowNs())
         } else {
             openPublishers += 1
+            fill(connection.tag)
         }
     }
 
     func message(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer) {
-        if connection.tag >= Role.subscriberBase {
+        if connection.tag >= Role.stalledBase {
+            stalledMessage(connection.tag - Role.stalledBase, connection, bytes)
+        } else if connection.tag >= Role.subscriberBase {
             subscriberMessage(connection.tag - Role.subscriberBase, bytes)
         } else {
             publisherMessage(connection.tag, bytes)
@@ -405,17 +478,19 @@ extension MapScenario: ClientDelegate {
             if subscribers[i].checked { logs[i, default: SubscriberLog(subscriber: i)].event(event) }
             return
         }
+        // A subscriber that checks nothing needs only the reply's ref: a panning map's reply holds
+        // hundreds of pins, and parsing them all would make the client, not the server, the limit.
+        if !subscribers[i].checked, let ref = Self.okRef(bytes) {
+            if ref == subscribers[i].awaitingRef { answered(i) }
+            return
+        }
         guard case .object(let m)? = try? JSONParser.parse(bytes), let type = m["type"]?.string else {
             return counters.error("subscriber \(i): unparseable message")
         }
         switch type {
         case "ok":
             guard let ref = m["ref"]?.int64, ref == subscribers[i].awaitingRef else { return }
-            subscribers[i].awaitingRef = 0
-            if !subscribers[i].subscribed {
-                subscribers[i].subscribed = true
-                subscribedCount += 1
-            }
+            answered(i)
             if subscribers[i].checked {
                 let scan = PinEventScan.pins(bytes)
                 logs[i, default: SubscriberLog(subscriber: i)].replyReceived(
@@ -431,6 +506,59 @@ extension MapScenario: ClientDelegate {
             break
         default:
             counters.error("subscriber \(i) got unexpected \(type)")
+        }
+    }
+
+    /// `{"type":"ok","ref":`: how vigild begins every `ok` reply to a request with a ref.
+    private static let okPrefix: [UInt8] = Array(#"{"type":"ok","ref":"#.utf8)
+
+    /// The ref of an `ok` reply that begins with `okPrefix` and a non-negative integer ref; nil
+    /// for anything else (which then takes the parser's way).
+    static func okRef(_ bytes: UnsafeRawBufferPointer) -> Int64? {
+        guard bytes.count > okPrefix.count else { return nil }
+        for (k, b) in okPrefix.enumerated() where bytes[k] != b { return nil }
+        var ref: Int64 = 0
+        var at = okPrefix.count
+        while at < bytes.count, (0x30...0x39).contains(bytes[at]), ref < Int64.max / 10 - 9 {
+            ref = ref * 10 + Int64(bytes[at] - 0x30)
+            at += 1
+        }
+        guard at > okPrefix.count, at < bytes.count, bytes[at] == 0x2C || bytes[at] == 0x7D else { return nil }
+        return ref
+    }
+
+    /// The subscriber's awaited request was answered `ok`.
+    private func answered(_ i: Int) {
+        subscribers[i].awaitingRef = 0
+        if !subscribers[i].subscribed {
+            subscribers[i].subscribed = true
+            subscribedCount += 1
+        } else if !subscribers[i].leaving && !stopped {
+            counters.resubscribes += 1
+        }
+    }
+
+    /// A stalled subscriber stops reading as soon as its subscribe is answered; what it reads
+    /// after resuming is only counted.
+    private func stalledMessage(_ k: Int, _ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer) {
+        if stalledResumedNs != 0 {
+            stalledTally.messageAfterResume()
+            lastStalledMessageNs = Clock.nowNs()
+            return
+        }
+        guard !isEvent(bytes) else { return }  // an event that came in the same read as the reply
+        guard case .object(let m)? = try? JSONParser.parse(bytes), let type = m["type"]?.string else {
+            return counters.error("stalled subscriber \(k): unparseable message")
+        }
+        switch type {
+        case "ok" where m["ref"]?.int64 == stalledAwaiting[k] && stalledAwaiting[k] != 0:
+            stalledAwaiting[k] = 0
+            stalledTally.stoppedReading()
+            connection.stopReading()
+        case "error":
+            counters.error("stalled subscriber \(k): \(m["code"]?.string ?? "?") \(m["message"]?.string ?? "")")
+        default:
+            break
         }
     }
 
@@ -462,6 +590,7 @@ extension MapScenario: ClientDelegate {
                                  inFlight: false, deleted: false, voters: []))
             publisherPins[p].append(pins.count - 1)
             truth.recordCreate(id, at: point, sendNs: op.sendNs, ackNs: now)
+            fill(p)
         case .move:
             let i = op.pin
             guard let pin = m["pin"]?.object, let lat = pin["lat"]?.double, let lon = pin["lon"]?.double else {
@@ -485,6 +614,11 @@ extension MapScenario: ClientDelegate {
     }
 
     func closed(_ connection: ClientConnection, failure: String?) {
+        if connection.tag >= Role.stalledBase {
+            let k = connection.tag - Role.stalledBase
+            stalledConnections[k] = nil
+            return counters.stalledClosed(connection, failure: failure, label: "stalled subscriber \(k)", tally: &stalledTally)
+        }
         if connection.tag >= Role.subscriberBase {
             let i = connection.tag - Role.subscriberBase
             subscriberConnections[i] = nil

@@ -14,6 +14,12 @@ import VigilLoad
 /// Latency: the owner notes the send time of each update under the seq the server will give it
 /// (updates of one stream go over one connection, so they take consecutive seqs), and a watcher
 /// receiving that seq live computes now − send time: one process, one monotonic clock.
+///
+/// `stalledWatchers` more watcher connections (each watching `stalledWatches` streams, or all of
+/// them) stop reading once their watches are accepted, with small receive buffers: the server
+/// conflates their locations or closes them, and the normal watchers must not notice. They are
+/// left out of the latency, counts and the normal seq check; once the rest is drained they read
+/// again and their own check allows the seq jumps of conflation but no duplicate or lost end.
 final class PanicScenario: Scenario {
     struct Config {
         var streams: Int
@@ -24,6 +30,11 @@ final class PanicScenario: Scenario {
         var reconnectsPerSecond: Double
         var seed: UInt64
         var center: (lat: Double, lon: Double) = (52.52, 13.405)
+        var stalledWatchers = 0
+        /// Streams each stalled watcher watches (0: every stream).
+        var stalledWatches = 0
+        /// Each owner from an address of its own (a phone each), so per-address budgets see people, not one client.
+        var ownersOwnAddress = false
     }
 
     let name = "panic"
@@ -70,6 +81,13 @@ final class PanicScenario: Scenario {
     private(set) var reconnects = 0
     private var watchAcceptedCount = 0
 
+    // Stalled watchers: slot k watches its streams with each stream's first token.
+    private var stalledSlots: [[Watch]] = []
+    private var stalledConnections: [ClientConnection?] = []
+    private var nextStalledToOpen = 0
+    private var stalledTally = StalledTally()
+    private var stalledResumed = false
+
     // Pacing: streams in buckets over one period.
     private var buckets: [[Int]] = []
     private var periodNs: UInt64 = 0
@@ -103,26 +121,37 @@ final class PanicScenario: Scenario {
         [("streams", "\(config.streams)"), ("watchers per stream", "\(config.watchersPerStream)"),
          ("rate per stream", "\(config.rateHz) Hz"), ("streams per owner connection", "\(config.streamsPerOwner)"),
          ("streams per watcher connection", "\(config.watchesPerConnection)"),
-         ("watcher reconnects per second", "\(config.reconnectsPerSecond)"), ("seed", "\(config.seed)")]
+         ("watcher reconnects per second", "\(config.reconnectsPerSecond)"),
+         ("owner addresses", config.ownersOwnAddress ? "one each" : "shared"),
+         ("stalled watchers", "\(config.stalledWatchers), each watching \(stalledWatchCount) streams, stop reading"),
+         ("seed", "\(config.seed)")]
+    }
+
+    private var stalledWatchCount: Int {
+        config.stalledWatches == 0 ? config.streams : min(config.streams, config.stalledWatches)
     }
 
     var watcherConnectionCount: Int {
         (config.streams * config.watchersPerStream + config.watchesPerConnection - 1) / config.watchesPerConnection
     }
 
-    var targetConnections: Int { ownerCount + watcherConnectionCount }
+    var targetConnections: Int { ownerCount + watcherConnectionCount + config.stalledWatchers }
 
     var latencies: [(String, LatencyStats)] { [("panic location", locationLatency), ("panic update ack", ackLatency)] }
 
     func takeIntervalP99() -> UInt64? { interval.takeP99() }
 
-    private enum Role { static let watcherBase = 1 << 40 }
+    private enum Role {
+        static let watcherBase = 1 << 40
+        static let stalledBase = 1 << 41
+    }
 
     // MARK: ramp-up
 
     func openNext(pool: ClientPool) -> Bool {
         if nextOwnerToOpen < ownerCount {
-            owners[nextOwnerToOpen] = pool.connect(tag: nextOwnerToOpen, delegate: self)
+            owners[nextOwnerToOpen] = pool.connect(tag: nextOwnerToOpen, delegate: self,
+                                                   source: config.ownersOwnAddress ? pool.ownSource(nextOwnerToOpen) : nil)
             if owners[nextOwnerToOpen] == nil { counters.connectFailures += 1; counters.error("connect failed (owner \(nextOwnerToOpen))") }
             nextOwnerToOpen += 1
             return true
@@ -133,6 +162,13 @@ final class PanicScenario: Scenario {
         if nextWatcherToOpen < watcherSlots.count {
             openWatcher(nextWatcherToOpen, pool: pool)
             nextWatcherToOpen += 1
+            return true
+        }
+        if nextStalledToOpen < config.stalledWatchers {
+            let k = nextStalledToOpen
+            stalledConnections[k] = pool.connect(tag: Role.stalledBase + k, delegate: self, stalled: true)
+            if stalledConnections[k] == nil { counters.connectFailures += 1; counters.error("connect failed (stalled watcher \(k))") }
+            nextStalledToOpen += 1
             return true
         }
         return false
@@ -150,6 +186,14 @@ final class PanicScenario: Scenario {
                     Watch(stream: stream, token: token, checker: WatchChecker(label: "stream \(stream) watcher \(token)")))
             }
         }
+        stalledConnections = Array(repeating: nil, count: config.stalledWatchers)
+        stalledSlots = (0..<config.stalledWatchers).map { k in
+            (0..<stalledWatchCount).map { j in
+                let stream = (k * stalledWatchCount + j) % config.streams
+                return Watch(stream: stream, token: 0,
+                             checker: WatchChecker(label: "stalled watcher \(k) stream \(stream)", toleratesConflation: true))
+            }
+        }
     }
 
     private var poolRef: ClientPool?
@@ -162,6 +206,7 @@ final class PanicScenario: Scenario {
 
     var isReady: Bool {
         watchersPlanned && watchAcceptedCount == config.streams * config.watchersPerStream
+            && stalledTally.stalled == config.stalledWatchers
     }
 
     // MARK: traffic
@@ -253,11 +298,25 @@ final class PanicScenario: Scenario {
         }
     }
 
+    /// Every update answered and every normal watcher saw the end; then the stalled watchers read
+    /// again, until each is closed or has seen the end of every stream it watches.
     var isDrained: Bool {
         guard counters.acked >= counters.sent else { return false }
         for slot in watcherSlots.indices {
             guard watchers[slot]?.isOpen == true else { continue }
             for w in watcherSlots[slot] where w.checker.endedAt == nil { return false }
+        }
+        if !stalledResumed {
+            stalledResumed = true
+            for c in stalledConnections {
+                guard let c, c.isOpen else { continue }
+                stalledTally.resumedReading()
+                c.resumeReading()
+            }
+        }
+        for k in stalledSlots.indices {
+            guard stalledConnections[k]?.isOpen == true else { continue }
+            for w in stalledSlots[k] where w.checker.endedAt == nil { return false }
         }
         return true
     }
@@ -275,20 +334,28 @@ final class PanicScenario: Scenario {
         }
         var summaries = [totals.summary(name: "watcher seq continuity")]
         summaries.append(CheckSummary(name: "every watcher saw the end", checked: watcherSlots.reduce(0) { $0 + $1.count }, errors: neverEnded))
+        if config.stalledWatchers > 0 {
+            var stalled = WatchTotals(maxErrors: 20)
+            for slot in stalledSlots { for w in slot { stalled.add(w.checker) } }
+            summaries.append(stalled.summary(name: "stalled watcher seq"))
+            summaries.append(stalledTally.summary(name: "stalled watchers", planned: config.stalledWatchers))
+        }
         return summaries
     }
 
     func closeAll() {
         for c in owners { c?.closeHandshake() }
         for c in watchers { c?.closeHandshake() }
+        for c in stalledConnections { c?.closeHandshake() }
     }
 }
 
 extension PanicScenario: ClientDelegate {
     func opened(_ connection: ClientConnection) {
         if connection.tag >= Role.watcherBase {
-            let slot = connection.tag - Role.watcherBase
-            for (i, w) in watcherSlots[slot].enumerated() {
+            let stalled = connection.tag >= Role.stalledBase
+            let slot = connection.tag - (stalled ? Role.stalledBase : Role.watcherBase)
+            for (i, w) in (stalled ? stalledSlots[slot] : watcherSlots[slot]).enumerated() {
                 guard let id = streamIDs[w.stream] else { continue }
                 writer.reset()
                 writer.beginObject()
@@ -324,7 +391,9 @@ extension PanicScenario: ClientDelegate {
             counters.error("unparseable message")
             return
         }
-        if connection.tag >= Role.watcherBase {
+        if connection.tag >= Role.stalledBase {
+            stalledMessage(slot: connection.tag - Role.stalledBase, connection, type: type, m)
+        } else if connection.tag >= Role.watcherBase {
             watcherMessage(slot: connection.tag - Role.watcherBase, type: type, m, nowNs: now)
         } else {
             ownerMessage(type: type, m)
@@ -403,7 +472,43 @@ extension PanicScenario: ClientDelegate {
         }
     }
 
+    /// A stalled watcher: its watches are checked like any (conflation allowed); it stops reading
+    /// once all are accepted, and what it reads after resuming is counted.
+    private func stalledMessage(slot k: Int, _ connection: ClientConnection, type: String, _ m: JSONObject) {
+        if stalledResumed { stalledTally.messageAfterResume() }
+        switch type {
+        case "panic.location", "panic.status", "panic.ended":
+            guard let id = m["stream"]?.string, let s = streamIndex[id], let seq = m["seq"]?.int64.map(UInt64.init),
+                  let i = stalledSlots[k].firstIndex(where: { $0.stream == s }) else {
+                return stalledTally.error("stalled watcher \(k): event for a stream it does not watch")
+            }
+            stalledSlots[k][i].checker.event(seq: seq, ended: type == "panic.ended")
+        case "ok":
+            guard let i = m["ref"]?.int64.map(Int.init), i >= 0, i < stalledSlots[k].count,
+                  let state = m["state"]?.object, let seq = state["seq"]?.int64.map(UInt64.init) else {
+                return stalledTally.error("stalled watcher \(k): ok without ref/state")
+            }
+            stalledSlots[k][i].checker.watchAccepted(stateSeq: seq, since: nil, gap: false, stateEnded: state["ended"] != nil)
+            stalledSlots[k][i].accepted = true
+            if !connection.isReadingStopped && !stalledResumed && stalledSlots[k].allSatisfy(\.accepted) {
+                stalledTally.stoppedReading()
+                connection.stopReading()
+            }
+        case "error":
+            counters.error("stalled watcher \(k): \(m["code"]?.string ?? "?") \(m["message"]?.string ?? "")")
+        case "welcome", "panic.stale":
+            break
+        default:
+            stalledTally.error("stalled watcher \(k) got unexpected \(type)")
+        }
+    }
+
     func closed(_ connection: ClientConnection, failure: String?) {
+        if connection.tag >= Role.stalledBase {
+            let k = connection.tag - Role.stalledBase
+            stalledConnections[k] = nil
+            return counters.stalledClosed(connection, failure: failure, label: "stalled watcher \(k)", tally: &stalledTally)
+        }
         if connection.tag >= Role.watcherBase {
             let slot = connection.tag - Role.watcherBase
             if watchers.indices.contains(slot), watchers[slot] === connection { watchers[slot] = nil }

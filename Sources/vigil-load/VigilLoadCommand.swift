@@ -14,7 +14,7 @@ struct VigilLoadCommand: ParsableCommand {
             error was seen, 1 on any loss, wrong delivery, error reply or dropped connection,
             2 when the run cannot start (fd limit), 64 on bad usage.
             """,
-        subcommands: [MapCommand.self, PanicCommand.self, IdleCommand.self, MixedCommand.self]
+        subcommands: [MapCommand.self, PanicCommand.self, IdleCommand.self, MixedCommand.self, AbuseCommand.self]
     )
 }
 
@@ -132,11 +132,15 @@ struct MapCommand: ParsableCommand {
     var sameViewport = false
     @Option(help: "Fraction of subscribers that pan (re-subscribe) every --pan-interval seconds.") var panning = 0.1
     @Option(name: .customLong("pan-interval"), help: "Seconds between re-subscribes of a panning subscriber.") var panInterval: Double = 5
+    @Flag(help: "Publishers create their pins before the measured window (which then starts with the map full).")
+    var prefill = false
     @Option(name: .customLong("check-subscribers"), help: "Subscribers that record every event for the exactness check.") var checkSubscribers = 20
     @Option(name: .customLong("latency-subscribers"), help: "Subscribers that time every event they get (the rest only count).") var latencySubscribers = 100
+    @Option(help: "More subscribers, watching the whole region, that stop reading once subscribed (small receive buffers); left out of the latency and checks, the report says how the server dealt with them.")
+    var stalled = 0
 
     func validate() throws {
-        guard subscribers >= 0, publishers >= 1, rate >= 0, window >= 1, pinsPerPublisher >= 1 else {
+        guard subscribers >= 0, publishers >= 1, rate >= 0, window >= 1, pinsPerPublisher >= 1, stalled >= 0 else {
             throw ValidationError("--publishers, --window and --pins-per-publisher must be at least 1; --subscribers and --rate at least 0")
         }
         guard MapScenario.parseRegion(region) != nil else { throw ValidationError("--region must be south,west,north,east in degrees") }
@@ -150,8 +154,9 @@ struct MapCommand: ParsableCommand {
     var mapConfig: MapScenario.Config {
         .init(subscribers: subscribers, publishers: publishers, rate: rate, window: window,
               pinsPerPublisher: pinsPerPublisher, region: MapScenario.parseRegion(region)!, viewportKm: viewportKm,
-              sameViewport: sameViewport, panning: panning, panIntervalSeconds: panInterval,
-              checkSubscribers: checkSubscribers, latencySubscribers: latencySubscribers, seed: common.seed)
+              sameViewport: sameViewport, panning: panning, panIntervalSeconds: panInterval, prefill: prefill,
+              checkSubscribers: checkSubscribers, latencySubscribers: latencySubscribers, seed: common.seed,
+              stalled: stalled)
     }
 }
 
@@ -166,10 +171,16 @@ struct PanicCommand: ParsableCommand {
     @Option(name: .customLong("streams-per-owner"), help: "Streams started by each owner connection (1 = one phone each).") var streamsPerOwner = 1
     @Option(name: .customLong("watches-per-connection"), help: "Streams each watcher connection watches (a contact watching several people).") var watchesPerConnection = 1
     @Option(name: .customLong("reconnects"), help: "Watcher connections per second that drop and come back with since.") var reconnects: Double = 1
+    @Option(name: .customLong("stalled-watchers"), help: "More watcher connections that stop reading once their watches are accepted (small receive buffers); left out of the latency and the normal checks, the report says how the server dealt with them.")
+    var stalledWatchers = 0
+    @Option(name: .customLong("stalled-watches"), help: "Streams each stalled watcher watches (0: every stream).") var stalledWatches = 0
+    @Flag(name: .customLong("owners-own-address"), help: "Each owner connects from an address of its own (127.200.x.y), as phones do: the daemon's per-address budgets then apply as in production.")
+    var ownersOwnAddress = false
 
     func validate() throws {
-        guard streams >= 1, (1...16).contains(watchers), rate > 0, rate <= 100, streamsPerOwner >= 1, watchesPerConnection >= 1, reconnects >= 0 else {
-            throw ValidationError("--streams ≥ 1, --watchers 1...16, --rate 0...100 Hz, --streams-per-owner and --watches-per-connection ≥ 1, --reconnects ≥ 0")
+        guard streams >= 1, (1...16).contains(watchers), rate > 0, rate <= 100, streamsPerOwner >= 1, watchesPerConnection >= 1, reconnects >= 0,
+              stalledWatchers >= 0, stalledWatches >= 0 else {
+            throw ValidationError("--streams ≥ 1, --watchers 1...16, --rate 0...100 Hz, --streams-per-owner and --watches-per-connection ≥ 1, --reconnects, --stalled-watchers and --stalled-watches ≥ 0")
         }
     }
 
@@ -179,7 +190,8 @@ struct PanicCommand: ParsableCommand {
 
     var panicConfig: PanicScenario.Config {
         .init(streams: streams, watchersPerStream: watchers, rateHz: rate, streamsPerOwner: streamsPerOwner,
-              watchesPerConnection: watchesPerConnection, reconnectsPerSecond: reconnects, seed: common.seed)
+              watchesPerConnection: watchesPerConnection, reconnectsPerSecond: reconnects, seed: common.seed,
+              stalledWatchers: stalledWatchers, stalledWatches: stalledWatches, ownersOwnAddress: ownersOwnAddress)
     }
 }
 
@@ -225,10 +237,58 @@ struct MixedCommand: ParsableCommand {
         let map = MapScenario.Config(
             subscribers: subscribers, publishers: publishers, rate: rate, window: 16, pinsPerPublisher: pinsPerPublisher,
             region: MapScenario.parseRegion(region)!, viewportKm: viewportKm, sameViewport: false, panning: 0.1,
-            panIntervalSeconds: 5, checkSubscribers: 20, latencySubscribers: 100, seed: common.seed)
+            panIntervalSeconds: 5, prefill: false, checkSubscribers: 20, latencySubscribers: 100, seed: common.seed)
         let panic = PanicScenario.Config(
             streams: streams, watchersPerStream: watchers, rateHz: panicRate, streamsPerOwner: 1,
             watchesPerConnection: 1, reconnectsPerSecond: 1, seed: common.seed &+ 1)
         try common.run { MixedScenario(map: MapScenario(config: map), panic: PanicScenario(config: panic)) }
+    }
+}
+
+struct AbuseCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "abuse",
+        abstract: "Hostile clients from one address: reconnecting stream starters, vote floods, world-sized subscribes, revoke storms.",
+        discussion: """
+            Refusals are expected: the report counts per operation what was answered ok, refused (by
+            error code) and cut off by a close (by close code). The exit status is 1 only when the
+            server broke the contract (a reply to nothing, a request left unanswered on an open
+            connection, an unreadable message). Run it beside a normal `vigil-load panic` to check
+            that people in danger are still served.
+            """)
+    @OptionGroup var common: CommonOptions
+    @Option(help: ArgumentHelp("Local address every abuser connects from (the daemon keeps its budgets per address). Default: 127.0.0.9 for a 127.x target, none otherwise.", valueName: "address"))
+    var source: String?
+    @Option(help: "Stream starter connections (each reconnects after every start).") var starters = 10
+    @Option(name: .customLong("start-rate"), help: "panic.start attempts per second over all starters.") var startRate: Double = 50
+    @Option(help: "Voter connections.") var voters = 10
+    @Option(name: .customLong("vote-rate"), help: "pin.vote requests per second over all voters.") var voteRate: Double = 200
+    @Option(name: .customLong("vote-pins"), help: "Pins the voters flood (created first, from the same address).") var votePins = 3
+    @Option(name: .customLong("votes-per-connection"), help: "Votes a voter sends before it reconnects (past the session write burst, 30, they are refused).") var votesPerConnection = 40
+    @Option(help: "World-subscriber connections.") var subscribers = 5
+    @Option(name: .customLong("subscribe-rate"), help: "World-sized subscribes per second over all subscribers.") var subscribeRate: Double = 100
+    @Option(help: "Revoker connections.") var revokers = 5
+    @Option(name: .customLong("revoke-rate"), help: "panic.revoke requests per second over all revokers.") var revokeRate: Double = 200
+
+    func validate() throws {
+        guard starters >= 0, voters >= 0, subscribers >= 0, revokers >= 0, starters + voters + subscribers + revokers > 0 else {
+            throw ValidationError("the abuser counts must be at least 0, and not all 0")
+        }
+        guard startRate >= 0, voteRate >= 0, subscribeRate >= 0, revokeRate >= 0, votePins >= 0, votesPerConnection >= 1 else {
+            throw ValidationError("rates and --vote-pins must be at least 0, --votes-per-connection at least 1")
+        }
+        if let source, SocketAddress(host: source, port: 0) == nil {
+            throw ValidationError("--source must be a numeric IP address")
+        }
+    }
+
+    func run() throws {
+        let host = LoadURL(common.url)?.host ?? ""
+        let config = AbuseScenario.Config(
+            source: source ?? (host.hasPrefix("127.") ? "127.0.0.9" : nil),
+            starters: starters, startRate: startRate, voters: voters, voteRate: voteRate, votePins: votePins,
+            votesPerConnection: votesPerConnection, subscribers: subscribers, subscribeRate: subscribeRate,
+            revokers: revokers, revokeRate: revokeRate, seed: common.seed)
+        try common.run { AbuseScenario(config: config) }
     }
 }

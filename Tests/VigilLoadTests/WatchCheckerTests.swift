@@ -159,3 +159,45 @@ final class WatchCheckerTests: XCTestCase {
         XCTAssertEqual(summary.counters.first { $0.name == "lost" }?.value, 1)
     }
 }
+
+final class WatchCheckerConflationTests: XCTestCase {
+    func testASkipIsConflationForAStalledWatcher() {
+        var w = WatchChecker(label: "stalled", toleratesConflation: true)
+        w.watchAccepted(stateSeq: 1, since: nil, gap: false)
+        w.event(seq: 2, ended: false)
+        w.event(seq: 9, ended: false)   // 3...8 replaced by 9
+        w.event(seq: 10, ended: false)
+        w.event(seq: 20, ended: false)  // 11...19
+        w.event(seq: 21, ended: true)
+        XCTAssertTrue(w.errors.isEmpty, "\(w.errors.first)")
+        XCTAssertEqual(w.conflations, 2)
+        XCTAssertEqual(w.conflatedSeqs, 6 + 9)
+        XCTAssertEqual(w.lost, 0)
+        XCTAssertEqual(w.endedAt, 21)
+        var totals = WatchTotals()
+        totals.add(w)
+        let counters = Dictionary(uniqueKeysWithValues: totals.summary().counters.map { ($0.name, $0.value) })
+        XCTAssertEqual(counters["conflations"], 2)
+        XCTAssertEqual(counters["conflated seqs"], 15)
+    }
+
+    func testAStalledWatcherStillFailsOnADuplicateOrALostEnd() {
+        var w = WatchChecker(label: "stalled", toleratesConflation: true)
+        w.watchAccepted(stateSeq: 1, since: nil, gap: false)
+        w.event(seq: 5, ended: false)
+        w.event(seq: 5, ended: false)
+        XCTAssertEqual(w.duplicates, 1)
+        w.event(seq: 8, ended: true)  // the newest location (6 or 7) is never replaced: 6...7 were lost
+        XCTAssertEqual(w.lost, 2)
+        XCTAssertEqual(w.errors.count, 2)
+    }
+
+    func testAReadingWatcherNeverToleratesASkip() {
+        var w = WatchChecker(label: "normal")
+        w.watchAccepted(stateSeq: 1, since: nil, gap: false)
+        w.event(seq: 4, ended: false)
+        XCTAssertEqual(w.lost, 2)
+        XCTAssertEqual(w.conflations, 0)
+        XCTAssertEqual(w.errors.count, 1)
+    }
+}

@@ -156,6 +156,49 @@ struct StreamFixture {
         #expect(drained == 300_000)
     }
 
+    @Test func aStoppedStreamLeavesInputInTheSocketUntilItResumes() throws {
+        let f = try StreamFixture()
+        let (loop, stream, recorder, b) = (f.loop, f.stream, f.stream, f.peer)
+        defer { try? f.finish() }
+        stream.stopReading()
+        #expect(stream.isReadingStopped)
+        // The peer writes until the socket takes no more: nothing is read meanwhile.
+        let chunk = [UInt8](repeating: 5, count: 4_096)
+        var written = 0
+        for _ in 0..<10_000 {
+            let n = chunk.withUnsafeBytes { Glibc.write(b, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            written += n
+            try loop.turn(timeoutMs: 0)
+        }
+        #expect(errno == EAGAIN)  // the peer's writes backed up
+        try loop.turn(timeoutMs: 50)
+        #expect(recorder.received.isEmpty)
+        stream.resumeReading()
+        #expect(!stream.isReadingStopped)
+        for _ in 0..<10_000 where recorder.received.count < written {
+            try loop.turn(timeoutMs: 100)
+        }
+        #expect(recorder.received.count == written)
+    }
+
+    @Test func aStoppedStreamStillReadsWhenThePeerIsGone() throws {
+        let f = try StreamFixture()
+        let (loop, stream, recorder, b) = (f.loop, f.stream, f.stream, f.peer)
+        stream.stopReading()
+        Sockets.write(b, Array("bye".utf8))
+        try loop.turn(timeoutMs: 50)
+        #expect(recorder.received.isEmpty)
+        close(b)  // both directions gone: EPOLLHUP, reported whatever the interest
+        for _ in 0..<100 where recorder.peerClosedCount == 0 {
+            try loop.turn(timeoutMs: 100)
+        }
+        #expect(recorder.received == Array("bye".utf8))
+        #expect(recorder.peerClosedCount == 1)
+        stream.close()
+        try loop.turn(timeoutMs: 0)
+    }
+
     @Test func shutdownAfterQueuedSendsEverythingThenFIN() throws {
         let f = try StreamFixture()
         let (loop, stream, recorder, b) = (f.loop, f.stream, f.stream, f.peer)

@@ -127,6 +127,9 @@ import VigilWire
         #expect(owner.all("ok").compactMap { $0["seq"]?.int } == Array(2...(updates + 1)))
         stalled.poll()
         #expect(stalled.ended)
+        // It never answered the close it was sent: still counted as a slow consumer, not a close timeout.
+        #expect(h.server.counters.ended[ConnectionEnd.slowConsumer.rawValue] == 1)
+        #expect(h.server.counters.ended[ConnectionEnd.closeTimeout.rawValue] == 0)
     }
 
     /// The same for the map: a subscriber that stops reading is dropped, the others see each pin once.
@@ -215,14 +218,17 @@ final class CommitWitness: ChangeLog {
         inner.append(record)
     }
 
-    func commitTurn() {
+    func refusalRetryAfterMs() -> Int64? { inner.refusalRetryAfterMs() }
+
+    func commitTurn() -> Bool {
         guard appended > 0 else { return inner.commitTurn() }
         appended = 0
         commits += 1
         var byte: UInt8 = 0
         if recv(client, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0 { clientHadBytesAtCommit = true }
-        inner.commitTurn()
+        let recorded = inner.commitTurn()
         sizeAfterCommit = (try? FileManager.default.attributesOfItem(atPath: journal)[.size]) as? Int
+        return recorded
     }
 }
 
@@ -435,7 +441,8 @@ final class CommitWitness: ChangeLog {
     final class RecordingLog: ChangeLog {
         var records: [JournalRecord] = []
         func append(_ record: JournalRecord) { records.append(record) }
-        func commitTurn() {}
+        func refusalRetryAfterMs() -> Int64? { nil }
+        func commitTurn() -> Bool { true }
     }
 
     @Test func aSilentStreamIsEndedAsAbandonedToldToItsWatchersAndJournaled() throws {

@@ -145,14 +145,16 @@ def test_rate_limited_publishers_fail_the_run(vigild, load_binary, tmp_path):
 def test_daemon_killed_mid_run_fails_the_run(vigild, load_binary, tmp_path):
     daemon = vigild(LIFTED)
     out = tmp_path / "killed.json"
-    proc = subprocess.Popen([str(load_binary), "panic", "--streams", "100", "--watchers", "1", "--duration", "30",
+    # --duration 120: the run must end because everything closed, not because the time ran out
+    # (or a ramp, measuring or drain timeout: it once waited out the 120 s ramp timeout).
+    proc = subprocess.Popen([str(load_binary), "panic", "--streams", "100", "--watchers", "1", "--duration", "120",
                              "--url", f"ws://127.0.0.1:{daemon.port}/v1", "--json", str(out), "--no-progress"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     try:
         daemon.wait_fds_at_least(200, timeout=30)  # every owner and watcher connected
         daemon.proc.send_signal(signal.SIGKILL)
         daemon.wait(10)
-        stdout, stderr = proc.communicate(timeout=60)
+        stdout, stderr = proc.communicate(timeout=20)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -166,3 +168,85 @@ def test_bad_usage_is_refused(load_binary):
     proc = subprocess.run([str(load_binary), "panic", "--url", "http://127.0.0.1:1/v1"], capture_output=True, text=True)
     assert proc.returncode == 64
     assert "--url must look like ws://" in proc.stderr
+
+
+# Stalled readers and abuse (issue 11). A small output budget and conflation threshold make the
+# policies act within a short run; the stalled clients offer a 4 KiB window and 1,400-byte
+# segments, so the kernel holds about what it would for a phone.
+SMALL_BUFFERS = {**LIFTED, "websocket": {"max_output_buffer_bytes": 65536}, "panic": {"conflate_above_bytes": 4096}}
+
+
+def counters(result: dict, name: str) -> dict:
+    return check(result, name)["counters"]
+
+
+def test_map_stalled_subscribers_are_closed_and_the_others_unharmed(vigild, load_binary, tmp_path):
+    daemon = vigild(SMALL_BUFFERS)
+    proc, result = run_load(load_binary, daemon, tmp_path, "map", "--subscribers", "60", "--publishers", "2",
+                            "--rate", "300", "--stalled", "3", "--duration", "2")
+    assert_clean(proc, result)  # the normal subscribers: exact, no unexpected close, no error
+    stalled = counters(result, "stalled subscribers")
+    assert stalled["stalled"] == 3
+    # The policy: a map subscriber past its budget is closed (1013; "tcp" when the close frame
+    # itself could not reach a client that reads nothing) and the server counts it.
+    assert stalled["closed by server"] == 3, stalled
+    assert stalled.get("closed 1013", 0) + stalled.get("closed tcp", 0) == 3, stalled
+    assert daemon.metric("vigil_slow_consumer_closes_total", traffic="mapEvent") >= 3
+    assert daemon.metric("vigil_connections_closed_total", reason="slow_consumer") >= 3
+    # Their events are not the others' figures: every timed event came to a reading subscriber.
+    assert result["latency_ns"]["map event"]["count"] > 0
+    assert result["latency_ns"]["map event"]["max"] < 5_000_000_000
+
+
+def test_panic_stalled_watchers_are_conflated_and_the_others_see_every_seq(vigild, load_binary, tmp_path):
+    daemon = vigild(SMALL_BUFFERS)
+    proc, result = run_load(load_binary, daemon, tmp_path, "panic", "--streams", "30", "--watchers", "2",
+                            "--rate", "10", "--stalled-watchers", "2", "--reconnects", "1", "--duration", "2")
+    assert_clean(proc, result)
+    normal = counters(result, "watcher seq continuity")
+    assert normal["events"] > 0 and normal["duplicates"] == 0 and normal["lost"] == 0 and normal["conflations"] == 0
+    assert result["messages"]["delivered"] == normal["events"]  # the stalled watchers' events are not counted
+    # The policy: a watcher behind gets the newest location (seq jumps), never a duplicate or a
+    # lost end, and is not closed for locations alone.
+    stalled = counters(result, "stalled watchers")
+    assert stalled["stalled"] == 2 and stalled["closed by server"] == 0 and stalled["open at resume"] == 2
+    seq = counters(result, "stalled watcher seq")
+    assert seq["conflations"] > 0 and seq["conflated seqs"] >= seq["conflations"]
+    assert seq["duplicates"] == 0 and seq["lost"] == 0 and seq["after end"] == 0
+    assert check(result, "stalled watcher seq")["checked"] == 60  # 2 watchers x 30 streams, each saw the end
+    assert daemon.metric("vigil_conflations_total") > 0
+
+
+def test_abuse_is_refused_while_a_normal_panic_run_is_served(vigild, load_binary, tmp_path):
+    daemon = vigild({})  # the production limits: the abusers' address must run into them
+    out = tmp_path / "abuse.json"
+    abuse = subprocess.Popen([str(load_binary), "abuse", "--source", "127.0.0.9", "--duration", "4",
+                              "--starters", "4", "--start-rate", "100", "--voters", "2", "--vote-rate", "60",
+                              "--votes-per-connection", "40", "--subscribers", "2", "--subscribe-rate", "40",
+                              "--revokers", "2", "--revoke-rate", "40",
+                              "--url", f"ws://127.0.0.1:{daemon.port}/v1", "--json", str(out), "--no-progress"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        daemon.wait_fds_at_least(10, timeout=30)  # the abusers are connected
+        proc, result = run_load(load_binary, daemon, tmp_path, "panic", "--streams", "20", "--watchers", "2",
+                                "--rate", "5", "--owners-own-address", "--reconnects", "1", "--duration", "2")
+        stdout, stderr = abuse.communicate(timeout=60)
+    finally:
+        if abuse.poll() is None:
+            abuse.kill()
+    # The people in danger: every start, update and watch answered ok, every seq delivered.
+    assert_clean(proc, result)
+    assert counters(result, "watcher seq continuity")["lost"] == 0
+    # The abusers: refused, each by the rule meant for it, and never left without a reply.
+    assert abuse.returncode == 0, stdout + stderr
+    report = json.loads(out.read_text())
+    for c in report["checks"]:
+        assert c["errors"] == 0, c
+    starts, votes = counters(report, "abuse panic.start"), counters(report, "abuse pin.vote")
+    subscribes, revokes = counters(report, "abuse subscribe"), counters(report, "abuse panic.revoke")
+    assert starts["ok"] <= 200 < starts["sent"], starts  # limits.panic_start_burst per address
+    assert starts["refused rate_limited"] > 0, starts
+    assert votes["refused rate_limited"] > 0, votes  # pins.write_burst per session
+    assert subscribes["refused rate_limited"] > 0, subscribes  # session.subscribe_burst
+    assert revokes["refused forbidden"] > 0, revokes  # guessed ids and tokens
+    assert daemon.metric("vigil_refusals_total", limit="address_panic_starts") > 0

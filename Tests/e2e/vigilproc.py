@@ -22,6 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 LISTEN_RE = re.compile(r"listening on (\S+):(\d+)")
 TLS_LISTEN_RE = re.compile(r"listening for TLS on (\S+):(\d+)")
 ADMIN_LISTEN_RE = re.compile(r"admin endpoints on (\S+):(\d+)")
+METRIC_LINE_RE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)")
+LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 # A whole test run's daemons can log at one level (VIGIL_E2E_LOG_LEVEL, e.g. debug) and leave
 # their logs in one folder (VIGIL_E2E_LOG_DIR) for the privacy scan (test_log_privacy.py).
 LOG_LEVEL = os.environ.get("VIGIL_E2E_LOG_LEVEL")
@@ -246,6 +248,25 @@ class Vigild:
 
     def rss_kib(self) -> int:
         return self._status("VmRSS")
+
+    def peak_rss_kib(self) -> int:
+        return self._status("VmHWM")
+
+    def metric(self, name: str, **labels: str) -> float:
+        """The sum of the admin listener's /metrics samples of ``name`` whose labels include
+        ``labels`` (0 when there are none): e.g. ``metric("vigil_refusals_total", limit="panic_capacity")``."""
+        import urllib.request
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.admin_port}/metrics", timeout=10) as resp:
+            text = resp.read().decode()
+        total = 0.0
+        for line in text.splitlines():
+            m = METRIC_LINE_RE.match(line)
+            if not m or m.group(1) != name:
+                continue
+            have = dict(LABEL_RE.findall(m.group(2) or ""))
+            if all(have.get(k) == v for k, v in labels.items()):
+                total += float(m.group(3))
+        return total
 
     def rss_anon_kib(self) -> int:
         return self._status("RssAnon")
