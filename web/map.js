@@ -130,6 +130,10 @@ function startEdit(pin) {
   document.getElementById('pin-title').value = pin.title;
   document.getElementById('pin-description').value = pin.description;
   document.getElementById('pin-category').value = pin.category;
+  // Editing keeps the time left unless a new duration is chosen.
+  const ttl = document.getElementById('pin-ttl');
+  if (!ttl.querySelector('option[value=""]')) ttl.prepend(Object.assign(document.createElement('option'), { value: '', textContent: 'keep time left' }));
+  ttl.value = '';
   text('form-title', 'Edit your pin');
   text('pin-submit', 'Save');
   show('pin-cancel', true);
@@ -137,6 +141,7 @@ function startEdit(pin) {
 
 function stopEdit() {
   editing = null;
+  document.getElementById('pin-ttl').querySelector('option[value=""]')?.remove();
   document.getElementById('pin-form').reset();
   text('form-title', "New pin at the map's centre");
   text('pin-submit', 'Add pin');
@@ -149,8 +154,9 @@ async function submit(event) {
     title: document.getElementById('pin-title').value,
     description: document.getElementById('pin-description').value,
     category: document.getElementById('pin-category').value,
-    ttl_s: Number(document.getElementById('pin-ttl').value),
   };
+  const ttl = document.getElementById('pin-ttl').value;
+  if (ttl) fields.ttl_s = Number(ttl);
   try {
     if (editing) {
       await client.request('pin.update', { id: editing.id, edit_token: tokens[editing.id], changes: fields });
