@@ -172,6 +172,30 @@ test('an attempt that is not welcomed in time is given up and retried', async ()
   }
 });
 
+test('a connection that goes silent is found by the heartbeat and replaced', async () => {
+  const own = await new Daemon().start();
+  try {
+    const c = track(new VigilClient(own.url, {
+      WebSocket: Tapped, heartbeatMs: 200, heartbeatTimeoutMs: 300, attemptTimeoutMs: 300,
+      reconnect: { minDelayMs: 50, maxDelayMs: 50, jitter: 0 },
+    }));
+    await c.connect();
+    // A quiet but healthy connection is probed and kept.
+    const probes = waitFor(c, 'reconnecting', () => true, 700).then(() => 'reconnected', () => 'kept');
+    assert.equal(await probes, 'kept');
+    assert.equal(c.connections, 1);
+    own.pause();  // the server says nothing any more, and closes nothing
+    const stalled = await waitFor(c, 'stalled', () => true, 3000);
+    assert.ok(stalled.silentMs >= 200);
+    own.resume();
+    await waitFor(c, 'reconnected', () => true, 5000);
+    assert.ok(c.connections >= 2);
+  } finally {
+    own.resume();
+    await own.dispose();
+  }
+});
+
 test('the client backs off with jitter between attempts while the server is down', async () => {
   const own = await new Daemon().start();
   try {
