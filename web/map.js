@@ -204,7 +204,8 @@ async function main() {
   document.getElementById('pin-form').addEventListener('submit', submit);
   document.getElementById('pin-cancel').addEventListener('click', stopEdit);
   if (map) map.on('moveend', resubscribe);
-  await client.subscribe(currentArea());
+  // Cut off by a reconnect, the subscription is sent again by the client; the map fills then.
+  await client.subscribe(currentArea()).catch((err) => { if (err.code !== 'disconnected') throw err; });
   setInterval(tickTimes, 1000);
   document.body.dataset.ready = 'true';
 }

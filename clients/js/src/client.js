@@ -179,10 +179,23 @@ export class VigilClient extends Emitter {
     try {
       await w._sync();
     } catch (err) {
+      // The connection went before the reply: the watch is sent again after the reconnect.
+      if (err.code === 'disconnected' && this.state !== 'closed') return this.#whenSynced(w);
       if (this.#watches.get(stream) === w) this.#watches.delete(stream);
       throw err;
     }
     return w;
+  }
+
+  /** Resolves once `w` has a reply after a reconnect (its `state`); rejects on its `error` or close(). */
+  #whenSynced(w) {
+    return new Promise((resolve, reject) => {
+      const offs = [];
+      const done = (fn, value) => { offs.forEach((off) => off()); fn(value); };
+      offs.push(w.once('state', () => done(resolve, w)));
+      offs.push(w.once('error', (err) => { this._forgetWatch(w); done(reject, err); }));
+      offs.push(this.once('closed', () => done(reject, new VigilError('closed', 'the client was closed'))));
+    });
   }
 
   /** Starts a panic stream; resolves with its Owner (keep `ownerToken` to resume after a restart of the app). */

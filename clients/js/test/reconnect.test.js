@@ -196,6 +196,25 @@ test('a connection that goes silent is found by the heartbeat and replaced', asy
   }
 });
 
+test('a first watch cut off by a restart is answered after the reconnect', async () => {
+  const phone = await client();
+  const contact = await client();
+  const owner = await phone.startPanic({ status: 'amber', lat: 7, lon: 7 });
+  d.pause();  // the watch request waits in the kernel, never to be read by this process:
+  const watching = contact.watch(owner.stream, owner.watchTokens[0]);
+  let answered = false;
+  watching.then(() => { answered = true; }, () => {});
+  const back = waitFor(contact, 'reconnected', () => true, 10000);
+  await d.stop('SIGKILL');  // (what it acknowledged before is in its journal)
+  await d.start();
+  await back;
+  assert.equal(answered, false, 'not answered before the reconnect');
+  const watch = await watching;
+  assert.equal(watch.lastSeq, 1);
+  await owner.update({ lat: 7.1, lon: 7 });
+  await until(watch, 'event', () => watch.lastSeq === 2);
+});
+
 test('the client backs off with jitter between attempts while the server is down', async () => {
   const own = await new Daemon().start();
   try {
