@@ -135,7 +135,11 @@ export class VigilClient extends Emitter {
 
   subscribe(area: Area, options?: { categories?: string[] }): Promise<Reply & { pins: Pin[]; truncated?: boolean }>;
   unsubscribe(): Promise<Reply>;
-  /** `attach` is called with the Watch before the request is sent: listeners added there miss nothing. */
+  /**
+   * Resolves once the server answered (after a reconnect if the connection went first); rejects
+   * with the server's error (`forbidden`: a wrong or withdrawn token, or a stream long ended).
+   * `attach` is called with the Watch before the request is sent: listeners added there miss nothing.
+   */
   watch(stream: string, watchToken: string, options?: { since?: number; attach?: (watch: Watch) => void }): Promise<Watch>;
   startPanic(fields: Position & { status: 'red' | 'amber'; note?: string; watchers?: number }): Promise<Owner>;
   resumePanic(stream: string, ownerToken: string): Promise<Owner>;
