@@ -190,6 +190,7 @@ async function main() {
   const site = await siteConfig();
   map = await createMap(document.getElementById('map'), site, { center, zoom });
   globalThis.vigilLeaflet = map;
+  if (map) document.getElementById('map').classList.add('crosshair');
   client = new VigilClient(serverURL(), { heartbeatMs: 20000, reconnect: { minDelayMs: 300, maxDelayMs: 5000 } });
   globalThis.vigilClient = client;
   reconnectWhenBack(client);
