@@ -130,6 +130,10 @@ function startEdit(pin) {
   document.getElementById('pin-title').value = pin.title;
   document.getElementById('pin-description').value = pin.description;
   document.getElementById('pin-category').value = pin.category;
+  // Editing keeps the time left unless a new duration is chosen.
+  const ttl = document.getElementById('pin-ttl');
+  if (!ttl.querySelector('option[value=""]')) ttl.prepend(Object.assign(document.createElement('option'), { value: '', textContent: 'keep time left' }));
+  ttl.value = '';
   text('form-title', 'Edit your pin');
   text('pin-submit', 'Save');
   show('pin-cancel', true);
@@ -137,6 +141,7 @@ function startEdit(pin) {
 
 function stopEdit() {
   editing = null;
+  document.getElementById('pin-ttl').querySelector('option[value=""]')?.remove();
   document.getElementById('pin-form').reset();
   text('form-title', "New pin at the map's centre");
   text('pin-submit', 'Add pin');
@@ -149,8 +154,9 @@ async function submit(event) {
     title: document.getElementById('pin-title').value,
     description: document.getElementById('pin-description').value,
     category: document.getElementById('pin-category').value,
-    ttl_s: Number(document.getElementById('pin-ttl').value),
   };
+  const ttl = document.getElementById('pin-ttl').value;
+  if (ttl) fields.ttl_s = Number(ttl);
   try {
     if (editing) {
       await client.request('pin.update', { id: editing.id, edit_token: tokens[editing.id], changes: fields });
@@ -184,7 +190,8 @@ async function main() {
   const site = await siteConfig();
   map = await createMap(document.getElementById('map'), site, { center, zoom });
   globalThis.vigilLeaflet = map;
-  client = new VigilClient(serverURL(), { reconnect: { minDelayMs: 300, maxDelayMs: 5000 } });
+  if (map) document.getElementById('map').classList.add('crosshair');
+  client = new VigilClient(serverURL(), { heartbeatMs: 20000, reconnect: { minDelayMs: 300, maxDelayMs: 5000 } });
   globalThis.vigilClient = client;
   reconnectWhenBack(client);
   model = new MapModel(client);
@@ -198,7 +205,8 @@ async function main() {
   document.getElementById('pin-form').addEventListener('submit', submit);
   document.getElementById('pin-cancel').addEventListener('click', stopEdit);
   if (map) map.on('moveend', resubscribe);
-  await client.subscribe(currentArea());
+  // Cut off by a reconnect, the subscription is sent again by the client; the map fills then.
+  await client.subscribe(currentArea()).catch((err) => { if (err.code !== 'disconnected') throw err; });
   setInterval(tickTimes, 1000);
   document.body.dataset.ready = 'true';
 }

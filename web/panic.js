@@ -107,7 +107,7 @@ async function finish(reason) {
 }
 
 async function main() {
-  client = new VigilClient(serverURL(), { reconnect: { minDelayMs: 300, maxDelayMs: 5000 } });
+  client = new VigilClient(serverURL(), { heartbeatMs: 20000, reconnect: { minDelayMs: 300, maxDelayMs: 5000 } });
   globalThis.vigilClient = client;
   reconnectWhenBack(client);
   client.on('open', () => text('connection', 'live'));

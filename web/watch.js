@@ -75,7 +75,7 @@ async function main() {
   }
   const site = await siteConfig();
   map = await createMap(document.getElementById('map'), site);
-  const client = new VigilClient(serverURL(), { reconnect: { minDelayMs: 300, maxDelayMs: 4000 } });
+  const client = new VigilClient(serverURL(), { heartbeatMs: 20000, reconnect: { minDelayMs: 300, maxDelayMs: 4000 } });
   globalThis.vigilClient = client;
   reconnectWhenBack(client);
   const up = () => { text('connection', 'live'); document.getElementById('connection').classList.remove('down'); };

@@ -128,7 +128,7 @@ public struct StaticSite {
     }
 }
 
-extension Substring {
+fileprivate extension Substring {
     var trimmingSpaces: String {
         String(drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
     }

@@ -7,7 +7,9 @@ import VigilCore
 ///
 /// Only regular files with a known extension and a name of URL-safe characters are taken (dot
 /// files never), within caps on count, size and depth, so a wrong `web.root` (such as `/`) fails
-/// start-up with a reason instead of reading a disk into memory.
+/// start-up with a reason instead of reading a disk into memory. Symbolic links are followed: the
+/// folders are the operator's (the repository's `web/vigil` links to the JavaScript client), and
+/// what they hold is decided here, once, not by a request.
 public enum StaticSiteLoader {
     public static let maxFiles = 512
     public static let maxFileBytes = 8 * 1024 * 1024

@@ -3,8 +3,11 @@ headers, and that nothing else is (hostile paths), and that production serves no
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
+import transport
 from vigilproc import REPO
 from wsraw import RawConn, plain_request
 
@@ -73,3 +76,19 @@ def test_pages_are_off_by_default(vigild):
     for path in ("/watch", "/map", "/vigil/client.js", "/site.json"):
         assert get(d.port, path).status == 404
 
+
+
+def test_assets_come_whole_over_tls(vigild):
+    """The largest asset through the TLS listener (its body is a shared chunk written in pieces)."""
+    d = vigild(dict(CONFIG, tls=transport.tls_section()))
+    expected = get(d.port, "/vendor/leaflet/leaflet.js").body
+    with socket.create_connection(("127.0.0.1", d.tls_port), timeout=5) as raw:
+        with transport.client_context().wrap_socket(raw, server_hostname="localhost") as s:
+            s.sendall(plain_request("/vendor/leaflet/leaflet.js", host="localhost"))
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert f"Content-Length: {len(expected)}\r\n".encode() in head + b"\r\n"
+    assert body == expected

@@ -292,6 +292,7 @@ def test_a_pin_made_on_the_map_page_reaches_a_subscriber(server, page):
         })()""")
         edited = sub.event()
         assert edited["type"] == "pin.updated" and edited["pin"]["title"] == "Lost dog found"
+        assert edited["pin"]["expires_at"] == voted["pin"]["expires_at"], "an edit keeps the time left"
 
         page.wait(f"{pin_item(pin['id'])}.textContent.includes('Lost dog found')")
         page.eval(f"{pin_item(pin['id'])}.querySelector('[data-action=delete]').click()")

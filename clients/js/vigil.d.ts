@@ -99,6 +99,13 @@ export interface VigilClientOptions {
   connectTimeoutMs?: number;
   /** How long one connection attempt may take to be welcomed before it is given up (default 10 s). */
   attemptTimeoutMs?: number;
+  /**
+   * After this long without a message from the server, check the connection with a harmless
+   * request; no answer within `heartbeatTimeoutMs` (10 s) reconnects at once (event `stalled`).
+   * 0 (the default): no checks; a connection that died silently is noticed by the system's TCP timeout.
+   */
+  heartbeatMs?: number;
+  heartbeatTimeoutMs?: number;
   /** How many times a request refused with rate_limited is retried after the server's retry_after_ms (default 3). */
   rateLimitRetries?: number;
   /** false: no reconnect (the client closes when the connection goes). */
@@ -128,7 +135,11 @@ export class VigilClient extends Emitter {
 
   subscribe(area: Area, options?: { categories?: string[] }): Promise<Reply & { pins: Pin[]; truncated?: boolean }>;
   unsubscribe(): Promise<Reply>;
-  /** `attach` is called with the Watch before the request is sent: listeners added there miss nothing. */
+  /**
+   * Resolves once the server answered (after a reconnect if the connection went first); rejects
+   * with the server's error (`forbidden`: a wrong or withdrawn token, or a stream long ended).
+   * `attach` is called with the Watch before the request is sent: listeners added there miss nothing.
+   */
   watch(stream: string, watchToken: string, options?: { since?: number; attach?: (watch: Watch) => void }): Promise<Watch>;
   startPanic(fields: Position & { status: 'red' | 'amber'; note?: string; watchers?: number }): Promise<Owner>;
   resumePanic(stream: string, ownerToken: string): Promise<Owner>;
@@ -141,6 +152,7 @@ export class VigilClient extends Emitter {
   on(name: 'pins', fn: (e: { pins: Pin[]; truncated: boolean; resubscribed: boolean }) => void): () => void;
   on(name: 'pin.added' | 'pin.updated' | 'pin.expired', fn: (e: { type: string; pin: Pin }) => void): () => void;
   on(name: 'pin.removed', fn: (e: { type: 'pin.removed'; pin: Pin; reason: 'deleted' | 'moved' | 'flagged' }) => void): () => void;
+  on(name: 'stalled', fn: (e: { silentMs: number }) => void): () => void;
   on(name: 'closed', fn: () => void): () => void;
   on(name: 'error', fn: (e: Error) => void): () => void;
   on(name: string, fn: (payload: any) => void): () => void;

@@ -69,6 +69,9 @@ export class VigilClient extends Emitter {
   #openWaiters = new Set();
   #attempt = 0;
   #retryTimer = null;
+  #heartbeat = null;
+  #lastHeard = 0;
+  #probing = false;
   #subscription = null;
   #watches = new Map();
   #owners = new Map();
@@ -98,6 +101,7 @@ export class VigilClient extends Emitter {
   close() {
     this.state = 'closed';
     clearTimeout(this.#retryTimer);
+    clearInterval(this.#heartbeat);
     this.#failPending(new VigilError('closed', 'the client was closed'));
     for (const w of this.#openWaiters) w.reject(new VigilError('closed', 'the client was closed'));
     this.#openWaiters.clear();
@@ -175,10 +179,23 @@ export class VigilClient extends Emitter {
     try {
       await w._sync();
     } catch (err) {
+      // The connection went before the reply: the watch is sent again after the reconnect.
+      if (err.code === 'disconnected' && this.state !== 'closed') return this.#whenSynced(w);
       if (this.#watches.get(stream) === w) this.#watches.delete(stream);
       throw err;
     }
     return w;
+  }
+
+  /** Resolves once `w` has a reply after a reconnect (its `state`); rejects on its `error` or close(). */
+  #whenSynced(w) {
+    return new Promise((resolve, reject) => {
+      const offs = [];
+      const done = (fn, value) => { offs.forEach((off) => off()); fn(value); };
+      offs.push(w.once('state', () => done(resolve, w)));
+      offs.push(w.once('error', (err) => { this._forgetWatch(w); done(reject, err); }));
+      offs.push(this.once('closed', () => done(reject, new VigilError('closed', 'the client was closed'))));
+    });
   }
 
   /** Starts a panic stream; resolves with its Owner (keep `ownerToken` to resume after a restart of the app). */
@@ -291,6 +308,7 @@ export class VigilClient extends Emitter {
     }, attemptMs);
     ws.onmessage = (ev) => {
       if (this.#ws !== ws) return;
+      this.#lastHeard = Date.now();
       const text = typeof ev.data === 'string' ? ev.data : String(ev.data);
       let msg;
       try {
@@ -311,9 +329,38 @@ export class VigilClient extends Emitter {
     ws.onerror = () => { /* the close event follows */ };
   }
 
+  /**
+   * With `heartbeatMs`: after that long without a message from the server, a harmless request
+   * (`panic.unwatch` of no stream, answered `ok`) checks the connection; no answer within
+   * `heartbeatTimeoutMs` (10 s) means a connection that died without a word (a phone that
+   * changed networks), and the client reconnects at once (event `stalled`).
+   */
+  #startHeartbeat() {
+    clearInterval(this.#heartbeat);
+    const every = this.options.heartbeatMs ?? 0;
+    if (!every) return;
+    this.#lastHeard = Date.now();
+    this.#probing = false;
+    const ws = this.#ws;
+    this.#heartbeat = setInterval(() => {
+      if (this.#ws !== ws || this.#probing || Date.now() - this.#lastHeard < every) return;
+      this.#probing = true;
+      this.#call('panic.unwatch', { stream: '-' }, { timeoutMs: this.options.heartbeatTimeoutMs ?? 10000 }).then(
+        () => { this.#probing = false; },
+        (err) => {
+          this.#probing = false;
+          if (err.code !== 'timeout' || this.#ws !== ws) return;
+          this.emit('stalled', { silentMs: Date.now() - this.#lastHeard });
+          this.reconnectNow();
+        },
+      );
+    }, Math.max(50, Math.floor(every / 2)));
+  }
+
   /** The current connection is gone (or dropped on purpose): pending requests fail. */
   #lost(code, reason) {
     this.#ws = null;
+    clearInterval(this.#heartbeat);
     const wasOpen = this.state === 'open';
     if (this.state !== 'closed') this.state = 'connecting';
     this.#failPending(new VigilError('disconnected', `connection closed (${code})`));
@@ -355,6 +402,7 @@ export class VigilClient extends Emitter {
       const reconnected = this.connections > 1;
       for (const w of this.#openWaiters) { clearTimeout(w.timer); w.resolve(); }
       this.#openWaiters.clear();
+      this.#startHeartbeat();
       this.emit('open', { welcome: msg, reconnected });
       if (reconnected) this.#restore();
       return;
@@ -466,6 +514,8 @@ export class Watch extends Emitter {
       return;
     }
     this.lastSeq = msg.seq;
+    // An ended stream sends nothing more: it is not watched again after a reconnect.
+    if (msg.type === 'panic.ended') this.client._forgetWatch(this);
     const name = msg.type.slice('panic.'.length);
     this.emit(name, msg);
     this.emit('event', msg);

@@ -62,6 +62,10 @@ function yaml(obj, indent = '') {
     : `${indent}${k}: ${JSON.stringify(v)}`)).join('\n');
 }
 
+// Daemons still running when the test process exits (a test that threw before its cleanup) go with it.
+const running = new Set();
+process.on('exit', () => { for (const proc of running) proc.kill('SIGKILL'); });
+
 export class Daemon {
   constructor(config = {}, { stateful = false } = {}) {
     this.dir = mkdtempSync(join(tmpdir(), 'vigil-js-'));
@@ -81,6 +85,7 @@ export class Daemon {
     const args = ['--config', this.configPath, '--listen', `127.0.0.1:${this.port}`];
     const proc = spawn(VIGILD, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, VIGIL_ADMIN_LISTEN: '127.0.0.1:0', NOTIFY_SOCKET: '' } });
     this.proc = proc;
+    running.add(proc);
     const lines = [];
     this.log.push(lines);
     return new Promise((resolve, reject) => {
@@ -103,6 +108,7 @@ export class Daemon {
         }
       });
       proc.on('exit', (code) => {
+        running.delete(proc);
         clearTimeout(timer);
         this.#keepLog(lines, proc.pid);
         reject(new Error(`vigild exited with ${code} before listening:\n${lines.join('\n')}`));
@@ -143,6 +149,18 @@ export class Daemon {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, `vigild-js-${pid}-${process.hrtime.bigint()}.log`), lines.join('\n') + '\n');
   }
+}
+
+// Every client a test makes is closed after it (afterEach(closeClients)), passed or failed: a
+// client left reconnecting would keep the test file's process alive for ever.
+const live = new Set();
+export function track(client) {
+  live.add(client);
+  return client;
+}
+export function closeClients() {
+  for (const c of live) c.close();
+  live.clear();
 }
 
 /** Resolves with the first `name` event of `emitter` for which `pred` holds; rejects after `ms`. */

@@ -1,19 +1,20 @@
 // The models against a real vigild: MapModel follows the pin events of its area, WatchModel a
 // stream (locations, status, stale, end, revocation), and followPosition bounds the update rate.
 
-import { test, before, after } from 'node:test';
+import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { VigilClient, MapModel, WatchModel, followPosition, Emitter } from '../src/index.js';
-import { Daemon, Tapped, waitFor, until } from './daemon.js';
+import { Daemon, Tapped, track, closeClients, waitFor, until } from './daemon.js';
 
 let d;
 before(async () => {
   d = await new Daemon({ panic: { stale_after_ms: 1000 }, pins: { min_ttl_s: 1 } }).start();
 });
 after(async () => { await d.dispose(); });
+afterEach(closeClients);
 
 async function client() {
-  const c = new VigilClient(d.url, { WebSocket: Tapped, reconnect: false });
+  const c = track(new VigilClient(d.url, { WebSocket: Tapped, reconnect: false }));
   await c.connect();
   return c;
 }

@@ -11,7 +11,7 @@ import * as lib from '../src/index.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
-test('npm pack accepts the package and ships sources, types and README', { skip: !hasNpm() && 'npm is not installed' }, () => {
+test('npm pack accepts the package and ships sources, types and README', { skip: !has('npm') && 'npm is not installed' }, () => {
   const out = execFileSync('npm', ['pack', '--dry-run', '--json'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   const [info] = JSON.parse(out);
   const files = info.files.map((f) => f.path).sort();
@@ -30,9 +30,14 @@ test('vigil.d.ts declares every export', () => {
   }
 });
 
-function hasNpm() {
+test('vigil.d.ts types the library as the README uses it (tsc --strict)', { skip: !has('tsc') && 'tsc is not installed (apt-get install node-typescript)' }, () => {
+  execFileSync('tsc', ['--noEmit', '--strict', '--target', 'es2022', '--module', 'es2022', '--moduleResolution', 'node', join(ROOT, 'test', 'types.ts')],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+});
+
+function has(command) {
   try {
-    execFileSync('npm', ['--version'], { stdio: 'ignore' });
+    execFileSync(command, ['--version'], { stdio: 'ignore' });
     return true;
   } catch {
     return false;

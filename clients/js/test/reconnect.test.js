@@ -2,14 +2,15 @@
 // survive it): a watcher sees every event exactly once and in order, or an explicit gap; a map
 // subscriber's pin set is reconciled from the new subscribe reply; an owner is resumed.
 
-import { test, before, after } from 'node:test';
+import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { VigilClient, MapModel, WatchModel } from '../src/index.js';
-import { Daemon, Tapped, waitFor, until } from './daemon.js';
+import { Daemon, Tapped, track, closeClients, waitFor, until } from './daemon.js';
 
 let d;
 before(async () => { d = await new Daemon({ panic: { history_events: 50 } }, { stateful: true }).start(); });
 after(async () => { await d.dispose(); });
+afterEach(closeClients);
 
 // Fast reconnects for the owner and the subscriber; the watcher comes back later on purpose, so
 // that events sent while it is away must reach it by replay.
@@ -17,7 +18,7 @@ const fast = { minDelayMs: 50, maxDelayMs: 200, factor: 2, jitter: 0.5 };
 const slow = { minDelayMs: 2500, maxDelayMs: 2500, factor: 1, jitter: 0.1 };
 
 async function client(reconnect = fast) {
-  const c = new VigilClient(d.url, { WebSocket: Tapped, reconnect, requestTimeoutMs: 5000 });
+  const c = track(new VigilClient(d.url, { WebSocket: Tapped, reconnect, requestTimeoutMs: 5000 }));
   await c.connect();
   return c;
 }
@@ -58,6 +59,14 @@ test('a watcher gets every event exactly once and in order across a server resta
   assert.equal(model.status, 'amber');
   assert.deepEqual(model.ended?.reason, 'safe');
   assert.equal(model.gaps, 0);
+  // Ended: nothing more to watch after the next reconnect.
+  let rewatched = 0;
+  watch.on('state', () => rewatched++);
+  const again = waitFor(contact, 'reconnected');
+  contact.reconnectNow();
+  await again;
+  await contact.request('unsubscribe');  // a barrier: the reply to a re-watch sent at the welcome would come first
+  assert.equal(rewatched, 0);
   phone.close();
   contact.close();
 });
@@ -65,8 +74,8 @@ test('a watcher gets every event exactly once and in order across a server resta
 test('a watcher that missed more than the server holds is told so with gap and the current state', async () => {
   const own = await new Daemon({ panic: { history_events: 3 } }, { stateful: true }).start();
   try {
-    const phone = new VigilClient(own.url, { WebSocket: Tapped, reconnect: fast });
-    const contact = new VigilClient(own.url, { WebSocket: Tapped, reconnect: slow });
+    const phone = track(new VigilClient(own.url, { WebSocket: Tapped, reconnect: fast }));
+    const contact = track(new VigilClient(own.url, { WebSocket: Tapped, reconnect: slow }));
     await phone.connect();
     await contact.connect();
     const owner = await phone.startPanic({ status: 'red', lat: 1, lon: 2 });
@@ -148,7 +157,7 @@ test('an attempt that is not welcomed in time is given up and retried', async ()
   const own = await new Daemon().start();
   try {
     own.pause();  // the kernel accepts the connection, nobody answers it
-    const c = new VigilClient(own.url, { WebSocket: Tapped, attemptTimeoutMs: 200, reconnect: { minDelayMs: 50, maxDelayMs: 50, jitter: 0 } });
+    const c = track(new VigilClient(own.url, { WebSocket: Tapped, attemptTimeoutMs: 200, reconnect: { minDelayMs: 50, maxDelayMs: 50, jitter: 0 } }));
     const retrying = waitFor(c, 'reconnecting', () => true, 3000);
     const connecting = c.connect();
     const first = await retrying;
@@ -163,19 +172,64 @@ test('an attempt that is not welcomed in time is given up and retried', async ()
   }
 });
 
+test('a connection that goes silent is found by the heartbeat and replaced', async () => {
+  const own = await new Daemon().start();
+  try {
+    const c = track(new VigilClient(own.url, {
+      WebSocket: Tapped, heartbeatMs: 200, heartbeatTimeoutMs: 300, attemptTimeoutMs: 300,
+      reconnect: { minDelayMs: 50, maxDelayMs: 50, jitter: 0 },
+    }));
+    await c.connect();
+    // A quiet but healthy connection is probed and kept.
+    const probes = waitFor(c, 'reconnecting', () => true, 700).then(() => 'reconnected', () => 'kept');
+    assert.equal(await probes, 'kept');
+    assert.equal(c.connections, 1);
+    own.pause();  // the server says nothing any more, and closes nothing
+    const stalled = await waitFor(c, 'stalled', () => true, 3000);
+    assert.ok(stalled.silentMs >= 200);
+    own.resume();
+    await waitFor(c, 'reconnected', () => true, 5000);
+    assert.ok(c.connections >= 2);
+  } finally {
+    own.resume();
+    await own.dispose();
+  }
+});
+
+test('a first watch cut off by a restart is answered after the reconnect', async () => {
+  const phone = await client();
+  const contact = await client();
+  const owner = await phone.startPanic({ status: 'amber', lat: 7, lon: 7 });
+  d.pause();  // the watch request waits in the kernel, never to be read by this process:
+  const watching = contact.watch(owner.stream, owner.watchTokens[0]);
+  let answered = false;
+  watching.then(() => { answered = true; }, () => {});
+  const back = waitFor(contact, 'reconnected', () => true, 10000);
+  await d.stop('SIGKILL');  // (what it acknowledged before is in its journal)
+  await d.start();
+  await back;
+  assert.equal(answered, false, 'not answered before the reconnect');
+  const watch = await watching;
+  assert.equal(watch.lastSeq, 1);
+  await owner.update({ lat: 7.1, lon: 7 });
+  await until(watch, 'event', () => watch.lastSeq === 2);
+});
+
 test('the client backs off with jitter between attempts while the server is down', async () => {
   const own = await new Daemon().start();
-  const c = new VigilClient(own.url, { WebSocket: Tapped, reconnect: { minDelayMs: 20, maxDelayMs: 160, factor: 2, jitter: 0.5 } });
-  await c.connect();
-  const delays = [];
-  c.on('reconnecting', (e) => delays.push(e.delayMs));
-  await own.stop();
-  await until(c, 'reconnecting', () => delays.length >= 6, 10000);
-  // 20, 40, 80, 160, 160, ... each cut by up to half.
-  const caps = [20, 40, 80, 160, 160, 160];
-  delays.slice(0, 6).forEach((ms, i) => assert.ok(ms <= caps[i] && ms >= caps[i] / 2, `attempt ${i + 1}: ${ms} ms`));
-  await own.start();
-  await waitFor(c, 'reconnected', () => true, 10000);
-  c.close();
-  await own.dispose();
+  try {
+    const c = track(new VigilClient(own.url, { WebSocket: Tapped, reconnect: { minDelayMs: 20, maxDelayMs: 160, factor: 2, jitter: 0.5 } }));
+    await c.connect();
+    const delays = [];
+    c.on('reconnecting', (e) => delays.push(e.delayMs));
+    await own.stop();
+    await until(c, 'reconnecting', () => delays.length >= 6, 10000);
+    // 20, 40, 80, 160, 160, ... each cut by up to half.
+    const caps = [20, 40, 80, 160, 160, 160];
+    delays.slice(0, 6).forEach((ms, i) => assert.ok(ms <= caps[i] && ms >= caps[i] / 2, `attempt ${i + 1}: ${ms} ms`));
+    await own.start();
+    await waitFor(c, 'reconnected', () => true, 10000);
+  } finally {
+    await own.dispose();
+  }
 });

@@ -1,10 +1,10 @@
 // The request/reply layer against a real vigild: ref correlation, typed errors, timeouts,
 // waiting on rate_limited, and what happens to requests when the connection goes.
 
-import { test, before, after } from 'node:test';
+import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { VigilClient, VigilError } from '../src/index.js';
-import { Daemon, Tapped, waitFor } from './daemon.js';
+import { Daemon, Tapped, track, closeClients, waitFor } from './daemon.js';
 
 let d;
 before(async () => {
@@ -12,9 +12,10 @@ before(async () => {
   d = await new Daemon({ pins: { writes_per_minute: 60, write_burst: 2 } }).start();
 });
 after(async () => { await d.dispose(); });
+afterEach(closeClients);
 
 const connect = async (opts = {}) => {
-  const c = new VigilClient(d.url, { WebSocket: Tapped, reconnect: false, ...opts });
+  const c = track(new VigilClient(d.url, { WebSocket: Tapped, reconnect: false, ...opts }));
   await c.connect();
   return c;
 };
@@ -108,7 +109,7 @@ test('rate_limited is honoured: the client waits retry_after_ms and the write th
 test('requests in flight when the connection goes fail with disconnected; with reconnect off the client closes', async () => {
   const own = await new Daemon().start();
   try {
-    const c = new VigilClient(own.url, { WebSocket: Tapped, reconnect: false });
+    const c = track(new VigilClient(own.url, { WebSocket: Tapped, reconnect: false }));
     await c.connect();
     own.pause();  // stopped: the request is never answered, and then the daemon is killed
     const pending = c.request('unsubscribe', {}, { timeoutMs: 10000 }).catch((e) => e);
@@ -125,7 +126,7 @@ test('requests in flight when the connection goes fail with disconnected; with r
 });
 
 test('a request made before the connection is open waits for it', async () => {
-  const c = new VigilClient(d.url, { WebSocket: Tapped, reconnect: false });
+  const c = track(new VigilClient(d.url, { WebSocket: Tapped, reconnect: false }));
   const connecting = c.connect();
   // Not awaited: sent once the welcome has arrived.
   const reply = await c.request('subscribe', { area: { bbox: [0, 0, 1, 1] } });
