@@ -52,8 +52,10 @@ extension Server {
     func publicHealth(_ head: HTTPRequestHead) -> HTTPResponse {
         let serving = shutdownRequested == nil
         let body = serving ? #"{"status":"ok"}"# + "\n" : #"{"status":"unavailable"}"# + "\n"
-        return HTTPResponse(status: serving ? .ok : .serviceUnavailable, body: head.method == "HEAD" ? [] : Array(body.utf8),
-                            contentType: "application/json")
+        let bytes = Array(body.utf8)
+        // HEAD: no body, and the length a GET would have carried (RFC 9110 §8.6), not 0.
+        return HTTPResponse(status: serving ? .ok : .serviceUnavailable, body: head.method == "HEAD" ? [] : bytes,
+                            contentType: "application/json", contentLength: bytes.count)
     }
 
     /// A request on the admin listener: no WebSocket, only the operator's endpoints.
@@ -89,7 +91,7 @@ extension Server {
             return HTTPResponse(status: .notFound, body: Array("no such endpoint: try /metrics, /stats or /healthz\n".utf8),
                                 contentType: "text/plain; charset=utf-8")
         }
-        return HTTPResponse(status: status, body: head.method == "HEAD" ? [] : body, contentType: type)
+        return HTTPResponse(status: status, body: head.method == "HEAD" ? [] : body, contentType: type, contentLength: body.count)
     }
 
     /// `/stats`: the live counts an admin dashboard shows, and the running totals.

@@ -65,6 +65,20 @@ def test_healthz_ok_json(server):
         assert conn.wait_eof(3.0), "server kept the connection open after /healthz"
 
 
+def test_healthz_head_names_the_get_length_and_sends_no_body(server):
+    _, get = exchange(server.port, plain_request("/healthz"))
+    conn = RawConn.connect(server.port, timeout=5)
+    with conn:
+        conn.send(plain_request("/healthz", method="HEAD"))
+        head = conn.read_until(b"\r\n\r\n", 5.0).decode("latin-1")
+        assert head.startswith("HTTP/1.1 200"), head
+        lengths = [line.split(":", 1)[1].strip() for line in head.split("\r\n") if line.lower().startswith("content-length:")]
+        # RFC 9110 §8.6: a HEAD response's Content-Length, if sent, is what the GET would carry.
+        assert lengths == [str(len(get.body))], head
+        assert conn.wait_eof(3.0), "server kept the connection open after HEAD /healthz"
+        assert bytes(conn.buf) == b"", f"HEAD response carried a body: {bytes(conn.buf)!r}"
+
+
 def test_unknown_path_404(server):
     expect_error(server.port, plain_request("/no/such/thing"), 404)
 
