@@ -105,6 +105,24 @@ def test_map_viewport_exactness_with_panning(vigild, load_binary, tmp_path):
     assert result["latency_ns"]["map event"]["count"] > 0
 
 
+def test_map_prefill_and_panning_cost(vigild, load_binary, tmp_path):
+    """--prefill makes the pins before the window; the report counts re-subscribes and the server's CPU per one."""
+    daemon = vigild(LIFTED)
+    proc, result = run_load(load_binary, daemon, tmp_path, "map", "--subscribers", "100", "--publishers", "4",
+                            "--pins-per-publisher", "50", "--prefill", "--rate", "1", "--region", "52.3,13.0,52.7,13.8",
+                            "--viewport-km", "10", "--panning", "1", "--pan-interval", "0.2", "--check-subscribers", "10",
+                            "--duration", "2")
+    assert_clean(proc, result)
+    # The 200 creates went out before the window; at 1 operation a second the window adds a few.
+    assert 200 <= result["messages"]["sent"] < 220
+    figures = result["figures"]
+    assert figures["re-subscribes"] > 100
+    assert figures["server CPU µs per re-subscribe"] > 0
+    exact = check(result, "viewport exactness")
+    assert exact["checked"] == 10 and exact["counters"]["certain"] > 0
+    assert exact["counters"]["lost"] == 0 and exact["counters"]["wrong"] == 0
+
+
 def test_map_same_viewport_fans_out_to_everyone(vigild, load_binary, tmp_path):
     daemon = vigild(LIFTED)
     proc, result = run_load(load_binary, daemon, tmp_path, "map", "--subscribers", "100", "--publishers", "2",
