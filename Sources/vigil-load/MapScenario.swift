@@ -488,16 +488,20 @@ extension MapScenario: ClientDelegate {
             return counters.error("subscriber \(i): unparseable message")
         }
         switch type {
+        // Replies come in the order the requests went out, so a checked subscriber's log takes
+        // every one as the answer to its oldest open request: also a reply to a subscribe that a
+        // newer pan has overtaken (its ref is then not the awaited one). Taking only the awaited
+        // one paired the newest reply with the oldest open area.
         case "ok":
-            guard let ref = m["ref"]?.int64, ref == subscribers[i].awaitingRef else { return }
-            answered(i)
+            guard let ref = m["ref"]?.int64 else { return }
             if subscribers[i].checked {
                 let scan = PinEventScan.pins(bytes)
                 logs[i, default: SubscriberLog(subscriber: i)].replyReceived(
                     atNs: now, snapshot: SubscriberLog.observedPins(scan.pins), truncated: scan.truncated)
             }
+            if ref == subscribers[i].awaitingRef { answered(i) }
         case "error":
-            if subscribers[i].checked, m["ref"]?.int64 == subscribers[i].awaitingRef {
+            if subscribers[i].checked, m["ref"]?.int64 != nil {
                 logs[i, default: SubscriberLog(subscriber: i)].requestRefused()
             }
             if m["ref"]?.int64 == subscribers[i].awaitingRef { subscribers[i].awaitingRef = 0 }

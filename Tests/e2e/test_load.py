@@ -105,6 +105,38 @@ def test_map_viewport_exactness_with_panning(vigild, load_binary, tmp_path):
     assert result["latency_ns"]["map event"]["count"] > 0
 
 
+def run_panning(binary: Path, daemon, tmp_path: Path, *, subscribers: int, pins_per_publisher: int, rate: str,
+                viewport_km: str, pan_interval: str) -> dict:
+    """A 2 s map run with 4 publishers that make their pins first, every subscriber panning and checked (up to 40)."""
+    proc, result = run_load(binary, daemon, tmp_path, "map", "--subscribers", str(subscribers), "--publishers", "4",
+                            "--pins-per-publisher", str(pins_per_publisher), "--prefill", "--rate", rate,
+                            "--region", "52.3,13.0,52.7,13.8", "--viewport-km", viewport_km, "--panning", "1",
+                            "--pan-interval", pan_interval, "--check-subscribers", str(min(40, subscribers)), "--duration", "2")
+    assert_clean(proc, result)
+    return result
+
+
+def test_map_prefill_and_panning_cost(vigild, load_binary, tmp_path):
+    """--prefill makes the pins before the window; the report counts re-subscribes and the server's CPU per one."""
+    result = run_panning(load_binary, vigild(LIFTED), tmp_path, subscribers=100, pins_per_publisher=50, rate="1",
+                         viewport_km="10", pan_interval="0.2")
+    # The 200 creates went out before the window; at 1 operation a second the window adds a few.
+    assert 200 <= result["messages"]["sent"] < 220
+    figures = result["figures"]
+    assert figures["re-subscribes"] > 100
+    assert figures["server CPU µs per re-subscribe"] > 0
+    exact = check(result, "viewport exactness")
+    assert exact["checked"] == 40 and exact["counters"]["certain"] > 0
+
+
+def test_map_exactness_when_pans_overtake_replies(vigild, load_binary, tmp_path):
+    """Subscribers pan again before the previous subscribe is answered: each reply belongs to the oldest open request."""
+    result = run_panning(load_binary, vigild(LIFTED), tmp_path, subscribers=40, pins_per_publisher=200, rate="200",
+                         viewport_km="12", pan_interval="0.001")
+    exact = check(result, "viewport exactness")
+    assert exact["checked"] == 40 and exact["counters"]["epochs"] > 400 and exact["counters"]["snapshot pins"] > 0
+
+
 def test_map_same_viewport_fans_out_to_everyone(vigild, load_binary, tmp_path):
     daemon = vigild(LIFTED)
     proc, result = run_load(load_binary, daemon, tmp_path, "map", "--subscribers", "100", "--publishers", "2",

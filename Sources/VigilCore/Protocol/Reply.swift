@@ -64,13 +64,18 @@ extension ServerMessages {
                 var cut = truncated
                 // Room for the closing `],"truncated":true}` after the last pin that fits.
                 let limit = maxBytes == .max ? .max : maxBytes - 24
-                for p in pins {
-                    let mark = w.mark()
-                    pin(p, into: &w)
-                    if w.count > limit {
-                        w.rollBack(to: mark)
-                        cut = true
-                        break
+                // Through a pointer, reading only the kept JSON: `for p in pins` copied each pin
+                // out of the array (its strings, votes and JSON retained, then released) to copy
+                // its bytes.
+                pins.withUnsafeBufferPointer { pins in
+                    for i in pins.indices {
+                        let mark = w.mark()
+                        if let json = pins[i].json { w.raw(json) } else { pin(pins[i], into: &w) }
+                        if w.count > limit {
+                            w.rollBack(to: mark)
+                            cut = true
+                            break
+                        }
                     }
                 }
                 w.endArray()
