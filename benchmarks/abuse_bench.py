@@ -143,11 +143,12 @@ def run_panic(args, workdir: Path, abuse: bool, attempt: int) -> dict:
     with Run(args, None, workdir, label) as run:  # no config: the production defaults
         abuse_proc = abuse_out = None
         if abuse:
+            idle_fds = run.daemon.fd_count()
             abuse_argv, abuse_out = run.load_argv("abuse", [
                 "abuse", "--source", "127.0.0.9", "--duration", str(args.duration + args.abuse_margin), *args.abuse_args])
             abuse_proc = subprocess.Popen(abuse_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                           stdin=subprocess.DEVNULL)
-            run.daemon.wait_fds_at_least(20, timeout=30)  # the abusers are at it
+            run.daemon.wait_fds_at_least(idle_fds + 20, timeout=30)  # the abusers are at it
         argv, out = run.load_argv("panic", [
             "panic", "--streams", str(args.streams), "--watchers", "3", "--rate", "1", "--owners-own-address",
             "--reconnects", "2", "--duration", str(args.duration)])
