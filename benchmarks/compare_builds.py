@@ -15,7 +15,8 @@ still measures the daemon.
 
 Measurements (each can be skipped with --skip NAME): fanout (1,000 subscribers in one viewport,
 10 closed-loop publishers, 10 s), idle (15,000 idle /v1 connections), allocs
-(benchmarks/echo_allocations.py under valgrind).
+(benchmarks/echo_allocations.py under valgrind), panning (5,000 subscribers in one city, a fifth
+of them re-subscribing each second to views of ~250 pins: daemon CPU per re-subscribe).
 """
 
 from __future__ import annotations
@@ -81,6 +82,24 @@ def fanout(binary: Path, client: Path) -> dict:
             "steal %": r["steal"] * 100}
 
 
+# A city panning: 5,000 subscribers with 7.5 km viewports over Berlin's box, 6,000 pins made before
+# the window (~250 in each view), a fifth of the subscribers re-subscribing about once a second,
+# publishers nearly idle. The daemon's CPU per re-subscribe is the figure (its CPU over the window,
+# publishers' few operations included, over the re-subscribes answered in it).
+PANNING = ["map", "--subscribers", "5000", "--publishers", "10", "--pins-per-publisher", "600", "--prefill",
+           "--rate", "1", "--region", "52.35,13.10,52.65,13.70", "--viewport-km", "7.5",
+           "--panning", "0.2", "--pan-interval", "1", "--duration", "15"]
+
+
+def panning(binary: Path, client: Path) -> dict:
+    r = load(binary, client, PANNING, pin=True)
+    return {"daemon µs CPU per re-subscribe": r["figures"]["server CPU µs per re-subscribe"],
+            "re-subscribes/s": r["figures"]["re-subscribes"] / r["duration_s"],
+            "daemon CPU %": r["server"]["cpu_percent"],
+            "client CPU %": r["client"]["cpu_percent"],
+            "steal %": r["steal"] * 100}
+
+
 def idle(binary: Path, client: Path) -> dict:
     r = load(binary, client, ["idle", "--connections", "15000", "--duration", "5"], pin=False)
     return {"daemon RSS bytes per idle connection": r["figures"]["RSS/conn KiB"] * 1024, "steal %": r["steal"] * 100}
@@ -95,7 +114,7 @@ def allocs(binary: Path, client: Path) -> dict:
     return {"heap allocations per echoed message": r["allocs_per_message"]}
 
 
-MEASUREMENTS = {"fanout": fanout, "idle": idle, "allocs": allocs}
+MEASUREMENTS = {"fanout": fanout, "idle": idle, "allocs": allocs, "panning": panning}
 
 
 def main() -> int:

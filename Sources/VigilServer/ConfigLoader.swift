@@ -143,6 +143,13 @@ public enum ConfigLoader {
             ("fsync", .choice(["always", "interval", "off"], \.fsyncPolicy)),
             ("fsync_interval_ms", .integer(1...60_000, \.fsyncIntervalMs)),
         ]),
+        ("web", [
+            ("enabled", .boolean(\.webEnabled)),
+            ("root", .path(\.webRoot)),
+            ("leaflet", .path(\.webLeaflet)),
+            ("tile_url", .text(\.webTileURL)),
+            ("tile_attribution", .text(\.webTileAttribution)),
+        ]),
         ("log", [
             ("level", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"], \.logLevel)),
             ("summary_interval_s", .integer(0...86_400, \.summaryIntervalSeconds)),
@@ -298,6 +305,12 @@ public enum ConfigLoader {
         }
         if c.tlsListen != nil && (c.tlsCertificate.isEmpty || c.tlsPrivateKey.isEmpty) {
             issues.append(ConfigIssue(key: "tls.listen", message: "needs tls.certificate and tls.private_key (PEM files)"))
+        }
+        if !c.webTileURL.isEmpty && ServerConfig.tileSource(c.webTileURL) == nil {
+            issues.append(ConfigIssue(key: "web.tile_url", message: "must be empty or an http(s) URL with {z}, {x} and {y} (and {s} only as the host's first label), without spaces, quotes, commas or semicolons"))
+        }
+        if c.webEnabled && c.webRoot.isEmpty {
+            issues.append(ConfigIssue(key: "web.root", message: "must name the pages' folder when web.enabled is true"))
         }
         if c.maxOutputBufferBytes < c.maxMessageBytes {
             issues.append(ConfigIssue(key: "websocket.max_output_buffer_bytes", message: "must be at least websocket.max_message_bytes (\(c.maxMessageBytes))"))

@@ -177,6 +177,8 @@ public final class Connection: ByteStream {
             switch server.route(head) {
             case .respond(let response):
                 respond(response)
+            case .respondShared(let response, let body):
+                respond(response, body: body)
             case .upgrade(let upgrade, let application):
                 let agreement: PerMessageDeflate.Agreement?
                 do {
@@ -205,12 +207,14 @@ public final class Connection: ByteStream {
         }
     }
 
-    /// Sends a complete HTTP response; the connection ends after it.
-    private func respond(_ response: HTTPResponse) {
+    /// Sends a complete HTTP response (and a body shared with other connections, after its head);
+    /// the connection ends after it.
+    private func respond(_ response: HTTPResponse, body: ByteChunk? = nil) {
         if !isAdmin { server.counters.httpResponses[response.status.code, default: 0] += 1 }
         http = nil
         response.serialize().withUnsafeBytes { append($0) }
-        perform(lifecycle.responded(nowMs: monotonicMilliseconds(), server.timeouts))
+        if let body { append(shared: body) }
+        perform(lifecycle.responded(nowMs: monotonicMilliseconds(), server.timeouts, withBody: body != nil))
     }
 
     // MARK: WebSocket phase

@@ -121,11 +121,13 @@ public struct ConnectionLifecycle: Equatable, Sendable {
         return Actions(.armTimer(atMs: nowMs + t.pingIntervalMs))
     }
 
-    /// A final HTTP response was queued: nothing more will be sent.
-    public mutating func responded(nowMs: Int64, _ t: Timeouts) -> Actions {
+    /// A final HTTP response was queued: nothing more will be sent. The connection goes after the
+    /// close timeout, plus the handshake timeout when the response has a body to deliver (a web
+    /// page's asset, which a phone on a slow network needs seconds to read).
+    public mutating func responded(nowMs: Int64, _ t: Timeouts, withBody: Bool = false) -> Actions {
         guard phase == .http else { return .none }
         phase = .draining
-        return Actions(.shutWrite, .armTimer(atMs: nowMs + t.closeTimeoutMs))
+        return Actions(.shutWrite, .armTimer(atMs: nowMs + t.closeTimeoutMs + (withBody ? t.handshakeMs : 0)))
     }
 
     public mutating func pingReceived(_ payload: [UInt8]) -> Actions {

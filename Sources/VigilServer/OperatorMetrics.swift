@@ -114,6 +114,8 @@ final class OperatorMetrics {
             sync.gauge("vigil_state_mode", labels: ["mode": mode.rawValue], f.stateMode == mode ? 1 : 0,
                        help: "1 for the state directory's current mode: writable, unavailable (writes refused) or memory_only.")
         }
+        sync.counter("vigil_state_refused_writes_total", f.v1.refusedUnrecorded,
+                     help: "Changes answered `unavailable` because the state could not record them.")
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         let cpuMicros = (Int(usage.ru_utime.tv_sec) + Int(usage.ru_stime.tv_sec)) * 1_000_000

@@ -44,6 +44,25 @@ struct Outbox {
         deliveries.panic.removeAll(keepingCapacity: true)
     }
 
+    /// Items appended so far this turn (positions for `withdraw`).
+    var count: Int { items.count }
+
+    /// Takes back what requests of this turn produced (each a range of positions: its reply,
+    /// then its deliveries), because the changes they report were not recorded: each reply
+    /// becomes `answer`, each delivery is dropped. Nothing has been sent yet (see `takeBatch`).
+    mutating func withdraw(_ ranges: [Range<Int>], answer: RequestError) {
+        guard !ranges.isEmpty else { return }
+        var withdrawn = [Bool](repeating: false, count: items.count)
+        for range in ranges { for i in range { withdrawn[i] = true } }
+        var kept: [Item] = []
+        kept.reserveCapacity(items.count)
+        for (i, item) in items.enumerated() {
+            guard withdrawn[i] else { kept.append(item); continue }
+            if case .reply(let fd, let ref, _) = item { kept.append(.reply(fd, ref: ref, .error(answer))) }
+        }
+        items = kept
+    }
+
     /// Takes the whole list out; what is appended afterwards forms the next batch.
     mutating func takeBatch() -> [Item] {
         var batch = spare

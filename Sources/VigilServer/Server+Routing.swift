@@ -1,3 +1,4 @@
+import VigilBytes
 import VigilLoop
 import VigilWire
 
@@ -5,6 +6,8 @@ import VigilWire
 extension Server {
     enum Route {
         case respond(HTTPResponse)
+        /// A response whose body is a shared chunk (a web page's asset), sent after its head.
+        case respondShared(HTTPResponse, ByteChunk)
         case upgrade(UpgradeRequest, any WebSocketApplication)
     }
 
@@ -15,6 +18,10 @@ extension Server {
                 return .respond(HTTPResponse(status: .methodNotAllowed, headers: [("Allow", "GET, HEAD")], body: Array("use GET\n".utf8), contentType: "text/plain; charset=utf-8"))
             }
             return .respond(publicHealth(head))
+        }
+        if let site, let answer = site.answer(head) {
+            if let body = answer.body { return .respondShared(answer.head, body) }
+            return .respond(answer.head)
         }
         guard let application = application(at: path) else {
             return .respond(HTTPResponse(status: .notFound, body: Array("no such endpoint: try /v1 (WebSocket) or /healthz\n".utf8), contentType: "text/plain; charset=utf-8"))

@@ -42,6 +42,8 @@ public final class Server {
     private var turnApplications: [any WebSocketApplication] = []
     /// `/v1`, for the server's own wiring (persistence) and for tests.
     private(set) var v1: V1Application?
+    /// The web pages (`web.enabled`), read at start-up.
+    private(set) var site: StaticSite?
     private var signals: SignalSource?
     private var ticker: PeriodicTimer?
     private(set) var shutdownRequested: String?
@@ -102,6 +104,15 @@ public final class Server {
         let v1 = V1Application(server: self, settings: config.pins, panic: config.panic, secrets: OpenSSLSecrets())
         mount("/v1", v1)
         self.v1 = v1
+        if config.webEnabled {
+            let loaded = try StaticSiteLoader.load(config)
+            site = loaded.site
+            logger.info("web pages on", metadata: ["files": "\(loaded.pages)", "leaflet_files": "\(loaded.leaflet)",
+                                                   "tiles": "\(config.webTileURL.isEmpty ? "none" : "on")"])
+            if loaded.leaflet == 0 {
+                logger.warning("web.leaflet \(config.webLeaflet.isEmpty ? "is empty" : "holds no files"): the pages show no map (apt-get install libjs-leaflet)")
+            }
+        }
         if config.stateDirectory.isEmpty {
             logger.warning("state.directory is not set: pins and panic streams live in memory only and are lost when vigild stops")
         } else {

@@ -69,12 +69,53 @@ public struct ServerConfig: Equatable, Sendable {
     /// `always`, `interval` or `off`: when the journal is fsynced (docs/DURABILITY.md says what each can lose).
     public var fsyncPolicy = "interval"
     public var fsyncIntervalMs = 200
+    // web
+    /// The pages (`/watch`, `/map`, `/panic`) and their assets on the plain and TLS listeners.
+    public var webEnabled = false
+    /// The pages' folder; a relative path in a config file is taken from the file's folder.
+    public var webRoot = "/usr/share/vigil/web"
+    /// Leaflet's folder (Debian's libjs-leaflet), served at /vendor/leaflet/; empty or absent: maps without Leaflet.
+    public var webLeaflet = "/usr/share/javascript/leaflet"
+    /// The map tiles (`{z}`, `{x}`, `{y}`, optionally `{s}`), empty for none: a plain background.
+    public var webTileURL = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
+    public var webTileAttribution = "© OpenStreetMap contributors"
     // log
     public var logLevel = "info"
     /// Seconds between the summary lines at info level (0: none).
     public var summaryIntervalSeconds = 60
 
     public init() {}
+}
+
+extension ServerConfig {
+    /// The config with `web.root` and `web.leaflet` taken from `directory` when they are relative
+    /// (a config file's folder: the test config names the repository's `web/`).
+    public func resolvingWebPaths(relativeTo directory: String) -> ServerConfig {
+        var c = self
+        for path in [\ServerConfig.webRoot, \ServerConfig.webLeaflet] where !c[keyPath: path].isEmpty && !c[keyPath: path].hasPrefix("/") {
+            c[keyPath: path] = directory + "/" + c[keyPath: path]
+        }
+        return c
+    }
+
+    /// The CSP source of a tile URL template (`https://tile.openstreetmap.org`, `https://*.tile.example.org:8443`),
+    /// or nil when it is not an http(s) URL whose host is a name (an `{s}` only as its first label).
+    public static func tileSource(_ template: String) -> String? {
+        let scheme: String
+        if template.hasPrefix("https://") { scheme = "https://" } else if template.hasPrefix("http://") { scheme = "http://" } else { return nil }
+        let rest = template.dropFirst(scheme.count)
+        let authority = rest.prefix { $0 != "/" }
+        guard !authority.isEmpty, authority.count < rest.count else { return nil }
+        var host = String(authority)
+        if host.hasPrefix("{s}.") { host = "*." + host.dropFirst(4) }
+        let allowed = host.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 65 && $0 <= 90) || ($0 >= 48 && $0 <= 57) || $0 == 45 || $0 == 46 || $0 == 58 || $0 == 42 }
+        guard allowed, !host.dropFirst(host.hasPrefix("*.") ? 2 : 0).contains("*") else { return nil }
+        let path = rest.dropFirst(authority.count)
+        guard path.contains("{z}"), path.contains("{x}"), path.contains("{y}"),
+              !path.contains(where: { $0 == " " || $0 == "\"" || $0 == "'" || $0 == ";" || $0 == "," || $0 == "\\" || $0.asciiValue.map { $0 < 32 } ?? false })
+        else { return nil }
+        return scheme + host
+    }
 }
 
 extension PanicSettings {

@@ -44,6 +44,8 @@ final class SnapshotSchedule {
     private var writing = false
     private let outcomes: Inbox<Outcome>
     private var receiver: InboxReceiver<Outcome>?
+    /// Told whether the snapshot being made reached the disk (the retry after an outage waits for it).
+    private var completion: ((Bool) -> Void)?
 
     init(directory: StateDirectory, intervalSeconds: Int, logger: Logger, loop: EventLoop) throws {
         self.directory = directory
@@ -55,11 +57,16 @@ final class SnapshotSchedule {
     }
 
     func isDue(nowMs: Int64) -> Bool {
-        job == nil && !writing && nowMs >= nextMs
+        isIdle && nowMs >= nextMs
     }
 
-    /// Starts a snapshot that covers everything before journal segment `segment`.
-    func begin(segment: UInt64, map: MapHub, nowMs: Int64) {
+    /// No snapshot is being encoded or written.
+    var isIdle: Bool { job == nil && !writing }
+
+    /// Starts a snapshot that covers everything before journal segment `segment`; `completion`,
+    /// if any, learns on the loop whether it was written.
+    func begin(segment: UInt64, map: MapHub, nowMs: Int64, completion: ((Bool) -> Void)? = nil) {
+        self.completion = completion
         job = Job(ids: map.pinIDs, writer: SnapshotWriter(takenAt: V1Application.wallClockMs(), journalSegment: segment),
                   segment: segment, startedMs: nowMs)
     }
@@ -127,12 +134,16 @@ final class SnapshotSchedule {
             // The journal still holds everything since the last good snapshot; try again next time.
             logger.error("snapshot failed; the journal keeps the state until the next attempt", metadata: ["error": "\(error)"])
         }
+        if let done = completion.take() {
+            if case .success = outcome.result { done(true) } else { done(false) }
+        }
     }
 
     /// At shutdown (the loop has stopped): blocks until a write still running on its thread has
     /// finished, so the final snapshot does not race it.
     func waitForRunningWrite() {
         job = nil
+        completion = nil
         while writing {
             for outcome in outcomes.wait(timeoutMs: -1) { finished(outcome) }
         }

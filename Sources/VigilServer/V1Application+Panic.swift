@@ -22,7 +22,7 @@ extension V1Application {
             budgets.streamStarted(started.stream.id, by: caller.address, now: caller.monotonicMs)
             return Outcome(.panicStarted(stream: started.stream.id, seq: started.stream.seq,
                                          ownerToken: started.ownerToken, watchTokens: started.watchTokens),
-                           record: .panicStart(started.stream))
+                           record: .panicStart(started.stream), undo: .streamStarted(started.stream.id))
         case .failure(let failure):
             if failure == .capacityExceeded { stats.refused(.panicCapacity) }
             if failure == .reserveOnly { stats.refused(.panicReserve) }
@@ -32,34 +32,38 @@ extension V1Application {
 
     func updateStream(_ stream: StreamID?, by me: Int32, token: String?, location: PanicLocation, now: Int64) -> Outcome {
         guard let stream else { return Self.forbidden }
-        return newestEvent(of: stream, panic.update(stream, by: me, ownerToken: token, location: location,
-                                                    secrets: secrets, now: now, out: &scratch.panic))
+        let before = panic.checkpoint(stream)
+        return newestEvent(of: stream, before, panic.update(stream, by: me, ownerToken: token, location: location,
+                                                            secrets: secrets, now: now, out: &scratch.panic))
     }
 
     /// The status it already has is not a change: `ok` with the current seq, and nothing journaled
     /// (so nothing fsynced).
     func setStreamStatus(_ stream: StreamID?, by me: Int32, token: String?, status: PanicStatus, now: Int64) -> Outcome {
         guard let stream else { return Self.forbidden }
+        let before = panic.checkpoint(stream)
         let change: Result<PanicChange, PanicFailure> = panic.setStatus(stream, by: me, ownerToken: token, status: status,
                                                                        secrets: secrets, now: now, out: &scratch.panic)
         switch change {
-        case .success(let c): return Outcome(.seq(c.seq), record: c.event.map { .panicEvent(stream, $0) })
+        case .success(let c): return Outcome(.seq(c.seq), record: c.event.map { .panicEvent(stream, $0) }, undo: before.map { .stream($0) })
         case .failure(let failure): return Outcome(.error(.from(failure)))
         }
     }
 
     func endStream(_ stream: StreamID?, caller: Caller, token: String?, reason: PanicEndReason, now: Int64) -> Outcome {
         guard let stream else { return Self.forbidden }
-        let outcome = newestEvent(of: stream, panic.end(stream, by: caller.fd, ownerToken: token, reason: reason,
+        let before = panic.checkpoint(stream)
+        let outcome = newestEvent(of: stream, before, panic.end(stream, by: caller.fd, ownerToken: token, reason: reason,
                                                         secrets: secrets, now: now, out: &scratch.panic))
         if outcome.record != nil { budgets.streamEnded(stream, now: caller.monotonicMs) }
         return outcome
     }
 
-    /// The reply `seq`, and the record of the stream's newest event after an update, status or end.
-    private func newestEvent(of stream: StreamID, _ result: Result<UInt64, PanicFailure>) -> Outcome {
+    /// The reply `seq`, and the record of the stream's newest event after an update, status or end
+    /// (`before`: the stream's checkpoint before it, to take it back).
+    private func newestEvent(of stream: StreamID, _ before: PanicHub.Checkpoint?, _ result: Result<UInt64, PanicFailure>) -> Outcome {
         guard case .success = result, let s = panic.stream(stream) else { return Outcome(.from(result)) }
-        return Outcome(.from(result), record: JournalRecord.latestEvent(of: s))
+        return Outcome(.from(result), record: JournalRecord.latestEvent(of: s), undo: before.map { .stream($0) })
     }
 
     /// The phone is back: it owns the stream again, and learns at once how many contacts watch.
@@ -96,9 +100,11 @@ extension V1Application {
 
     func inviteToStream(_ stream: StreamID?, by me: Int32, token: String?) -> Outcome {
         guard let stream else { return Self.forbidden }
+        let before = panic.checkpoint(stream)
         switch panic.invite(stream, by: me, ownerToken: token, secrets: secrets) {
         case .success(let watchToken):
-            return Outcome(.watchToken(watchToken), record: .panicInvite(stream, secrets.digest(ofToken: watchToken)))
+            return Outcome(.watchToken(watchToken), record: .panicInvite(stream, secrets.digest(ofToken: watchToken)),
+                           undo: before.map { .stream($0) })
         case .failure(let failure):
             return Outcome(.error(.from(failure)))
         }
@@ -106,9 +112,10 @@ extension V1Application {
 
     func revokeFromStream(_ stream: StreamID?, by me: Int32, token: String?, watchToken: String) -> Outcome {
         guard let stream else { return Self.forbidden }
+        let before = panic.checkpoint(stream, keepingWatchers: true)
         switch panic.revoke(stream, by: me, ownerToken: token, watchToken: watchToken, secrets: secrets, out: &scratch.panic) {
         case .success(.revoked):
-            return Outcome(.ok, record: .panicRevoke(stream, secrets.digest(ofToken: watchToken)))
+            return Outcome(.ok, record: .panicRevoke(stream, secrets.digest(ofToken: watchToken)), undo: before.map { .stream($0) })
         case .success(.notLive):
             return Outcome(.ok)  // nothing changed: nothing to journal, nothing to fsync
         case .failure(let failure):

@@ -14,7 +14,7 @@ extension V1Application {
         switch hub.create(draft, id: id, editDigest: secrets.digest(ofToken: token), now: now, out: &scratch.pins) {
         case .success(let pin):
             budgets.pinCreated(pin.id, by: caller.address, now: caller.monotonicMs)
-            return Outcome(.pinCreated(pin, editToken: token), record: .pinPut(pin))
+            return Outcome(.pinCreated(pin, editToken: token), record: .pinPut(pin), undo: .pinCreated(pin.id))
         case .failure(let failure):
             return Outcome(.error(.from(failure)))
         }
@@ -22,9 +22,10 @@ extension V1Application {
 
     func updatePin(_ id: PinID?, token: String, changes: PinChanges, now: Int64) -> Outcome {
         guard let id else { return Outcome(.error(.from(PinFailure.forbidden))) }
+        let before = hub.store[id]  // the update replaces the pin: holding this copies nothing
         let result = hub.update(id, digest: secrets.digest(ofToken: token), changes: changes, now: now, out: &scratch.pins)
-        guard case .success(let pin) = result else { return Outcome(.from(result)) }
-        return Outcome(.pin(pin), record: .pinPut(pin))
+        guard case .success(let pin) = result, let before else { return Outcome(.from(result)) }
+        return Outcome(.pin(pin), record: .pinPut(pin), undo: .pin(id, before: before))
     }
 
     func deletePin(_ id: PinID?, token: String, caller: Caller) -> Outcome {
@@ -32,7 +33,7 @@ extension V1Application {
         switch hub.delete(id, digest: secrets.digest(ofToken: token), out: &scratch.pins) {
         case .success(let pin):
             budgets.pinRemoved(pin.id, now: caller.monotonicMs)
-            return Outcome(.pinDeleted(pin.id), record: .pinRemove(pin.id))
+            return Outcome(.pinDeleted(pin.id), record: .pinRemove(pin.id), undo: .pin(pin.id, before: pin))
         case .failure(let failure): return Outcome(.error(.from(failure)))
         }
     }
@@ -46,10 +47,14 @@ extension V1Application {
             stats.refused(.addressUntracked)
             return Outcome(.error(AddressAdmission.overLimit(.trackedAddresses).error!))
         }
+        // Read through a temporary: a copy of the pin held across the vote would make it copy the
+        // pin's vote table.
+        let previous = hub.store[id]?.votes[voter]
         switch hub.vote(id, voter: voter, value: value, out: &scratch.pins) {
         case .success(let vote):
             if vote.change == .flagged { budgets.pinRemoved(id, now: caller.monotonicMs) }
-            return Outcome(.pin(vote.pin), record: JournalRecord.afterVote(vote))
+            return Outcome(.pin(vote.pin), record: JournalRecord.afterVote(vote),
+                           undo: .vote(id, voter: voter, previous: previous, flagged: vote.change == .flagged ? vote.pin : nil))
         case .failure(let failure):
             return Outcome(.error(.from(failure)))
         }

@@ -17,15 +17,18 @@ import VigilWire
 /// Subscribers, watchers and owners are named by their connection's fd, unique among open
 /// connections; the hubs forget a connection when it closes, before the fd can be reused.
 public final class V1Application: WebSocketApplication {
-    /// What a handler returns: the reply to its request, and the journal record of what changed
-    /// (nil when nothing did). Its deliveries are in `scratch`.
+    /// What a handler returns: the reply to its request, the journal record of what changed
+    /// (nil when nothing did), and how to take the change back should the record not reach the
+    /// journal (`takeBackUnrecorded`). Its deliveries are in `scratch`.
     struct Outcome: Sendable {
         var reply: Reply
         var record: JournalRecord?
+        var undo: Undo?
 
-        init(_ reply: Reply, record: JournalRecord? = nil) {
+        init(_ reply: Reply, record: JournalRecord? = nil, undo: Undo? = nil) {
             self.reply = reply
             self.record = record
+            self.undo = record == nil ? nil : undo
         }
     }
 
@@ -57,6 +60,8 @@ public final class V1Application: WebSocketApplication {
     /// Where changes are recorded (nil: state in memory only).
     var log: (any ChangeLog)?
     private var persistence: Persistence?
+    /// This turn's changes not recorded yet, to take back if the journal cannot record them.
+    var pending = PendingChanges()
 
     init(server: Server, settings: PinSettings, panic: PanicSettings, secrets: any Secrets) {
         self.server = server
@@ -88,7 +93,7 @@ public final class V1Application: WebSocketApplication {
     /// Whether changes reach the disk now.
     var stateMode: StateMode {
         guard log != nil else { return .memoryOnly }
-        return .writable
+        return persistence?.outage == nil ? .writable : .unavailable
     }
 
     /// The state directory's series for `/metrics` (journal and snapshot timings and failures).
@@ -106,6 +111,11 @@ public final class V1Application: WebSocketApplication {
         sync.counter("vigil_snapshot_seconds_total", seconds: Double(s.milliseconds) / 1000,
                      help: "Time from the start of a periodic snapshot to its file in place, summed.")
         sync.gauge("vigil_snapshot_last_bytes", s.lastBytes, help: "Size of the last periodic snapshot.")
+        for kind in ["no_space", "quota", "file_too_big", "io", "other"] {
+            sync.counter("vigil_storage_errors_total", labels: ["kind": kind], p.storageErrors[kind, default: 0],
+                         help: "Failed writes, fsyncs and file creations of the state directory, by cause.")
+        }
+        sync.counter("vigil_state_outages_total", p.outages, help: "Times the state became unavailable (changes refused until the disk took writes again).")
     }
 
     /// Wall-clock Unix milliseconds: pin and stream times are client-visible dates.
@@ -164,6 +174,12 @@ public final class V1Application: WebSocketApplication {
             outbox.append(.reply(fd, ref: rejected.ref, .error(rejected.error)))
             return
         }
+        if request.operation.changesState, let retry = log?.refusalRetryAfterMs() {
+            // The change could not be recorded: refused before it is made (docs/DURABILITY.md).
+            stats.refusedUnrecorded += 1
+            outbox.append(.reply(fd, ref: request.ref, .error(.unavailable(retryAfterMs: retry))))
+            return
+        }
         if request.operation.isWrite, let retry = session.writes.take(nowMs: now) {
             stats.refused(.sessionWrites)
             outbox.append(.reply(fd, ref: request.ref,
@@ -177,7 +193,10 @@ public final class V1Application: WebSocketApplication {
             return
         }
         let caller = Caller(fd: fd, address: connection.addressKey, monotonicMs: now)
-        apply(dispatch(request.operation, caller: caller, now: Self.wallClockMs()), to: fd, ref: request.ref)
+        let first = outbox.count
+        let outcome = dispatch(request.operation, caller: caller, now: Self.wallClockMs())
+        apply(outcome, to: fd, ref: request.ref)
+        if log != nil { pending.note(request.operation, outcome, items: first..<outbox.count) }
     }
 
     /// The one place an operation's effects land: its record in the journal, its reply and then
@@ -242,11 +261,44 @@ public final class V1Application: WebSocketApplication {
 
     // MARK: the turn
 
-    /// The end of the loop turn: send everything the turn produced, then record it durably
-    /// (the journal's write, and its fsync when due), before the loop flushes the replies.
+    /// The end of the loop turn: record the turn's changes durably (the journal's write, and its
+    /// fsync when due), then send everything the turn produced; the loop flushes after. Recording
+    /// comes first so that a turn the journal could not record is taken back before anyone hears
+    /// of it.
     public func endOfTurn() {
+        if log?.commitTurn() == false { takeBackUnrecorded() }
+        pending.clear()
         fanOut()
-        log?.commitTurn()
+    }
+
+    /// The journal failed this turn: each change of the turn is undone (newest first), its reply
+    /// becomes `unavailable` and its events are dropped, as are the replies of reads that may
+    /// have shown it. What the tick changed stays: ends and removals that follow from time,
+    /// which a restart derives again (docs/DURABILITY.md, "When the disk fails").
+    private func takeBackUnrecorded() {
+        let now = monotonicMilliseconds()
+        var retry = StorageOutage.minRetryAfterMs
+        for change in pending.changes.reversed() {
+            switch change.undo {
+            case nil:
+                assertionFailure("a change without its undo")
+            case .pinCreated(let id):
+                hub.revertPin(id, to: nil)
+                budgets.pinRemoved(id, now: now)
+            case .pin(let id, let before):
+                hub.revertPin(id, to: before)
+            case .vote(let id, let voter, let previous, let flagged):
+                hub.revertVote(id, voter: voter, previous: previous, flagged: flagged)
+            case .streamStarted(let id):
+                panic.revertStart(id)
+                budgets.streamEnded(id, now: now)
+            case .stream(let checkpoint):
+                panic.revert(to: checkpoint, connected: { [sessions] in sessions[$0] != nil })
+            }
+            retry = log?.refusalRetryAfterMs() ?? retry
+            stats.refusedUnrecorded += 1
+        }
+        outbox.withdraw(pending.withdrawn, answer: .unavailable(retryAfterMs: retry))
     }
 
     /// Every tick: pins that expired and panic streams' timers (stale notices, abandoned streams

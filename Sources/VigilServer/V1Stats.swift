@@ -14,6 +14,9 @@ struct V1Stats {
     var deliveries = 0
     /// Events fanned out (pin and panic events and notices).
     var events = 0
+    /// Changes refused with `unavailable` because they could not be recorded (refused up front
+    /// during an outage, or taken back in the turn the journal failed).
+    var refusedUnrecorded = 0
 
     mutating func refused(_ kind: Refusal) { refusals[kind.rawValue] += 1 }
 }

@@ -112,6 +112,25 @@ public final class JournalFile {
         }
     }
 
+    /// Gives the segment up after a failed write or sync: what is buffered is dropped, the file
+    /// is cut back to `length` (the bytes whose records were acknowledged), so that no record the
+    /// server refused is replayed at the next start, and closed without a sync. Returns whether
+    /// the cut worked (ftruncate needs no free space, but the device may have failed).
+    @discardableResult
+    public func abandon(keeping length: Int) -> Bool {
+        buffer.removeAll()
+        guard fd >= 0 else { return false }
+        defer {
+            Glibc.close(fd)
+            fd = -1
+        }
+        guard ftruncate(fd, off_t(length)) == 0 else { return false }
+        writtenBytes = length
+        // The cut itself reaches the disk only with a sync; after an I/O error that may fail too,
+        // and then a power loss could bring the refused records back (docs/DURABILITY.md).
+        return fdatasync(fd) == 0
+    }
+
     /// Writes what is buffered, syncs it and closes the file. Further calls throw EBADF.
     public func close() throws(StateError) {
         guard fd >= 0 else { return }

@@ -21,6 +21,13 @@ public struct StateDirectory: Sendable {
     /// writable by creating and removing a probe file, so a misconfigured path fails at startup
     /// with a message that names it, not at the first snapshot.
     public init(path: String) throws(StateError) {
+        try self.init(preparing: path)
+        try proveWritable()
+    }
+
+    /// `init(path:)` without the probe: the daemon runs the probe itself, so that a full disk
+    /// (`StateError.isStorageExhaustion`) can start it read-only instead of stopping it.
+    public init(preparing path: String) throws(StateError) {
         self.init(unchecked: path)
         try StateFiles.makeDirectory(self.path, mode: 0o700)
         // An existing directory, and the files an older version or an operator left in it, are
@@ -33,6 +40,10 @@ public struct StateDirectory: Sendable {
                 try StateFiles.setMode(path, 0o600)
             }
         }
+    }
+
+    /// Creates, writes a byte to and removes a probe file.
+    public func proveWritable() throws(StateError) {
         let probe = file(".vigil-probe-\(getpid())")
         let fd = try StateFiles.open(probe, O_WRONLY | O_CREAT | O_TRUNC)
         var written = 0

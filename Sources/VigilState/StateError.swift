@@ -49,6 +49,32 @@ public enum StateError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// A write that failed for want of room or because the device failed (ENOSPC, EDQUOT, EFBIG,
+    /// EIO): the daemon stops recording changes and waits for the disk, rather than stopping.
+    /// Anything else (permissions, a lock held, damage) means the directory itself is wrong.
+    public var isStorageExhaustion: Bool {
+        guard case .system(_, _, let code) = self else { return false }
+        return code == ENOSPC || code == EDQUOT || code == EFBIG || code == EIO
+    }
+
+    /// A short name for the metrics (`vigil_storage_errors_total{kind}`) and the log: never a path.
+    public var storageErrorKind: String {
+        guard case .system(_, _, let code) = self else { return "other" }
+        switch code {
+        case ENOSPC: return "no_space"
+        case EDQUOT: return "quota"
+        case EFBIG: return "file_too_big"
+        case EIO: return "io"
+        default: return "other"
+        }
+    }
+
+    /// The failing call and its errno text, without the path (for the log line of an outage).
+    public var withoutPath: String {
+        guard case .system(let operation, _, let code) = self else { return description }
+        return "\(operation): \(Self.errnoText(code)) (errno \(code))"
+    }
+
     /// strerror's text for `code`.
     static func errnoText(_ code: Int32) -> String {
         guard let text = strerror(code) else { return "unknown error" }

@@ -6,12 +6,17 @@ public struct HTTPResponse {
     public var headers: [(String, String)]
     public var body: [UInt8]
     public var contentType: String?
+    /// The Content-Length to declare when no body is sent: a HEAD or 304 response names the length
+    /// a GET would carry (RFC 9110 §8.6). Nil: the body's own length.
+    public var contentLength: Int?
 
-    public init(status: HTTPStatus, headers: [(String, String)] = [], body: [UInt8] = [], contentType: String? = nil) {
+    public init(status: HTTPStatus, headers: [(String, String)] = [], body: [UInt8] = [], contentType: String? = nil,
+                contentLength: Int? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
         self.contentType = contentType
+        self.contentLength = contentLength
     }
 
     /// The response bytes. Adds `Content-Type` (if given), `Content-Length`
@@ -35,7 +40,7 @@ public struct HTTPResponse {
             appendField("Content-Type", type, to: &out)
         }
         if !switching {
-            appendField("Content-Length", String(body.count), to: &out)
+            appendField("Content-Length", String(body.isEmpty ? contentLength ?? 0 : body.count), to: &out)
             appendField("Connection", "close", to: &out)
         }
         out.append(contentsOf: [13, 10])

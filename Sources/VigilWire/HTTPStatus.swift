@@ -10,6 +10,7 @@ public struct HTTPStatus: Equatable, Sendable {
 
     public static let switchingProtocols = HTTPStatus(code: 101, reason: "Switching Protocols")
     public static let ok = HTTPStatus(code: 200, reason: "OK")
+    public static let notModified = HTTPStatus(code: 304, reason: "Not Modified")
     public static let badRequest = HTTPStatus(code: 400, reason: "Bad Request")
     public static let notFound = HTTPStatus(code: 404, reason: "Not Found")
     public static let methodNotAllowed = HTTPStatus(code: 405, reason: "Method Not Allowed")

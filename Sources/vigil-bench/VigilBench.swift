@@ -17,7 +17,7 @@ struct VigilBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vigil-bench",
         abstract: "Micro-benchmarks of Vigil's core (no sockets).",
-        subcommands: [OneCell.self, Country.self, State.self]
+        subcommands: [OneCell.self, Country.self, Pan.self, State.self]
     )
 }
 
@@ -59,6 +59,8 @@ func seconds(_ body: () -> Void) -> Double {
     body()
     return Double(monotonicMilliseconds() - start) / 1000
 }
+
+func oneDecimal(_ x: Double) -> String { "\((x * 10).rounded() / 10)" }
 
 func median(_ xs: [Double]) -> Double {
     let s = xs.sorted()
@@ -160,6 +162,86 @@ extension VigilBench {
             print("country: \(pins) pins, \(viewports) viewports of ~20 km, \(events) moves per run, \(runs) runs")
             print("  fill: \(Int(tFill * 1000)) ms; \(viewports) subscribes: \(Int(tSubscribe * 1000)) ms (\(replyPins / viewports) pins per reply on average)")
             print("  moves/s (median): \(Int(median(eventRates)))   deliveries/s (median): \(Int(median(rates)))   (\(fan.deliveries) deliveries in the last run)")
+        }
+    }
+}
+
+extension VigilBench {
+    /// A city whose maps pan: each re-subscribe is the hub's `subscribe` (leave the old cells, join
+    /// the new ones, query the pins inside) plus encoding the reply the way the server does
+    /// (`ServerMessages.reply` into a reused writer). The pins and subscribers are placed from a
+    /// seed, so the work is the same on every run and build: under callgrind the instruction
+    /// count of `panLoop` per re-subscribe is a figure the machine's noise does not move.
+    struct Pan: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "pan", abstract: "Re-subscribes of panning maps in one city.")
+        @Option(help: "Pins spread over the city.") var pins = 6_000
+        @Option(help: "Subscribers, each with a viewport in the city.") var subscribers = 5_000
+        @Option(name: .customLong("viewport-km"), help: "Viewport width and height in km.") var viewportKm: Double = 7
+        @Option(help: "Re-subscribes per run (round robin over the subscribers, each a ~1 km pan).") var pans = 5_000
+        @Option(help: "Runs; the median is reported.") var runs = 5
+        @Option(help: "Random seed.") var seed: UInt64 = 1
+
+        // Berlin, roughly (33 km by 41 km).
+        static let city = (south: 52.35, west: 13.10, north: 52.65, east: 13.70)
+
+        func viewport(around c: GeoPoint) -> GeoArea {
+            let dLat = viewportKm / 111.32 / 2, dLon = viewportKm / (111.32 * cos(c.lat * .pi / 180)) / 2
+            return .box(GeoBox(south: c.lat - dLat, west: c.lon - dLon, north: c.lat + dLat, east: c.lon + dLon))
+        }
+
+        func run() {
+            let city = Self.city
+            var rng = SplitMix64(state: seed)
+            var hub = MapHub(settings: PinSettings())
+            var out: [PinDelivery] = []
+            let digest = BenchSecrets().digest(ofToken: "bench")
+            for i in 0..<pins {
+                let p = GeoPoint(lat: rng.double(city.south, city.north), lon: rng.double(city.west, city.east))
+                _ = hub.create(PinDraft(point: p, title: "pin \(i)", description: "seen near the corner of two streets", category: "general", ttlSeconds: 3600),
+                               id: PinID(high: rng.next(), low: UInt64(i)), editDigest: digest, now: Int64(i), out: &out)
+            }
+            var centers: [GeoPoint] = []
+            for s in 0..<subscribers {
+                let c = GeoPoint(lat: rng.double(city.south + 0.03, city.north - 0.03), lon: rng.double(city.west + 0.05, city.east - 0.05))
+                centers.append(c)
+                _ = hub.subscribe(Int32(s), area: viewport(around: c), categories: nil)
+            }
+            var writer = JSONWriter(capacity: 4096)
+            var times: [Double] = []
+            var replied = 0, bytes = 0
+            for _ in 0..<runs {
+                replied = 0
+                bytes = 0
+                let t = seconds {
+                    panLoop(&hub, &centers, &rng, &writer, replied: &replied, bytes: &bytes)
+                }
+                times.append(t)
+            }
+            let perPan = pans > 0 ? median(times) / Double(pans) * 1e6 : 0
+            print("pan: \(pins) pins, \(subscribers) subscribers with \(viewportKm) km viewports, \(pans) re-subscribes per run, \(runs) runs")
+            print("  pins per reply (mean): \(pans > 0 ? replied / pans : 0)   reply bytes (mean): \(pans > 0 ? bytes / pans : 0)")
+            print("  µs per re-subscribe (median): \(oneDecimal(perPan))   runs: \(times.map { oneDecimal($0 / Double(max(1, pans)) * 1e6) })")
+        }
+
+        /// The measured part (kept out of line so callgrind can count it alone:
+        /// `--toggle-collect='*panLoop*'`).
+        @inline(never)
+        func panLoop(_ hub: inout MapHub, _ centers: inout [GeoPoint], _ rng: inout SplitMix64, _ writer: inout JSONWriter,
+                     replied: inout Int, bytes: inout Int) {
+            let city = Self.city
+            for i in 0..<pans {
+                let s = i % max(1, subscribers)
+                let c = centers[s]
+                let moved = GeoPoint(lat: min(city.north - 0.03, max(city.south + 0.03, c.lat + rng.double(-0.009, 0.009))),
+                                     lon: min(city.east - 0.05, max(city.west + 0.05, c.lon + rng.double(-0.014, 0.014))))
+                centers[s] = moved
+                let result = hub.subscribe(Int32(s), area: viewport(around: moved), categories: nil)
+                writer.reset()
+                ServerMessages.reply(.subscribed(pins: result.pins, truncated: result.truncated), ref: .number(Double(i)),
+                                     maxBytes: 1 << 20, into: &writer)
+                replied += result.pins.count
+                bytes += writer.count
+            }
         }
     }
 }

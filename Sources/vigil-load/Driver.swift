@@ -11,6 +11,8 @@ struct RunCounters {
     var acked: UInt64 = 0
     /// Events received by subscribers/watchers.
     var delivered: UInt64 = 0
+    /// Subscribes answered after a subscriber's first one (panning maps moving their viewport).
+    var resubscribes: UInt64 = 0
     var connectFailures: UInt64 = 0
     var unexpectedCloses: UInt64 = 0
     /// Error replies, unexpected closes, failed connects and malformed messages (first ones kept).
@@ -93,6 +95,8 @@ final class Driver {
     private var lastExpiryNs: UInt64 = 0
     private var interrupted = false
     private var rampComplete = false
+    /// When the pool was last seen with a connection open or connecting (see `noneLeft`).
+    private var lastPopulatedNs: UInt64 = 0
     private(set) var serverAtStart: ProcSample?
     private(set) var serverAtReady: ProcSample?
     private(set) var serverAtEnd: ProcSample?
@@ -143,6 +147,14 @@ final class Driver {
             if stage == .measuring || stage == .rampUp { finishMeasuring(now) }
             beginClosing(now)
         }
+        if stage != .closing && stage != .done && noneLeft(now) {
+            // The server is gone (killed, or it closed everyone): nothing can become ready, be
+            // delivered or drain, so waiting out the ramp, measuring and drain timeouts (up to
+            // minutes) would only delay the failing report.
+            notes.append("every connection closed during \(stage.rawValue): the run ends early")
+            if stage == .measuring || stage == .rampUp { finishMeasuring(now) }
+            beginVerify(now)
+        }
         switch stage {
         case .rampUp:
             ramp(dt: dt)
@@ -188,6 +200,17 @@ final class Driver {
         if now &- lastProgressNs >= 1_000_000_000 {
             progressLine(now)
         }
+    }
+
+    /// True once the ramp has opened everything it meant to and the pool has been empty (nothing
+    /// open, nothing connecting) for a second: a scenario that reconnects opens the next
+    /// connection as the old one closes, so its pool is never empty that long.
+    private func noneLeft(_ now: UInt64) -> Bool {
+        if pool.openCount > 0 || !rampComplete || lastPopulatedNs == 0 {
+            lastPopulatedNs = now
+            return false
+        }
+        return now &- lastPopulatedNs >= 1_000_000_000
     }
 
     private func finishMeasuring(_ now: UInt64) {

@@ -27,6 +27,14 @@ enum ReportBuilder {
             report.figures.append((key: "RSS/conn KiB", value: (Double(a.rssKiB) - Double(b.rssKiB)) / Double(held)))
             report.figures.append((key: "held conns", value: Double(held)))
         }
+        if c.resubscribes > 0 {
+            report.figures.append((key: "re-subscribes", value: Double(c.resubscribes)))
+            // All of the server's CPU over the window, per re-subscribe: the cost of a pan when the
+            // publishers are nearly idle (--rate small, --prefill).
+            if let cpu = report.serverCPUSeconds {
+                report.figures.append((key: "server CPU µs per re-subscribe", value: cpu * 1e6 / Double(c.resubscribes)))
+            }
+        }
         if let delivered = Optional(c.delivered), c.sent > 0, delivered > 0 {
             report.figures.append((key: "fan-out ratio", value: Double(delivered) / Double(c.sent)))
         }

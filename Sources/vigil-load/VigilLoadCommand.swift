@@ -132,6 +132,8 @@ struct MapCommand: ParsableCommand {
     var sameViewport = false
     @Option(help: "Fraction of subscribers that pan (re-subscribe) every --pan-interval seconds.") var panning = 0.1
     @Option(name: .customLong("pan-interval"), help: "Seconds between re-subscribes of a panning subscriber.") var panInterval: Double = 5
+    @Flag(help: "Publishers create their pins before the measured window (which then starts with the map full).")
+    var prefill = false
     @Option(name: .customLong("check-subscribers"), help: "Subscribers that record every event for the exactness check.") var checkSubscribers = 20
     @Option(name: .customLong("latency-subscribers"), help: "Subscribers that time every event they get (the rest only count).") var latencySubscribers = 100
     @Option(help: "More subscribers, watching the whole region, that stop reading once subscribed (small receive buffers); left out of the latency and checks, the report says how the server dealt with them.")
@@ -152,7 +154,7 @@ struct MapCommand: ParsableCommand {
     var mapConfig: MapScenario.Config {
         .init(subscribers: subscribers, publishers: publishers, rate: rate, window: window,
               pinsPerPublisher: pinsPerPublisher, region: MapScenario.parseRegion(region)!, viewportKm: viewportKm,
-              sameViewport: sameViewport, panning: panning, panIntervalSeconds: panInterval,
+              sameViewport: sameViewport, panning: panning, panIntervalSeconds: panInterval, prefill: prefill,
               checkSubscribers: checkSubscribers, latencySubscribers: latencySubscribers, seed: common.seed,
               stalled: stalled)
     }
@@ -235,7 +237,7 @@ struct MixedCommand: ParsableCommand {
         let map = MapScenario.Config(
             subscribers: subscribers, publishers: publishers, rate: rate, window: 16, pinsPerPublisher: pinsPerPublisher,
             region: MapScenario.parseRegion(region)!, viewportKm: viewportKm, sameViewport: false, panning: 0.1,
-            panIntervalSeconds: 5, checkSubscribers: 20, latencySubscribers: 100, seed: common.seed)
+            panIntervalSeconds: 5, prefill: false, checkSubscribers: 20, latencySubscribers: 100, seed: common.seed)
         let panic = PanicScenario.Config(
             streams: streams, watchersPerStream: watchers, rateHz: panicRate, streamsPerOwner: 1,
             watchesPerConnection: 1, reconnectsPerSecond: 1, seed: common.seed &+ 1)

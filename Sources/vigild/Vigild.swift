@@ -51,6 +51,13 @@ struct Vigild: ParsableCommand {
                         throw ConfigError(issues: [ConfigIssue(key: "tls.certificate", message: "\(error)")])
                     }
                 }
+                if config.webEnabled {
+                    do {
+                        _ = try StaticSiteLoader.load(config)
+                    } catch {
+                        throw ConfigError(issues: [ConfigIssue(key: "web.root", message: "\(error)")])
+                    }
+                }
                 print("\(path): ok")
                 return
             } catch {
@@ -118,7 +125,8 @@ struct Vigild: ParsableCommand {
         guard let text = String(data: data, encoding: .utf8) else {
             throw ConfigError(issues: [ConfigIssue(key: "(file)", message: "\(path) is not UTF-8 text")])
         }
-        return try ConfigLoader.load(yaml: text)
+        let directory = (path as NSString).deletingLastPathComponent
+        return try ConfigLoader.load(yaml: text).resolvingWebPaths(relativeTo: directory.isEmpty ? "." : directory)
     }
 
     static func indent(_ error: Error) -> String {

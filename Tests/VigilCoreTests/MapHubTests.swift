@@ -230,6 +230,81 @@ import VigilTestSupport
         #expect(pins.map(\.createdAt) == [2, 1], "newest first")
     }
 
+    /// The bytes of a pin's public object as its fields encode it now (ignoring `Pin.json`).
+    func fresh(_ pin: Pin) -> String {
+        String(decoding: ServerMessages.pinJSON(pin), as: UTF8.self)
+    }
+
+    func kept(_ pin: Pin?) -> String? {
+        pin?.json.map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    @Test func changingAShownFieldDropsThePinsJSON() {
+        let base = Pin(id: PinID(high: 1, low: 2), point: GeoPoint(lat: 1, lon: 2), title: "t", description: "d", category: "general",
+                       createdAt: 5, expiresAt: 9, editDigest: secrets.digest(ofToken: "tok"))
+        let edits: [(String, (inout Pin) -> Void)] = [
+            ("point", { $0.point = GeoPoint(lat: 3, lon: 4) }), ("title", { $0.title = "u" }),
+            ("description", { $0.description = "e" }), ("category", { $0.category = "hazard" }),
+            ("createdAt", { $0.createdAt = 6 }), ("updatedAt", { $0.updatedAt = 7 }), ("expiresAt", { $0.expiresAt = 10 }),
+            ("up", { $0.up = 1 }), ("down", { $0.down = 1 }), ("a vote", { $0.setVote(3, -1) }),
+        ]
+        for (name, edit) in edits {
+            var pin = base
+            pin.json = ServerMessages.pinJSON(pin)
+            edit(&pin)
+            #expect(pin.json == nil, "\(name)")
+        }
+        var pin = base
+        pin.json = ServerMessages.pinJSON(pin)
+        pin.sequence = 8                                   // not shown: the bytes still hold
+        #expect(pin.json != nil)
+        var w = JSONWriter()
+        ServerMessages.pin(pin, into: &w)
+        #expect(String(decoding: w.bytes, as: UTF8.self) == fresh(pin), "kept bytes are spliced as they are")
+    }
+
+    /// Each pin is encoded once: created, edited and voted pins come back with their JSON, the
+    /// store keeps it for the next subscribe, and an edit nobody watches still replaces it (the
+    /// next subscriber sees the edit, not the bytes from before it).
+    @Test func pinsKeepTheirJSONAndEditsReplaceIt() {
+        var hub = MapHub(settings: PinSettings())
+        var out: [PinDelivery] = []
+        let digest = secrets.digest(ofToken: "tok")
+        let pin = create(&hub, draft(52.5, 13.4, "first"), out: &out)
+        #expect(kept(pin) == fresh(pin) && kept(hub.store[pin.id]) == fresh(pin))
+        #expect(out.isEmpty, "nobody watches yet")
+        let edited = try! hub.update(pin.id, digest: digest, changes: PinChanges(title: "second"), now: 2_000, out: &out).get()
+        #expect(kept(edited) == fresh(edited) && kept(edited)!.contains("second"))
+        #expect(kept(hub.store[pin.id]) == fresh(edited))
+        _ = hub.vote(pin.id, voter: 1, value: 1, out: &out)
+        let voted = hub.store[pin.id]!
+        #expect(voted.up == 1 && kept(voted) == fresh(voted) && kept(voted)!.contains(#""up":1"#))
+        let (pins, _) = hub.subscribe(1, area: box(52, 13, 53, 14), categories: nil)
+        #expect(pins.map(kept) == [fresh(voted)])
+        _ = hub.update(pin.id, digest: digest, changes: PinChanges(lat: 52.6), now: 3_000, out: &out)
+        #expect(out.map(\.kind) == [.updated] && kept(out[0].pin) == fresh(hub.store[pin.id]!) && kept(out[0].pin)!.contains("52.6"))
+    }
+
+    /// Pins restored at startup have no JSON until someone is shown them; then the store keeps it.
+    @Test func restoredPinsAreEncodedWhenFirstShown() {
+        var source = MapHub(settings: PinSettings())
+        var out: [PinDelivery] = []
+        create(&source, draft(52.5, 13.4), out: &out)
+        let exported = source.exportPins().map { pin -> Pin in
+            var copy = Pin(id: pin.id, point: pin.point, title: pin.title, description: pin.description, category: pin.category,
+                           createdAt: pin.createdAt, expiresAt: pin.expiresAt, editDigest: pin.editDigest)
+            copy.sequence = pin.sequence
+            return copy
+        }
+        var hub = MapHub(settings: PinSettings())
+        hub.restorePins(exported)
+        let id = exported[0].id
+        #expect(hub.store[id]?.json == nil)
+        let (pins, _) = hub.subscribe(1, area: box(52, 13, 53, 14), categories: nil)
+        #expect(pins.count == 1 && kept(pins[0]) == fresh(pins[0]))
+        #expect(kept(hub.store[id]) == fresh(pins[0]))
+    }
+
     /// Random operations checked against brute force (`CheckedMapHub`, shared with the hub fuzz
     /// target): every delivery goes to exactly the subscribers whose area and categories hold the
     /// pin, each once and of the right kind, and subscribe replies are exact, order included.

@@ -38,6 +38,12 @@ import VigilWire
         #expect(Array(c.gone()) == [.drop])
     }
 
+    @Test func aResponseWithABodyToDeliverHasTheHandshakeTimeoutMoreToGo() {
+        var (c, _) = Lifecycle.accepted(nowMs: 1_000, t)
+        #expect(Array(c.responded(nowMs: 1_001, t, withBody: true)) == [.shutWrite, .armTimer(atMs: 1_001 + t.closeTimeoutMs + t.handshakeMs)])
+        #expect(Array(c.timerFired(nowMs: 1_001 + t.closeTimeoutMs + t.handshakeMs, t)) == [.drop])
+    }
+
     @Test func theUpgradeOpensAndStartsTheKeepAliveClock() {
         var (c, _) = Lifecycle.accepted(nowMs: 1_000, t)
         #expect(Array(c.upgraded(nowMs: 1_010, t)) == [.armTimer(atMs: 1_310)])

@@ -218,14 +218,17 @@ final class CommitWitness: ChangeLog {
         inner.append(record)
     }
 
-    func commitTurn() {
+    func refusalRetryAfterMs() -> Int64? { inner.refusalRetryAfterMs() }
+
+    func commitTurn() -> Bool {
         guard appended > 0 else { return inner.commitTurn() }
         appended = 0
         commits += 1
         var byte: UInt8 = 0
         if recv(client, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0 { clientHadBytesAtCommit = true }
-        inner.commitTurn()
+        let recorded = inner.commitTurn()
         sizeAfterCommit = (try? FileManager.default.attributesOfItem(atPath: journal)[.size]) as? Int
+        return recorded
     }
 }
 
@@ -438,7 +441,8 @@ final class CommitWitness: ChangeLog {
     final class RecordingLog: ChangeLog {
         var records: [JournalRecord] = []
         func append(_ record: JournalRecord) { records.append(record) }
-        func commitTurn() {}
+        func refusalRetryAfterMs() -> Int64? { nil }
+        func commitTurn() -> Bool { true }
     }
 
     @Test func aSilentStreamIsEndedAsAbandonedToldToItsWatchersAndJournaled() throws {

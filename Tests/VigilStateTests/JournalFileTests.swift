@@ -46,6 +46,34 @@ import VigilTestSupport
         #expect(try readAll(dir, from: 3).records == records + [.pinRemove(PinID(high: 99, low: 99))])
     }
 
+    /// A segment given up after a failed write is cut back to what was acknowledged: the records
+    /// written after that (which the server refused) are not replayed, and the file is closed.
+    @Test func anAbandonedSegmentKeepsOnlyItsAcknowledgedRecords() throws {
+        let tmp = TemporaryDirectory()
+        let dir = try StateDirectory(path: tmp.path)
+        let records = Self.records(12)
+        let file = try dir.openSegment(1)
+        for r in records[0..<5] { file.append(r) }
+        try file.write()
+        let acknowledged = file.writtenBytes
+        for r in records[5...] { file.append(r) }
+        try file.write()
+        file.append(records[0])                                     // still buffered: dropped
+        #expect(file.abandon(keeping: acknowledged))
+        #expect(tmp.read("journal-0000000000000001.vgj").count == acknowledged)
+        #expect(try readAll(dir, from: 1).records == Array(records[0..<5]))
+        #expect(throws: StateError.self) { try file.sync() }       // closed
+    }
+
+    @Test func storageExhaustionIsToldFromAWrongDirectory() {
+        #expect(StateError.system(operation: "write", path: "/x", errno: ENOSPC).isStorageExhaustion)
+        #expect(StateError.system(operation: "fdatasync", path: "/x", errno: EIO).storageErrorKind == "io")
+        #expect(StateError.system(operation: "write", path: "/x", errno: EDQUOT).storageErrorKind == "quota")
+        #expect(!StateError.system(operation: "open", path: "/x", errno: EACCES).isStorageExhaustion)
+        #expect(!StateError.locked(path: "/x").isStorageExhaustion)
+        #expect(StateError.system(operation: "write", path: "/secret/place", errno: ENOSPC).withoutPath == "write: No space left on device (errno 28)")
+    }
+
     @Test func segmentsAreReadInOrderFromTheSnapshotsSegment() throws {
         let tmp = TemporaryDirectory()
         let dir = try StateDirectory(path: tmp.path)

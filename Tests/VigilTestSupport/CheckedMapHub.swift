@@ -15,6 +15,8 @@ public struct CheckedMapHub {
     public private(set) var oracle: MapHubOracle
     /// Deliveries of the operation in progress (kept to reuse its storage).
     private var out: [PinDelivery] = []
+    /// Operations checked so far: every 16th also checks the JSON every held pin keeps.
+    private var operations = 0
 
     public init(settings: PinSettings) {
         hub = MapHub(settings: settings)
@@ -27,6 +29,9 @@ public struct CheckedMapHub {
         guard reply.truncated == expected.truncated, reply.pins == expected.pins else {
             return "subscribe \(subscriber) to \(area): replied \(reply.pins.map(\.id)) truncated \(reply.truncated), "
                 + "expected \(expected.pins.map(\.id)) truncated \(expected.truncated)"
+        }
+        if let pin = reply.pins.first(where: { $0.json == nil || Self.staleJSON($0) }) {
+            return "subscribe \(subscriber): pin \(pin.id) in the reply has \(pin.json == nil ? "no JSON" : "stale JSON")"
         }
         return sizes(after: "subscribe \(subscriber)")
     }
@@ -63,6 +68,7 @@ public struct CheckedMapHub {
         let result = hub.vote(id, voter: voter, value: value, out: &out)
         let expected = oracle.vote(id, voter: voter, value: value)
         guard result == expected.result else { return "vote \(value) by \(voter) on \(id): answered \(result), expected \(expected.result)" }
+        if let pin = hub.store[id], Self.staleJSON(pin) { return "vote on \(id): the store keeps stale JSON" }
         return deliveries("vote on \(id)", expected: expected.notices) ?? sizes(after: "vote on \(id)")
     }
 
@@ -78,10 +84,11 @@ public struct CheckedMapHub {
 
     /// `operation` is only described when something differs: the fuzz target runs millions of
     /// operations that pass, and describing each (ids, points, changes) would be wasted work.
-    private func compare(_ operation: @autoclosure () -> String, _ result: Result<Pin, PinFailure>,
+    private mutating func compare(_ operation: @autoclosure () -> String, _ result: Result<Pin, PinFailure>,
                          _ expected: (result: Result<Pin, PinFailure>, notices: [PinNotice])) -> String? {
         switch (result, expected.result) {
-        case (.success(let pin), .success(let want)) where pin == want && pin.cell == want.cell:
+        case (.success(let pin), .success(let want)) where pin == want && pin.cell == want.cell && pin.json != nil && !Self.staleJSON(pin)
+                                                          && !(hub.store[pin.id].map(Self.staleJSON) ?? false):
             break
         case (.failure(let failure), .failure(let want)) where failure == want:
             break
@@ -94,16 +101,32 @@ public struct CheckedMapHub {
     /// The operation's deliveries against the oracle's notices; no delivery may be addressed to nobody.
     private func deliveries(_ operation: @autoclosure () -> String, expected: [PinNotice]) -> String? {
         if out.contains(where: { $0.recipients.isEmpty }) { return "\(operation()): a delivery with no recipients" }
+        if let d = out.first(where: { $0.pin.json == nil || Self.staleJSON($0.pin) }) {
+            return "\(operation()): the \(d.kind) delivery of \(d.pin.id) has \(d.pin.json == nil ? "no JSON" : "stale JSON")"
+        }
         guard let difference = PinNotice.difference(expected: expected, delivered: PinNotice.flatten(out)) else { return nil }
         return "\(operation()): \(difference)"
     }
 
-    /// The hub holds as many pins and subscriptions as the oracle.
-    private func sizes(after operation: @autoclosure () -> String) -> String? {
+    /// The hub holds as many pins and subscriptions as the oracle; every 16th operation, no pin
+    /// it holds keeps JSON that differs from its fields (the pins an operation touches are
+    /// checked every time, where it is compared).
+    private mutating func sizes(after operation: @autoclosure () -> String) -> String? {
+        operations += 1
         guard hub.store.count == oracle.pins.count, hub.subscriptions.count == oracle.subscriptions.count else {
             return "after \(operation()): hub holds \(hub.store.count) pins and \(hub.subscriptions.count) subscriptions, "
                 + "expected \(oracle.pins.count) and \(oracle.subscriptions.count)"
         }
+        if operations % 16 == 0, let stale = hub.store.pins.values.first(where: Self.staleJSON) {
+            return "after \(operation()): the store keeps stale JSON for \(stale.id)"
+        }
         return nil
+    }
+
+    /// Whether `pin` keeps JSON (`Pin.json`, which replies and events copy as it is) that is not
+    /// what its fields encode to now.
+    public static func staleJSON(_ pin: Pin) -> Bool {
+        guard let json = pin.json else { return false }
+        return json != ServerMessages.pinJSON(pin)
     }
 }

@@ -145,14 +145,16 @@ def test_rate_limited_publishers_fail_the_run(vigild, load_binary, tmp_path):
 def test_daemon_killed_mid_run_fails_the_run(vigild, load_binary, tmp_path):
     daemon = vigild(LIFTED)
     out = tmp_path / "killed.json"
-    proc = subprocess.Popen([str(load_binary), "panic", "--streams", "100", "--watchers", "1", "--duration", "30",
+    # --duration 120: the run must end because everything closed, not because the time ran out
+    # (or a ramp, measuring or drain timeout: it once waited out the 120 s ramp timeout).
+    proc = subprocess.Popen([str(load_binary), "panic", "--streams", "100", "--watchers", "1", "--duration", "120",
                              "--url", f"ws://127.0.0.1:{daemon.port}/v1", "--json", str(out), "--no-progress"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     try:
         daemon.wait_fds_at_least(200, timeout=30)  # every owner and watcher connected
         daemon.proc.send_signal(signal.SIGKILL)
         daemon.wait(10)
-        stdout, stderr = proc.communicate(timeout=60)
+        stdout, stderr = proc.communicate(timeout=20)
     finally:
         if proc.poll() is None:
             proc.kill()

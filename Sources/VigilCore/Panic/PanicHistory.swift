@@ -33,6 +33,30 @@ public struct PanicHistory: Sendable {
         }
     }
 
+    /// Enough to take back the next `append` (`undoAppend`) without holding the storage: holding
+    /// it would make that append copy every event (copy-on-write).
+    public struct Mark: Sendable {
+        let wasFull: Bool
+        /// The event the next append overwrites when the ring is full.
+        let overwritten: PanicEvent?
+    }
+
+    public var mark: Mark {
+        let full = storage.count == capacity
+        return Mark(wasFull: full, overwritten: full ? storage[head] : nil)
+    }
+
+    /// Takes back the newest event, appended right after `mark` was taken.
+    mutating func undoAppend(_ mark: Mark) {
+        guard !storage.isEmpty else { return }
+        if let overwritten = mark.overwritten, mark.wasFull {
+            head = head == 0 ? capacity - 1 : head - 1
+            storage[head] = overwritten
+        } else {
+            storage.removeLast()
+        }
+    }
+
     /// The events with seq > `seq`, oldest first; nil unless every one of them is held
     /// (`seq + 1` dropped already). `seq` at or past the newest event gives [].
     public func events(after seq: UInt64) -> [PanicEvent]? {

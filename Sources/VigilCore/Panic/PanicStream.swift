@@ -16,7 +16,7 @@ public struct PanicEnd: Equatable, Sendable {
 /// `seq`, the history, `status`, `last` and `ended` consistent with each other.
 public struct PanicStream: Sendable {
     public let id: StreamID
-    public private(set) var status: PanicStatus
+    public internal(set) var status: PanicStatus
     public let startedAt: Int64
     /// Time of the last event (location, status or end).
     public internal(set) var updatedAt: Int64

@@ -24,7 +24,13 @@ public struct MapHub: Sendable {
                                                      minPrecision: settings.cellPrecisionMin, maxPrecision: settings.cellPrecisionMax)
         let mask = categories ?? settings.allCategories
         subscriptions.set(subscriber, .init(area: area, categories: mask, precision: precision, cells: cells))
-        return store.pins(in: area, cells: cells, precision: precision, categories: mask, settings: settings, limit: settings.maxSubscribePins)
+        var reply = store.pins(in: area, cells: cells, precision: precision, categories: mask, settings: settings, limit: settings.maxSubscribePins)
+        // Pins restored at startup are encoded the first time someone is shown them; after that,
+        // like every pin created or edited since, they are copied into the reply as bytes.
+        for i in reply.pins.indices where reply.pins[i].json == nil {
+            reply.pins[i] = encoded(reply.pins[i])
+        }
+        return reply
     }
 
     public mutating func unsubscribe(_ subscriber: SubscriberID) {
@@ -39,7 +45,7 @@ public struct MapHub: Sendable {
         let pin = Pin(id: id, point: draft.point, title: draft.title, description: draft.description,
                       category: draft.category, createdAt: now, expiresAt: now + Int64(draft.ttlSeconds) * 1000,
                       editDigest: editDigest)
-        let stored = store.insert(pin)
+        let stored = encoded(store.insert(pin))
         deliver(.added, stored, out: &out)
         return .success(stored)
     }
@@ -59,6 +65,7 @@ public struct MapHub: Sendable {
         if let ttl = changes.ttlSeconds { pin.expiresAt = now + Int64(ttl) * 1000 }
         pin.updatedAt = now
         store.replace(pin)
+        pin = encoded(pin)
         deliverTransition(from: old, to: pin, out: &out)
         return .success(pin)
     }
@@ -88,7 +95,7 @@ public struct MapHub: Sendable {
         }
         if held.previous == nil && held.voters >= settings.maxVotersPerPin { return .failure(.tooManyVoters) }
         store.setVote(id, voter: voter, value: value)
-        guard let pin = store[id] else { return .failure(.notFound) }
+        guard let pin = store[id].map({ encoded($0) }) else { return .failure(.notFound) }
         if pin.down - pin.up >= settings.voteFlagThreshold {
             store.remove(id)
             deliver(.removed(.flagged), pin, out: &out)
@@ -111,12 +118,24 @@ public struct MapHub: Sendable {
 
     // MARK: fan-out
 
-    private func deliver(_ kind: PinEventKind, _ pin: Pin, out: inout [PinDelivery]) {
+    /// `pin` with its JSON object (`Pin.json`), made now if it has none, and kept in the store
+    /// when the store holds the pin. `pin` must be the pin as the store holds it (or held it last,
+    /// for one just removed): every caller has just read or written it there.
+    private mutating func encoded(_ pin: Pin) -> Pin {
+        guard pin.json == nil else { return pin }
+        var pin = pin
+        let json = ServerMessages.pinJSON(pin)
+        pin.json = json
+        store.keepJSON(json, for: pin.id)
+        return pin
+    }
+
+    private mutating func deliver(_ kind: PinEventKind, _ pin: Pin, out: inout [PinDelivery]) {
         guard let bit = settings.categoryIndex(pin.category) else { return }
         var recipients: [SubscriberID] = []
         subscriptions.forEachSubscriber(at: pin.point, cell: pin.cell, categoryBit: bit) { recipients.append($0) }
         if !recipients.isEmpty {
-            out.append(PinDelivery(kind: kind, pin: pin, recipients: recipients))
+            out.append(PinDelivery(kind: kind, pin: encoded(pin), recipients: recipients))
         }
     }
 

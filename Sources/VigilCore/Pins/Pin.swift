@@ -4,15 +4,16 @@ import VigilGeo
 /// edit token and the votes by voter. Nothing identifies the person who created it.
 public struct Pin: Equatable, Sendable {
     public let id: PinID
-    public var point: GeoPoint
-    public var title: String
-    public var description: String
-    public var category: String
-    public var createdAt: Int64
-    public var updatedAt: Int64
-    public var expiresAt: Int64
-    public var up: Int
-    public var down: Int
+    // Every field the public JSON object shows drops `json` when it changes (the `didSet`s).
+    public var point: GeoPoint { didSet { json = nil } }
+    public var title: String { didSet { json = nil } }
+    public var description: String { didSet { json = nil } }
+    public var category: String { didSet { json = nil } }
+    public var createdAt: Int64 { didSet { json = nil } }
+    public var updatedAt: Int64 { didSet { json = nil } }
+    public var expiresAt: Int64 { didSet { json = nil } }
+    public var up: Int { didSet { json = nil } }
+    public var down: Int { didSet { json = nil } }
     /// SHA-256 of the edit token; the token itself is never stored.
     public let editDigest: TokenDigest
     /// Vote per voter (+1 or -1). A voter is an opaque number the server gives each source of
@@ -24,6 +25,13 @@ public struct Pin: Equatable, Sendable {
     public var cell: GeohashCell
     /// Creation order in this store (ties of `createdAt` within a millisecond sort by it).
     public var sequence: UInt64 = 0
+    /// The public JSON object (`ServerMessages.pin`), once made: made when the pin is created,
+    /// edited or voted on (its reply needs it anyway) or first shown after a restart, and kept in
+    /// the store, so that subscribe replies and events splice these bytes instead of encoding the
+    /// pin again (a panning map's reply holds hundreds of pins). Changing any field it shows sets
+    /// it back to nil, so bytes that are here always say what the fields say. Not state: a
+    /// snapshot does not keep it, and equality ignores it.
+    public internal(set) var json: [UInt8]?
 
     public init(id: PinID, point: GeoPoint, title: String, description: String, category: String,
                 createdAt: Int64, expiresAt: Int64, editDigest: TokenDigest) {
@@ -52,6 +60,16 @@ public struct Pin: Equatable, Sendable {
         if previous == 1 { up -= 1 } else if previous == -1 { down -= 1 }
         if value == 1 { up += 1 } else { down += 1 }
         return true
+    }
+
+    /// Puts `voter`'s vote back to `value` (nil: no vote), keeping `up` and `down` equal to the
+    /// counts: how a vote the server could not record is taken back.
+    public mutating func restoreVote(_ voter: UInt64, to value: Int8?) {
+        if let value {
+            setVote(voter, value)
+        } else if let previous = votes.removeValue(forKey: voter) {
+            if previous == 1 { up -= 1 } else { down -= 1 }
+        }
     }
 
     public static func == (a: Pin, b: Pin) -> Bool {

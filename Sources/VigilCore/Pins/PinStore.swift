@@ -78,6 +78,12 @@ public struct PinStore: Sendable {
         pins[id]?.setVote(voter, value)
     }
 
+    /// Keeps `json` as the stored pin's JSON object (`Pin.json`). The caller encoded it from the
+    /// pin as this store holds it now; a pin not held (removed meanwhile) is left alone.
+    public mutating func keepJSON(_ json: [UInt8], for id: PinID) {
+        pins[id]?.json = json
+    }
+
     /// Removes and returns every pin whose `expiresAt` is at or before `now`, oldest first.
     public mutating func removeExpired(now: Int64) -> [Pin] {
         var expired: [Pin] = []

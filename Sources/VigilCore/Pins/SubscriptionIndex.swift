@@ -29,6 +29,9 @@ public struct SubscriptionIndex: Sendable {
     /// contiguous array without a dictionary lookup per candidate.
     struct Member: Sendable {
         let id: SubscriberID
+        /// Which of the subscriber's cells this channel is (an index into its `cells`): where a
+        /// swap-remove that moves this entry writes its new position (in `positions`).
+        let slot: Int32
         let categories: UInt64
         let area: GeoArea
 
@@ -40,6 +43,11 @@ public struct SubscriptionIndex: Sendable {
 
     public private(set) var subscriptions: [SubscriberID: Subscription] = [:]
     private(set) var channels: [UInt64: [Member]] = [:]
+    /// Where each subscriber sits: `positions[s][k]` is its index in the channel of its k-th cell.
+    /// Removing it is then a swap-remove per cell, O(1) whatever the channel's size, instead of a
+    /// scan of the channel for it (a city's channels hold thousands of members, and a panning map
+    /// leaves all of its cells about once a second).
+    private(set) var positions: [SubscriberID: [Int32]] = [:]
     /// How many subscriptions use each precision (index = precision); events skip unused ones.
     private var precisionUse = [Int](repeating: 0, count: Geohash.maxPrecision + 1)
 
@@ -55,21 +63,32 @@ public struct SubscriptionIndex: Sendable {
         remove(subscriber)
         subscriptions[subscriber] = subscription
         precisionUse[subscription.precision] += 1
-        let member = Member(id: subscriber, categories: subscription.categories, area: subscription.area)
-        for cell in subscription.cells {
-            channels[cell.key, default: []].append(member)
+        var at: [Int32] = []
+        at.reserveCapacity(subscription.cells.count)
+        for (k, cell) in subscription.cells.enumerated() {
+            let member = Member(id: subscriber, slot: Int32(k), categories: subscription.categories, area: subscription.area)
+            at.append(channels[cell.key, default: []].appendMember(member))
         }
+        positions[subscriber] = at
     }
 
     public mutating func remove(_ subscriber: SubscriberID) {
-        guard let old = subscriptions.removeValue(forKey: subscriber) else { return }
+        guard let old = subscriptions.removeValue(forKey: subscriber), var at = positions.removeValue(forKey: subscriber) else { return }
         precisionUse[old.precision] -= 1
-        for cell in old.cells {
+        for (k, cell) in old.cells.enumerated() {
             let key = cell.key
             // In place (the dictionary's modify accessor): copying a big channel out and back would
             // cost O(members) per cell, and a country-wide subscription can sit in busy channels.
-            if channels[key]?.removeMember(subscriber) == true {
+            guard let outcome = channels[key]?.removeMember(at: Int(at[k])) else { preconditionFailure("a subscriber's channel is missing") }
+            switch outcome {
+            case .emptied:
                 channels.removeValue(forKey: key)
+            case .moved(let member) where member.id == subscriber:
+                at[Int(member.slot)] = at[k]          // the same cell listed twice in one cover
+            case .moved(let member):
+                positions[member.id]?[Int(member.slot)] = at[k]
+            case .wasLast:
+                break
             }
         }
     }
@@ -91,14 +110,57 @@ public struct SubscriptionIndex: Sendable {
     }
 }
 
-private extension Array where Element == SubscriptionIndex.Member {
-    /// Removes `subscriber`'s entry, if any, by moving the last entry into its place (the order of
-    /// a channel's members means nothing); returns whether the channel is left empty.
-    mutating func removeMember(_ subscriber: SubscriptionIndex.SubscriberID) -> Bool {
-        if let at = firstIndex(where: { $0.id == subscriber }) {
-            swapAt(at, count - 1)
-            removeLast()
+extension SubscriptionIndex {
+    /// What removing an entry from a channel did to the channel's other entries.
+    enum Removal {
+        /// The channel has no entries left.
+        case emptied
+        /// The removed entry was the last one: nothing moved.
+        case wasLast
+        /// The channel's last entry was moved into the removed one's place.
+        case moved(Member)
+    }
+
+    /// Nil when every channel entry is where `positions` says and each subscription has exactly
+    /// one entry per cell; else what is wrong (for tests).
+    func inconsistency() -> String? {
+        var entries = 0
+        for (key, members) in channels {
+            if members.isEmpty { return "channel \(key) is empty but kept" }
+            for (index, member) in members.enumerated() {
+                guard let sub = subscriptions[member.id], let at = positions[member.id], Int(member.slot) < sub.cells.count,
+                      sub.cells[Int(member.slot)].key == key, at[Int(member.slot)] == Int32(index) else {
+                    return "channel \(key) entry \(index) (subscriber \(member.id), slot \(member.slot)) is not where its positions say"
+                }
+                entries += 1
+            }
         }
-        return isEmpty
+        let expected = subscriptions.values.reduce(0) { $0 + $1.cells.count }
+        if entries != expected { return "\(entries) channel entries, expected \(expected)" }
+        if positions.count != subscriptions.count { return "\(positions.count) position lists for \(subscriptions.count) subscriptions" }
+        return nil
+    }
+}
+
+private extension Array where Element == SubscriptionIndex.Member {
+    /// Appends `member`; returns its index.
+    mutating func appendMember(_ member: SubscriptionIndex.Member) -> Int32 {
+        append(member)
+        return Int32(count - 1)
+    }
+
+    /// Removes the entry at `index` by moving the last entry into its place (the order of a
+    /// channel's members means nothing: each recipient has a queue of its own, and what one
+    /// subscriber receives keeps the order of the events whatever order the recipients are
+    /// walked in).
+    mutating func removeMember(at index: Int) -> SubscriptionIndex.Removal {
+        let last = count - 1
+        if index == last {
+            removeLast()
+            return isEmpty ? .emptied : .wasLast
+        }
+        self[index] = self[last]
+        removeLast()
+        return .moved(self[index])
     }
 }

@@ -65,6 +65,19 @@ public enum ClientOperation: Equatable, Sendable {
         default: return false
         }
     }
+
+    /// Operations that may change durable state (a journal record): refused while the server
+    /// cannot record changes (`unavailable`). A superset of `isWrite`: a stream's own updates
+    /// are not rate limited, but they are journaled.
+    public var changesState: Bool {
+        switch self {
+        case .pinCreate, .pinUpdate, .pinDelete, .pinVote, .panicStart, .panicUpdate, .panicStatus, .panicEnd,
+             .panicInvite, .panicRevoke:
+            return true
+        case .subscribe, .unsubscribe, .panicResume, .panicWatch, .panicUnwatch:
+            return false
+        }
+    }
 }
 
 /// A request that failed, with the `ref` it carried (when it could be read) for the error reply.

@@ -4,7 +4,7 @@ public struct RequestError: Error, Equatable, Sendable {
     public var code: String
     public var field: String?
     public var message: String
-    /// For `rate_limited`: when a retry can succeed.
+    /// For `rate_limited` and `unavailable`: when a retry can succeed.
     public var retryAfterMs: Int64?
 
     public init(_ code: String, field: String? = nil, _ message: String, retryAfterMs: Int64? = nil) {
@@ -12,6 +12,13 @@ public struct RequestError: Error, Equatable, Sendable {
         self.field = field
         self.message = message
         self.retryAfterMs = retryAfterMs
+    }
+
+    /// A change the server could not record (its disk is full or failing): it was not made.
+    /// Reads and live events go on; a retry after `retryAfterMs` may succeed.
+    public static func unavailable(retryAfterMs: Int64) -> RequestError {
+        RequestError("unavailable", "the server cannot record changes at the moment; nothing was changed. Retry after \(retryAfterMs) ms",
+                     retryAfterMs: retryAfterMs)
     }
 
     static func missing(_ field: String) -> RequestError {

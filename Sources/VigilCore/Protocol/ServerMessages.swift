@@ -66,8 +66,25 @@ public enum ServerMessages {
         w.endObject()
     }
 
-    /// The public pin object: nothing about its creator, no token digest, no voters.
+    /// The public pin object: nothing about its creator, no token digest, no voters. The pin's
+    /// kept bytes when it has them (`Pin.json`), else encoded from its fields.
     public static func pin(_ p: Pin, into w: inout JSONWriter) {
+        if let json = p.json {
+            w.raw(json)
+        } else {
+            pinFields(p, into: &w)
+        }
+    }
+
+    /// The pin object's bytes, to keep in `Pin.json`.
+    public static func pinJSON(_ p: Pin) -> [UInt8] {
+        var w = JSONWriter(capacity: 320)
+        pinFields(p, into: &w)
+        return w.bytes
+    }
+
+    /// The pin object from the pin's fields: the one encoding of a pin (`pin` and `pinJSON`).
+    private static func pinFields(_ p: Pin, into w: inout JSONWriter) {
         w.beginObject()
         w.key("id"); w.string(p.id.description)
         w.key("lat"); w.double(p.point.lat)

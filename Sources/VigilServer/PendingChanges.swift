@@ -1,0 +1,57 @@
+import VigilCore
+import VigilState
+
+/// How to take back one change (docs/DURABILITY.md, "When the disk fails"): what the handler that
+/// made it knew of the state before. Each is small and holds no storage that the change then
+/// mutates (that would make the change copy it: a pin's vote table, a stream's history).
+enum Undo: Sendable {
+    /// A pin created: remove it (and give its address budget the slot back).
+    case pinCreated(PinID)
+    /// A pin updated or deleted: put it back as it was.
+    case pin(PinID, before: Pin)
+    /// A vote: the voter's previous vote (nil: none), and the pin when the vote flagged it away.
+    case vote(PinID, voter: UInt64, previous: Int8?, flagged: Pin?)
+    /// A stream started: remove it (and give its address budget the slot back).
+    case streamStarted(StreamID)
+    /// A stream's update, status, end, invitation or revocation.
+    case stream(PanicHub.Checkpoint)
+}
+
+/// The changes of this turn that are not recorded yet, each with its `Undo` and the outbox items
+/// that report it, so that a turn whose records could not be written (`ChangeLog.commitTurn`
+/// false) is taken back before any of it is sent: nobody hears of a change that a restart would
+/// not bring back. Kept only with a change log.
+struct PendingChanges {
+    struct Change {
+        /// nil only if a handler gave none: its reply and events are withdrawn all the same.
+        let undo: Undo?
+        /// Its reply and deliveries in the outbox.
+        let items: Range<Int>
+    }
+
+    private(set) var changes: [Change] = []
+    /// Replies to reads that came after a change in the same turn (a subscribe's pins, a watch's
+    /// or resume's stream): they may show it, so they are withdrawn with it.
+    private(set) var readers: [Range<Int>] = []
+
+    /// After `operation` was applied, with the outbox range of what it produced.
+    mutating func note(_ operation: ClientOperation, _ outcome: V1Application.Outcome, items: Range<Int>) {
+        if outcome.record != nil {
+            changes.append(Change(undo: outcome.undo, items: items))
+            return
+        }
+        guard !changes.isEmpty else { return }
+        switch operation {
+        case .subscribe, .panicWatch, .panicResume: readers.append(items)
+        default: break
+        }
+    }
+
+    /// Every outbox range to withdraw: the changes' and the readers'.
+    var withdrawn: [Range<Int>] { changes.map(\.items) + readers }
+
+    mutating func clear() {
+        changes.removeAll(keepingCapacity: true)
+        readers.removeAll(keepingCapacity: true)
+    }
+}

@@ -1,0 +1,543 @@
+// VigilClient: one WebSocket to vigild's /v1 (docs/PROTOCOL.md), with request/reply by `ref`,
+// per-request timeouts, typed errors, waits on `rate_limited`, and reconnection that restores
+// what the application asked for: the map subscription (and its pin set), each watched stream
+// (from the last seq delivered) and each owned stream (with its owner token).
+
+import { Emitter } from './emitter.js';
+
+/** An error reply from the server, or a failure of the request itself (timeout, disconnected, closed). */
+export class VigilError extends Error {
+  /**
+   * @param {string} code the server's `code` (`invalid_lat`, `rate_limited`, ...) or one of the
+   *   client's own: `timeout`, `disconnected`, `closed`, `not_connected`
+   */
+  constructor(code, message, { field, retryAfterMs, reply, op } = {}) {
+    super(message || code);
+    this.name = 'VigilError';
+    this.code = code;
+    if (field !== undefined) this.field = field;
+    if (retryAfterMs !== undefined) this.retryAfterMs = retryAfterMs;
+    if (reply !== undefined) this.reply = reply;
+    if (op !== undefined) this.op = op;
+  }
+}
+
+const DEFAULT_RECONNECT = { minDelayMs: 500, maxDelayMs: 15000, factor: 2, jitter: 0.5 };
+
+/** Node's built-in WebSocket when present (Node 22+), else the `ws` package (npm or Debian's node-ws). */
+async function loadWebSocket() {
+  if (typeof globalThis.WebSocket === 'function') return globalThis.WebSocket;
+  const { createRequire } = await import('node:module');
+  const require = createRequire(import.meta.url);
+  for (const name of ['ws', '/usr/share/nodejs/ws']) {
+    try {
+      return require(name);
+    } catch { /* try the next */ }
+  }
+  throw new VigilError('no_websocket', 'no WebSocket implementation: use Node 22+, or install ws (npm i ws, or apt-get install node-ws)');
+}
+
+/** A catch handler for background work: failures other than a lost or closed connection go to `emitter`'s `error`. */
+const reportTo = (emitter) => (err) => { if (err.code !== 'disconnected' && err.code !== 'closed') emitter.emit('error', err); };
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class VigilClient extends Emitter {
+  /**
+   * @param {string} url e.g. `ws://127.0.0.1:8080/v1`
+   * @param {object} [options] see vigil.d.ts (`VigilClientOptions`)
+   */
+  constructor(url, options = {}) {
+    super();
+    this.url = url;
+    this.options = options;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 10000;
+    this.rateLimitRetries = options.rateLimitRetries ?? 3;
+    this.reconnect = options.reconnect === false ? null : { ...DEFAULT_RECONNECT, ...(options.reconnect || {}) };
+    this.random = options.random ?? Math.random;
+    /** `idle`, `connecting`, `open` or `closed` (by `close()`). */
+    this.state = 'idle';
+    this.welcome = null;
+    this.connections = 0;
+    this.#WebSocket = options.WebSocket ?? null;
+  }
+
+  #WebSocket;
+  #ws = null;
+  #nextRef = 1;
+  #pending = new Map();
+  #openWaiters = new Set();
+  #attempt = 0;
+  #retryTimer = null;
+  #subscription = null;
+  #watches = new Map();
+  #owners = new Map();
+
+  get session() { return this.welcome?.session; }
+  get limits() { return this.welcome?.limits; }
+  get isOpen() { return this.state === 'open'; }
+
+  /** Opens the connection; resolves with the server's welcome. Reconnects by itself afterwards. */
+  async connect() {
+    if (this.state === 'open') return this.welcome;
+    if (this.state === 'closed') throw new VigilError('closed', 'the client was closed');
+    if (this.state === 'idle') {
+      this.state = 'connecting';
+      const load = this.#WebSocket ? Promise.resolve(this.#WebSocket) : loadWebSocket();
+      load.then((impl) => { this.#WebSocket = impl; if (this.state === 'connecting') this.#open(); }, (err) => {
+        this.state = 'closed';
+        for (const w of this.#openWaiters) { clearTimeout(w.timer); w.reject(err); }
+        this.#openWaiters.clear();
+      });
+    }
+    await this.#waitOpen(this.options.connectTimeoutMs ?? null);
+    return this.welcome;
+  }
+
+  /** Closes for good: no reconnect; pending requests fail with `closed`. */
+  close() {
+    this.state = 'closed';
+    clearTimeout(this.#retryTimer);
+    this.#failPending(new VigilError('closed', 'the client was closed'));
+    for (const w of this.#openWaiters) w.reject(new VigilError('closed', 'the client was closed'));
+    this.#openWaiters.clear();
+    if (this.#ws) {
+      try { this.#ws.close(1000); } catch { /* already closing */ }
+    }
+    this.emit('closed');
+  }
+
+  /**
+   * Drops the current connection, if any, and connects again at once, without waiting for the
+   * backoff: for a page told the network is back (`online`), where a dead connection may
+   * otherwise go unnoticed for minutes. Requests in flight fail with `disconnected`.
+   */
+  reconnectNow() {
+    if (this.state === 'closed' || this.state === 'idle' || !this.#WebSocket) return;
+    clearTimeout(this.#retryTimer);
+    this.#attempt = 0;
+    const ws = this.#ws;
+    if (ws) {
+      this.#lost(1000, 'reconnecting');
+      try { ws.close(1000); } catch { /* already closing */ }
+    }
+    this.#open();
+  }
+
+  /**
+   * Sends `{op, ref, ...fields}` and resolves with the `ok` reply; rejects with a VigilError.
+   * Waits for the connection when it is not open (within the timeout). On `rate_limited` it waits
+   * the `retry_after_ms` the server gave and tries again, up to `rateLimitRetries` times.
+   */
+  async request(op, fields = {}, { timeoutMs = this.requestTimeoutMs, retryRateLimited = true } = {}) {
+    const attempt = () => this.#call(op, fields, { timeoutMs });
+    return retryRateLimited ? this.#withRateLimit(op, attempt) : attempt();
+  }
+
+  // MARK: the map
+
+  /**
+   * Subscribes to an area (`{bbox:[s,w,n,e]}` or `{center:{lat,lon}, radius_m}`), replacing the previous
+   * one; resolves with the reply (`pins`, `truncated`). Re-sent after each reconnect; each reply is
+   * also emitted as `pins` ({pins, truncated, resubscribed}) before any event that follows it.
+   */
+  async subscribe(area, { categories } = {}) {
+    const fields = categories ? { area, categories } : { area };
+    this.#subscription = fields;
+    return this.#withRateLimit('subscribe', () => this.#call('subscribe', fields, {
+      onReply: (reply) => {
+        if (this.#subscription === fields) this.emit('pins', { pins: reply.pins, truncated: !!reply.truncated, resubscribed: false });
+      },
+    }));
+  }
+
+  async unsubscribe() {
+    this.#subscription = null;
+    return this.request('unsubscribe');
+  }
+
+  /** The current subscription's fields (`{area, categories?}`), or null. */
+  get subscription() { return this.#subscription; }
+
+  // MARK: panic streams
+
+  /**
+   * Watches a stream with a watch token. Resolves with a Watch once the first reply arrived; the
+   * Watch delivers each event exactly once and in order (seq), re-watching after a reconnect or a
+   * hole with `since` = the last seq it delivered, or emits `gap` with the current state.
+   */
+  async watch(stream, watchToken, { since, attach } = {}) {
+    const w = new Watch(this, stream, watchToken, since ?? null);
+    this.#watches.set(stream, w);
+    // Listeners attached here miss nothing: the reply and the events right behind it may be
+    // handled before the promise this returns resolves.
+    attach?.(w);
+    try {
+      await w._sync();
+    } catch (err) {
+      if (this.#watches.get(stream) === w) this.#watches.delete(stream);
+      throw err;
+    }
+    return w;
+  }
+
+  /** Starts a panic stream; resolves with its Owner (keep `ownerToken` to resume after a restart of the app). */
+  async startPanic(fields) {
+    let owner;
+    await this.#withRateLimit('panic.start', () => this.#call('panic.start', fields, {
+      onReply: (reply) => { owner = this.#adopt(reply.stream, reply.owner_token, { ...reply, status: fields.status }); },
+    }));
+    return owner;
+  }
+
+  /** Becomes the owner of a stream again (after the app restarted); resolves with the Owner. */
+  async resumePanic(stream, ownerToken) {
+    const owner = this.#owners.get(stream) ?? new Owner(this, stream, ownerToken, {});
+    this.#owners.set(stream, owner);
+    try {
+      await owner._resume();
+    } catch (err) {
+      this.#owners.delete(stream);
+      throw err;
+    }
+    return owner;
+  }
+
+  #adopt(stream, ownerToken, reply) {
+    const owner = new Owner(this, stream, ownerToken, reply);
+    this.#owners.set(stream, owner);
+    return owner;
+  }
+
+  _forgetWatch(w) { if (this.#watches.get(w.stream) === w) this.#watches.delete(w.stream); }
+  _forgetOwner(o) { if (this.#owners.get(o.stream) === o) this.#owners.delete(o.stream); }
+
+  /** One attempt, with a synchronous `onReply` run before any later message is handled. */
+  _call(op, fields, opts) { return this.#call(op, fields, opts); }
+
+  // MARK: internals
+
+  async #withRateLimit(op, attempt) {
+    for (let retries = 0; ; retries++) {
+      try {
+        return await attempt();
+      } catch (err) {
+        if (!(err instanceof VigilError) || err.code !== 'rate_limited' || retries >= this.rateLimitRetries) throw err;
+        const waitMs = Math.max(0, err.retryAfterMs ?? 1000);
+        this.emit('rate_limited', { op, retryAfterMs: waitMs });
+        await sleep(waitMs);
+      }
+    }
+  }
+
+  async #call(op, fields, { timeoutMs = this.requestTimeoutMs, onReply } = {}) {
+    const started = Date.now();
+    if (this.state !== 'open') await this.#waitOpen(timeoutMs);
+    const left = timeoutMs == null ? null : Math.max(1, timeoutMs - (Date.now() - started));
+    return new Promise((resolve, reject) => {
+      const ref = this.#nextRef++;
+      const entry = { op, resolve, reject, onReply, timer: null };
+      if (left != null) {
+        entry.timer = setTimeout(() => {
+          this.#pending.delete(ref);
+          reject(new VigilError('timeout', `${op}: no reply within ${timeoutMs} ms`, { op }));
+        }, left);
+      }
+      this.#pending.set(ref, entry);
+      try {
+        this.#ws.send(JSON.stringify({ ...fields, op, ref }));
+      } catch (err) {
+        clearTimeout(entry.timer);
+        this.#pending.delete(ref);
+        reject(new VigilError('disconnected', `${op}: ${err.message}`, { op }));
+      }
+    });
+  }
+
+  #waitOpen(timeoutMs) {
+    if (this.state === 'open') return Promise.resolve();
+    if (this.state === 'closed') return Promise.reject(new VigilError('closed', 'the client was closed'));
+    if (this.state === 'idle') return Promise.reject(new VigilError('not_connected', 'call connect() first'));
+    return new Promise((resolve, reject) => {
+      const w = { resolve, reject, timer: null };
+      if (timeoutMs != null) {
+        w.timer = setTimeout(() => {
+          this.#openWaiters.delete(w);
+          reject(new VigilError('timeout', `not connected within ${timeoutMs} ms`));
+        }, timeoutMs);
+      }
+      this.#openWaiters.add(w);
+    });
+  }
+
+  #open() {
+    this.state = 'connecting';
+    let ws;
+    try {
+      ws = new this.#WebSocket(this.url, this.options.protocols ?? ['vigil.v1']);
+    } catch (err) {
+      this.emit('error', err);
+      this.#scheduleReconnect();
+      return;
+    }
+    this.#ws = ws;
+    // A connection that is not welcomed in time (a network that swallows packets) is given up.
+    const attemptMs = this.options.attemptTimeoutMs ?? 10000;
+    const giveUp = setTimeout(() => {
+      if (this.#ws !== ws || this.state === 'open') return;
+      this.#lost(4000, 'no welcome in time');
+      try { ws.close(); } catch { /* not open yet */ }
+      this.#scheduleReconnect();
+    }, attemptMs);
+    ws.onmessage = (ev) => {
+      if (this.#ws !== ws) return;
+      const text = typeof ev.data === 'string' ? ev.data : String(ev.data);
+      let msg;
+      try {
+        msg = JSON.parse(text);
+      } catch {
+        this.emit('error', new VigilError('bad_json', 'the server sent a message that is not JSON'));
+        return;
+      }
+      if (msg.type === 'welcome') clearTimeout(giveUp);
+      this.#dispatch(msg);
+    };
+    ws.onclose = (ev) => {
+      clearTimeout(giveUp);
+      if (this.#ws !== ws) return;
+      this.#lost(ev.code, ev.reason);
+      this.#scheduleReconnect();
+    };
+    ws.onerror = () => { /* the close event follows */ };
+  }
+
+  /** The current connection is gone (or dropped on purpose): pending requests fail. */
+  #lost(code, reason) {
+    this.#ws = null;
+    const wasOpen = this.state === 'open';
+    if (this.state !== 'closed') this.state = 'connecting';
+    this.#failPending(new VigilError('disconnected', `connection closed (${code})`));
+    if (wasOpen) this.emit('disconnected', { code, reason });
+  }
+
+  #scheduleReconnect() {
+    if (this.state === 'closed') return;
+    if (!this.reconnect) {
+      this.state = 'closed';
+      for (const w of this.#openWaiters) { clearTimeout(w.timer); w.reject(new VigilError('disconnected', 'connection lost and reconnect is off')); }
+      this.#openWaiters.clear();
+      this.emit('closed');
+      return;
+    }
+    const r = this.reconnect;
+    const base = Math.min(r.maxDelayMs, r.minDelayMs * r.factor ** this.#attempt);
+    const delayMs = Math.round(base * (1 - r.jitter * this.random()));
+    this.#attempt++;
+    this.emit('reconnecting', { attempt: this.#attempt, delayMs });
+    this.#retryTimer = setTimeout(() => { if (this.state !== 'closed') this.#open(); }, delayMs);
+  }
+
+  #failPending(err) {
+    const pending = [...this.#pending.values()];
+    this.#pending.clear();
+    for (const p of pending) {
+      clearTimeout(p.timer);
+      p.reject(new VigilError(err.code, `${p.op}: ${err.message}`, { op: p.op }));
+    }
+  }
+
+  #dispatch(msg) {
+    if (msg.type === 'welcome') {
+      this.welcome = msg;
+      this.state = 'open';
+      this.#attempt = 0;
+      this.connections++;
+      const reconnected = this.connections > 1;
+      for (const w of this.#openWaiters) { clearTimeout(w.timer); w.resolve(); }
+      this.#openWaiters.clear();
+      this.emit('open', { welcome: msg, reconnected });
+      if (reconnected) this.#restore();
+      return;
+    }
+    if ((msg.type === 'ok' || msg.type === 'error') && msg.ref !== undefined) {
+      const p = this.#pending.get(msg.ref);
+      if (!p) return;
+      this.#pending.delete(msg.ref);
+      clearTimeout(p.timer);
+      if (msg.type === 'ok') {
+        if (p.onReply) {
+          try { p.onReply(msg); } catch (err) { this.emit('error', err); }
+        }
+        p.resolve(msg);
+      } else {
+        p.reject(new VigilError(msg.code, msg.message, { field: msg.field, retryAfterMs: msg.retry_after_ms, reply: msg, op: p.op }));
+      }
+      return;
+    }
+    if (msg.type === 'error') {
+      this.emit('error', new VigilError(msg.code, msg.message, { field: msg.field, reply: msg }));
+      return;
+    }
+    if (typeof msg.type !== 'string') return;
+    if (msg.type.startsWith('panic.') && typeof msg.stream === 'string') {
+      if (msg.type === 'panic.watchers') this.#owners.get(msg.stream)?._event(msg);
+      else this.#watches.get(msg.stream)?._event(msg);
+    }
+    this.emit('event', msg);
+    this.emit(msg.type, msg);
+  }
+
+  /** After a reconnect: owners resume, the subscription is re-sent, each watch re-watches from its last seq. */
+  #restore() {
+    for (const owner of [...this.#owners.values()]) {
+      owner._resume().catch(reportTo(owner));
+    }
+    const sub = this.#subscription;
+    if (sub) {
+      this.#withRateLimit('subscribe', () => this.#call('subscribe', sub, {
+        onReply: (reply) => {
+          if (this.#subscription === sub) this.emit('pins', { pins: reply.pins, truncated: !!reply.truncated, resubscribed: true });
+        },
+      })).catch(reportTo(this));
+    }
+    for (const w of [...this.#watches.values()]) {
+      w._sync().catch(reportTo(w));
+    }
+    this.emit('reconnected', { welcome: this.welcome });
+  }
+}
+
+/**
+ * One watched stream. Emits `state` ({state, gap}) on each (re-)watch reply, then each event with a
+ * seq once, in order: `location`, `status`, `ended` (and `event` for all); `stale`, `revoked`;
+ * `gap` ({state, lastSeq}) when events were missed and the server no longer holds them.
+ */
+export class Watch extends Emitter {
+  constructor(client, stream, token, since) {
+    super();
+    this.client = client;
+    this.stream = stream;
+    this.token = token;
+    /** The seq of the last event delivered (0 before any). */
+    this.lastSeq = since ?? 0;
+    this.state = null;
+    this.active = true;
+    this.#first = since == null;
+    this.#syncing = false;
+  }
+
+  #first;
+  #syncing;
+
+  /** (Re-)watches from `lastSeq` (or for the first time, without since). */
+  _sync() {
+    this.#syncing = true;
+    const fields = { stream: this.stream, watch_token: this.token };
+    if (!this.#first) fields.since = this.lastSeq;
+    return this.client._call('panic.watch', fields, {
+      onReply: (reply) => {
+        this.#syncing = false;
+        const state = reply.state;
+        this.state = state;
+        const gap = !!reply.gap;
+        if (this.#first || gap) {
+          const previous = this.lastSeq;
+          this.lastSeq = state.seq;
+          this.#first = false;
+          if (gap) this.emit('gap', { state, lastSeq: previous });
+        }
+        this.emit('state', { state, gap });
+      },
+    });
+  }
+
+  _event(msg) {
+    if (!this.active) return;
+    if (typeof msg.seq !== 'number') {
+      if (msg.type === 'panic.stale') this.emit('stale', msg);
+      else if (msg.type === 'panic.revoked') { this.active = false; this.client._forgetWatch(this); this.emit('revoked', msg); }
+      this.emit('event', msg);
+      return;
+    }
+    if (this.#syncing || msg.seq <= this.lastSeq) return;  // replayed after the pending reply, or a duplicate
+    if (msg.seq > this.lastSeq + 1) {
+      // A hole (a conflated backlog): ask the server for what is missing, from the last seq delivered.
+      this._sync().catch(reportTo(this));
+      return;
+    }
+    this.lastSeq = msg.seq;
+    const name = msg.type.slice('panic.'.length);
+    this.emit(name, msg);
+    this.emit('event', msg);
+  }
+
+  /** Stops watching. */
+  async unwatch() {
+    this.active = false;
+    this.client._forgetWatch(this);
+    if (this.client.isOpen) await this.client.request('panic.unwatch', { stream: this.stream });
+  }
+}
+
+/** A stream this client owns: send locations and status, end it, invite and revoke contacts. */
+export class Owner extends Emitter {
+  constructor(client, stream, ownerToken, reply) {
+    super();
+    this.client = client;
+    this.stream = stream;
+    this.ownerToken = ownerToken;
+    this.watchTokens = reply.watch_tokens ?? [];
+    this.seq = reply.seq ?? 0;
+    this.watchers = 0;
+    this.ended = false;
+    /** `red` or `amber`: as started, changed by status(), or as the server had it on resume. */
+    this.status = reply.status ?? null;
+  }
+
+  _event(msg) {
+    if (msg.type === 'panic.watchers') {
+      this.watchers = msg.count;
+      this.emit('watchers', msg.count);
+    }
+  }
+
+  async _resume() {
+    const reply = await this.client._call('panic.resume', { stream: this.stream, owner_token: this.ownerToken });
+    this.seq = reply.state.seq;
+    this.status = reply.state.status;
+    if (reply.state.ended) this.ended = true;
+    this.emit('resumed', reply.state);
+    return reply;
+  }
+
+  // The owner token goes with every request, so a request sent before the resume after a
+  // reconnect is still the owner's.
+  async #steer(op, fields, opts) {
+    const reply = await this.client.request(op, { ...fields, stream: this.stream, owner_token: this.ownerToken }, opts);
+    if (typeof reply.seq === 'number') this.seq = reply.seq;
+    return reply;
+  }
+
+  /** `{lat, lon, accuracy_m?, heading?, speed_mps?}`; resolves with the new seq. */
+  async update(position, opts) { return (await this.#steer('panic.update', position, opts)).seq; }
+  async setStatus(status, opts) {
+    const seq = (await this.#steer('panic.status', { status }, opts)).seq;
+    this.status = status;
+    return seq;
+  }
+  async end(reason = 'safe', opts) {
+    const reply = await this.#steer('panic.end', { reason }, opts);
+    this.ended = true;
+    this.client._forgetOwner(this);
+    return reply.seq;
+  }
+  async invite(opts) {
+    const token = (await this.#steer('panic.invite', {}, opts)).watch_token;
+    this.watchTokens.push(token);
+    return token;
+  }
+  async revoke(watchToken, opts) {
+    await this.#steer('panic.revoke', { watch_token: watchToken }, opts);
+    this.watchTokens = this.watchTokens.filter((t) => t !== watchToken);
+  }
+}

@@ -1,0 +1,231 @@
+// Type declarations for vigil-client (src/index.js). The wire format is docs/PROTOCOL.md.
+
+export type Area =
+  | { bbox: [south: number, west: number, north: number, east: number] }
+  | { center: { lat: number; lon: number }; radius_m: number };
+
+export interface Pin {
+  id: string;
+  lat: number;
+  lon: number;
+  title: string;
+  description: string;
+  category: string;
+  created_at: number;
+  updated_at: number;
+  expires_at: number;
+  up: number;
+  down: number;
+}
+
+export interface Limits {
+  max_message_bytes: number;
+  title_max_chars: number;
+  description_max_chars: number;
+  categories: string[];
+  ttl_s: { default: number; min: number; max: number };
+  vote_flag_threshold: number;
+  writes_per_minute: number;
+  write_burst: number;
+  messages_per_second: number;
+  message_burst: number;
+  max_subscribe_pins: number;
+}
+
+export interface Welcome { type: 'welcome'; session: string; protocol: number; limits: Limits }
+
+export interface TrailPoint { seq: number; lat: number; lon: number; accuracy_m?: number; at: number }
+
+export interface StreamState {
+  stream: string;
+  status: 'red' | 'amber';
+  started_at: number;
+  updated_at: number;
+  seq: number;
+  note?: string;
+  last?: { lat: number; lon: number; accuracy_m?: number; at: number };
+  trail: TrailPoint[];
+  ended?: { reason: 'safe' | 'cancelled' | 'abandoned'; at: number };
+}
+
+export interface Position { lat: number; lon: number; accuracy_m?: number; heading?: number; speed_mps?: number }
+
+export interface PanicLocation extends Position { type: 'panic.location'; stream: string; seq: number; at: number }
+export interface PanicStatus { type: 'panic.status'; stream: string; seq: number; status: 'red' | 'amber'; at: number }
+export interface PanicEnded { type: 'panic.ended'; stream: string; seq: number; reason: 'safe' | 'cancelled' | 'abandoned'; at: number }
+export interface PanicStale { type: 'panic.stale'; stream: string; last_location_at: number; at: number }
+export interface PanicRevoked { type: 'panic.revoked'; stream: string }
+export type PanicEvent = PanicLocation | PanicStatus | PanicEnded | PanicStale | PanicRevoked;
+
+/** A reply `{type:"ok", ref, ...}`; its other fields depend on the op. */
+export interface Reply { type: 'ok'; ref: number; [field: string]: unknown }
+
+export class Emitter {
+  on(name: string, fn: (payload: any) => void): () => void;
+  once(name: string, fn: (payload: any) => void): () => void;
+  off(name: string, fn: (payload: any) => void): void;
+  emit(name: string, payload?: unknown): void;
+}
+
+/**
+ * An error reply (`code`, `field`, `retryAfterMs` from the server), or the request's own failure:
+ * `timeout`, `disconnected` (the connection went with the request in flight: it may or may not have
+ * been applied), `closed` (close() was called), `not_connected`, `no_websocket`.
+ */
+export class VigilError extends Error {
+  code: string;
+  field?: string;
+  retryAfterMs?: number;
+  reply?: { type: 'error'; code: string; message: string; field?: string; retry_after_ms?: number };
+  op?: string;
+}
+
+export interface ReconnectOptions {
+  /** First delay (default 500 ms); each attempt multiplies it by `factor` (2) up to `maxDelayMs` (15 s). */
+  minDelayMs?: number;
+  maxDelayMs?: number;
+  factor?: number;
+  /** Each delay is cut by a random share of up to this (default 0.5), so clients do not return in step. */
+  jitter?: number;
+}
+
+export interface VigilClientOptions {
+  /** A WebSocket constructor; default the global one, else the `ws` package. */
+  WebSocket?: unknown;
+  protocols?: string[];
+  /** Per-request timeout (default 10 s), including the wait for the connection. */
+  requestTimeoutMs?: number;
+  /** How long connect() waits for the first welcome (default: until it comes or close()). */
+  connectTimeoutMs?: number;
+  /** How long one connection attempt may take to be welcomed before it is given up (default 10 s). */
+  attemptTimeoutMs?: number;
+  /** How many times a request refused with rate_limited is retried after the server's retry_after_ms (default 3). */
+  rateLimitRetries?: number;
+  /** false: no reconnect (the client closes when the connection goes). */
+  reconnect?: ReconnectOptions | false;
+  random?: () => number;
+}
+
+export interface RequestOptions { timeoutMs?: number; retryRateLimited?: boolean }
+
+export class VigilClient extends Emitter {
+  constructor(url: string, options?: VigilClientOptions);
+  readonly url: string;
+  state: 'idle' | 'connecting' | 'open' | 'closed';
+  welcome: Welcome | null;
+  /** Connections opened so far (2 after the first reconnect). */
+  connections: number;
+  readonly session: string | undefined;
+  readonly limits: Limits | undefined;
+  readonly isOpen: boolean;
+  readonly subscription: { area: Area; categories?: string[] } | null;
+
+  connect(): Promise<Welcome>;
+  close(): void;
+  /** Drops the connection and connects again at once (a page told the network is back). */
+  reconnectNow(): void;
+  request(op: string, fields?: Record<string, unknown>, options?: RequestOptions): Promise<Reply>;
+
+  subscribe(area: Area, options?: { categories?: string[] }): Promise<Reply & { pins: Pin[]; truncated?: boolean }>;
+  unsubscribe(): Promise<Reply>;
+  /** `attach` is called with the Watch before the request is sent: listeners added there miss nothing. */
+  watch(stream: string, watchToken: string, options?: { since?: number; attach?: (watch: Watch) => void }): Promise<Watch>;
+  startPanic(fields: Position & { status: 'red' | 'amber'; note?: string; watchers?: number }): Promise<Owner>;
+  resumePanic(stream: string, ownerToken: string): Promise<Owner>;
+
+  on(name: 'open', fn: (e: { welcome: Welcome; reconnected: boolean }) => void): () => void;
+  on(name: 'reconnected', fn: (e: { welcome: Welcome }) => void): () => void;
+  on(name: 'disconnected', fn: (e: { code: number; reason: string }) => void): () => void;
+  on(name: 'reconnecting', fn: (e: { attempt: number; delayMs: number }) => void): () => void;
+  on(name: 'rate_limited', fn: (e: { op: string; retryAfterMs: number }) => void): () => void;
+  on(name: 'pins', fn: (e: { pins: Pin[]; truncated: boolean; resubscribed: boolean }) => void): () => void;
+  on(name: 'pin.added' | 'pin.updated' | 'pin.expired', fn: (e: { type: string; pin: Pin }) => void): () => void;
+  on(name: 'pin.removed', fn: (e: { type: 'pin.removed'; pin: Pin; reason: 'deleted' | 'moved' | 'flagged' }) => void): () => void;
+  on(name: 'closed', fn: () => void): () => void;
+  on(name: 'error', fn: (e: Error) => void): () => void;
+  on(name: string, fn: (payload: any) => void): () => void;
+}
+
+/** A watched stream: events with a seq exactly once and in order, across reconnects. */
+export class Watch extends Emitter {
+  readonly stream: string;
+  readonly token: string;
+  lastSeq: number;
+  state: StreamState | null;
+  active: boolean;
+  unwatch(): Promise<void>;
+  on(name: 'state', fn: (e: { state: StreamState; gap: boolean }) => void): () => void;
+  on(name: 'gap', fn: (e: { state: StreamState; lastSeq: number }) => void): () => void;
+  on(name: 'location', fn: (e: PanicLocation) => void): () => void;
+  on(name: 'status', fn: (e: PanicStatus) => void): () => void;
+  on(name: 'ended', fn: (e: PanicEnded) => void): () => void;
+  on(name: 'stale', fn: (e: PanicStale) => void): () => void;
+  on(name: 'revoked', fn: (e: PanicRevoked) => void): () => void;
+  on(name: 'event', fn: (e: PanicEvent) => void): () => void;
+  on(name: string, fn: (payload: any) => void): () => void;
+}
+
+/** A stream this client owns. Every request carries the owner token, so it works before the resume too. */
+export class Owner extends Emitter {
+  readonly stream: string;
+  readonly ownerToken: string;
+  watchTokens: string[];
+  seq: number;
+  watchers: number;
+  ended: boolean;
+  update(position: Position, options?: RequestOptions): Promise<number>;
+  /** `red` or `amber`: as started, as last set, or as the server had it on resume. */
+  status: 'red' | 'amber' | null;
+  setStatus(status: 'red' | 'amber', options?: RequestOptions): Promise<number>;
+  end(reason?: 'safe' | 'cancelled', options?: RequestOptions): Promise<number>;
+  invite(options?: RequestOptions): Promise<string>;
+  revoke(watchToken: string, options?: RequestOptions): Promise<void>;
+  on(name: 'watchers', fn: (count: number) => void): () => void;
+  on(name: 'resumed', fn: (state: StreamState) => void): () => void;
+  on(name: string, fn: (payload: any) => void): () => void;
+}
+
+export class MapModel extends Emitter {
+  constructor(client: VigilClient);
+  pins: Map<string, Pin>;
+  truncated: boolean;
+  reconcile(pins: Pin[], truncated?: boolean): void;
+  dispose(): void;
+  static timeLeftMs(pin: Pin, now?: number): number;
+  on(name: 'added' | 'updated', fn: (pin: Pin) => void): () => void;
+  on(name: 'removed', fn: (e: { pin: Pin; reason: 'deleted' | 'moved' | 'flagged' | 'expired' | 'reconciled' }) => void): () => void;
+  on(name: 'change', fn: (model: MapModel) => void): () => void;
+  on(name: string, fn: (payload: any) => void): () => void;
+}
+
+export class WatchModel extends Emitter {
+  constructor(watch: Watch, options?: { maxTrail?: number });
+  /** Watches with a model attached from the start. */
+  static open(client: VigilClient, stream: string, watchToken: string, options?: { since?: number; maxTrail?: number }): Promise<WatchModel>;
+  readonly watch: Watch;
+  status: 'red' | 'amber' | null;
+  note: string | null;
+  last: (Position & { at: number }) | null;
+  trail: TrailPoint[];
+  stale: boolean;
+  ended: { reason: string; at: number } | null;
+  revoked: boolean;
+  gaps: number;
+  lastSeq: number;
+  readonly lastUpdateAt: number | null;
+  dispose(): void;
+  on(name: 'change', fn: (model: WatchModel) => void): () => void;
+  on(name: string, fn: (payload: any) => void): () => void;
+}
+
+export interface GeolocationLike {
+  watchPosition(success: (p: any) => void, error?: (e: any) => void, options?: object): number;
+  clearWatch(id: number): void;
+}
+
+/** Sends a position feed as panic.update, at most one every minIntervalMs (default 1000); returns stop(). */
+export function followPosition(
+  owner: Owner,
+  source: GeolocationLike | ((onPosition: (p: Position | { coords: any }) => void, onError: (e: unknown) => void) => (() => void) | void),
+  options?: { minIntervalMs?: number; onError?: (e: unknown) => void; onSent?: (seq: number, update: Position) => void; geolocationOptions?: object },
+): () => void;

@@ -1,0 +1,101 @@
+// /watch#s=STREAM&t=WATCH_TOKEN: an SOS contact follows a panic stream. The stream id and token
+// are read from the URL fragment, which the browser never sends to any server.
+import { VigilClient, WatchModel } from './vigil/index.js';
+import { siteConfig, createMap, serverURL, duration, text, show, reconnectWhenBack } from './mapview.js';
+
+const STATUS = { red: 'RED – in danger', amber: 'AMBER – uneasy' };
+const ENDED = { safe: 'Home safe: the person ended the sharing.', cancelled: 'Cancelled: the person stopped sharing.', abandoned: 'Ended: no news from the phone for a long time.' };
+
+const params = new URLSearchParams(location.hash.slice(1));
+const stream = params.get('s');
+const token = params.get('t');
+
+let map = null;
+let trailLine = null;
+let dot = null;
+let ring = null;
+let centred = false;
+
+function drawMap(model) {
+  const L = globalThis.L;
+  if (!map || !model.last) return;
+  const colour = model.status === 'amber' ? '#ef8f00' : '#c62828';
+  const here = [model.last.lat, model.last.lon];
+  const points = model.trail.map((p) => [p.lat, p.lon]);
+  if (!trailLine) trailLine = L.polyline(points, { color: colour, weight: 3, opacity: 0.7 }).addTo(map);
+  else trailLine.setLatLngs(points).setStyle({ color: colour });
+  const radius = Number.isFinite(model.last.accuracy_m) ? model.last.accuracy_m : 0;
+  if (!ring) ring = L.circle(here, { radius, color: colour, weight: 1, fillOpacity: 0.1 }).addTo(map);
+  else ring.setLatLng(here).setRadius(radius).setStyle({ color: colour });
+  if (!dot) dot = L.circleMarker(here, { radius: 8, color: '#fff', weight: 2, fillColor: colour, fillOpacity: 1 }).addTo(map);
+  else dot.setLatLng(here).setStyle({ fillColor: colour });
+  if (!centred) {
+    map.setView(here, 16);
+    centred = true;
+  } else if (!map.getBounds().pad(-0.2).contains(here)) {
+    map.panTo(here);
+  }
+}
+
+function render(model) {
+  document.body.classList.toggle('status-red', model.status === 'red');
+  document.body.classList.toggle('status-amber', model.status === 'amber');
+  text('status', STATUS[model.status] ?? '–');
+  text('points', String(model.trail.length));
+  text('note', model.note || '–');
+  if (model.last) {
+    text('position', `${model.last.lat.toFixed(5)}, ${model.last.lon.toFixed(5)}`);
+    text('accuracy', Number.isFinite(model.last.accuracy_m) ? `± ${Math.round(model.last.accuracy_m)} m` : 'unknown');
+  }
+  show('signal', model.stale && !model.ended);
+  const ended = document.getElementById('ended');
+  ended.className = 'banner ' + (model.ended?.reason ?? '');
+  text('ended', model.ended ? (ENDED[model.ended.reason] ?? 'Ended.') : '');
+  show('ended', !!model.ended);
+  show('revoked', model.revoked);
+  tick(model);
+  drawMap(model);
+}
+
+function tick(model) {
+  const at = model.lastUpdateAt;
+  text('updated', at ? `${duration(Date.now() - at)} ago` : '–');
+}
+
+function problem(message) {
+  text('problem', message);
+  show('problem', true);
+}
+
+async function main() {
+  if (!stream || !token) {
+    problem('This link is incomplete: it must end with #s=…&t=… as it was sent to you.');
+    text('status', '–');
+    return;
+  }
+  const site = await siteConfig();
+  map = await createMap(document.getElementById('map'), site);
+  const client = new VigilClient(serverURL(), { reconnect: { minDelayMs: 300, maxDelayMs: 4000 } });
+  globalThis.vigilClient = client;
+  reconnectWhenBack(client);
+  const up = () => { text('connection', 'live'); document.getElementById('connection').classList.remove('down'); };
+  const down = () => { text('connection', 'connection lost – reconnecting…'); document.getElementById('connection').classList.add('down'); };
+  client.on('open', up);
+  client.on('disconnected', down);
+  await client.connect();
+  let model;
+  try {
+    model = await WatchModel.open(client, stream, token);
+  } catch (err) {
+    problem(err.code === 'forbidden' ? 'This link does not open any location (it was withdrawn, or the sharing ended more than an hour ago).' : `Cannot follow this location: ${err.message}`);
+    text('status', '–');
+    client.close();
+    return;
+  }
+  globalThis.vigilWatch = model;
+  model.on('change', render);
+  render(model);
+  setInterval(() => tick(model), 1000);
+}
+
+main().catch((err) => problem(`Something went wrong: ${err.message}`));
