@@ -260,9 +260,10 @@ def main() -> int:
         if name == "map":
             for r in loaded:
                 s = r["stalled"]
-                notes.append(f"  - stalled: {s.get('stalled', 0)} stopped reading, {s.get('closed by server', 0)} closed by the server ("
-                             + ", ".join(f"{k[7:]}: {v}" for k, v in s.items() if k.startswith("closed ") and k != "closed by server")
-                             + f"); server slow-consumer closes {r['slow_consumer_closes']:.0f}; peak RSS {r['peak_rss_mib']:.0f} MiB")
+                codes = ", ".join(f"{k[7:]}: {v}" for k, v in s.items() if k.startswith("closed ") and k != "closed by server")
+                notes.append(f"  - stalled: {s.get('stalled', 0)} stopped reading, {s.get('closed by server', 0)} closed by the server"
+                             + (f" ({codes})" if codes else "")
+                             + f"; server slow-consumer closes {r['slow_consumer_closes']:.0f}; peak RSS {r['peak_rss_mib']:.0f} MiB")
         else:
             for r in loaded:
                 if r["abuse_exit"] != 0 or r["abuse_errors"]:
