@@ -143,11 +143,12 @@ def run_panic(args, workdir: Path, abuse: bool, attempt: int) -> dict:
     with Run(args, None, workdir, label) as run:  # no config: the production defaults
         abuse_proc = abuse_out = None
         if abuse:
+            idle_fds = run.daemon.fd_count()
             abuse_argv, abuse_out = run.load_argv("abuse", [
                 "abuse", "--source", "127.0.0.9", "--duration", str(args.duration + args.abuse_margin), *args.abuse_args])
             abuse_proc = subprocess.Popen(abuse_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                           stdin=subprocess.DEVNULL)
-            run.daemon.wait_fds_at_least(20, timeout=30)  # the abusers are at it
+            run.daemon.wait_fds_at_least(idle_fds + 20, timeout=30)  # the abusers are at it
         argv, out = run.load_argv("panic", [
             "panic", "--streams", str(args.streams), "--watchers", "3", "--rate", "1", "--owners-own-address",
             "--reconnects", "2", "--duration", str(args.duration)])
@@ -259,9 +260,10 @@ def main() -> int:
         if name == "map":
             for r in loaded:
                 s = r["stalled"]
-                notes.append(f"  - stalled: {s.get('stalled', 0)} stopped reading, {s.get('closed by server', 0)} closed by the server ("
-                             + ", ".join(f"{k[7:]}: {v}" for k, v in s.items() if k.startswith("closed ") and k != "closed by server")
-                             + f"); server slow-consumer closes {r['slow_consumer_closes']:.0f}; peak RSS {r['peak_rss_mib']:.0f} MiB")
+                codes = ", ".join(f"{k[7:]}: {v}" for k, v in s.items() if k.startswith("closed ") and k != "closed by server")
+                notes.append(f"  - stalled: {s.get('stalled', 0)} stopped reading, {s.get('closed by server', 0)} closed by the server"
+                             + (f" ({codes})" if codes else "")
+                             + f"; server slow-consumer closes {r['slow_consumer_closes']:.0f}; peak RSS {r['peak_rss_mib']:.0f} MiB")
         else:
             for r in loaded:
                 if r["abuse_exit"] != 0 or r["abuse_errors"]:

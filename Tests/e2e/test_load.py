@@ -252,6 +252,7 @@ def test_panic_stalled_watchers_are_conflated_and_the_others_see_every_seq(vigil
 def test_abuse_is_refused_while_a_normal_panic_run_is_served(vigild, load_binary, tmp_path):
     daemon = vigild({})  # the production limits: the abusers' address must run into them
     out = tmp_path / "abuse.json"
+    idle_fds = daemon.fd_count()
     abuse = subprocess.Popen([str(load_binary), "abuse", "--source", "127.0.0.9", "--duration", "4",
                               "--starters", "4", "--start-rate", "100", "--voters", "2", "--vote-rate", "60",
                               "--votes-per-connection", "40", "--subscribers", "2", "--subscribe-rate", "40",
@@ -259,7 +260,7 @@ def test_abuse_is_refused_while_a_normal_panic_run_is_served(vigild, load_binary
                               "--url", f"ws://127.0.0.1:{daemon.port}/v1", "--json", str(out), "--no-progress"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     try:
-        daemon.wait_fds_at_least(10, timeout=30)  # the abusers are connected
+        daemon.wait_fds_at_least(idle_fds + 10, timeout=30)  # the abusers are connected
         proc, result = run_load(load_binary, daemon, tmp_path, "panic", "--streams", "20", "--watchers", "2",
                                 "--rate", "5", "--owners-own-address", "--reconnects", "1", "--duration", "2")
         stdout, stderr = abuse.communicate(timeout=60)
