@@ -90,6 +90,20 @@ struct InspectorLine {
             w.field("status", s.rawValue)
         case .ended(let r):
             w.field("ended", r.rawValue)
+        case .timer(let due):
+            w.key("timer_due_at")
+            if let due { w.int(due) } else { w.null() }
+        case .missedCheckIn(let due, let last):
+            w.field("missed_check_in", due)
+            w.key("last_location")
+            if content {
+                w.beginObject()
+                location(last.location)
+                w.field("at", last.at)
+                w.endObject()
+            } else {
+                w.bool(true)
+            }
         }
         w.endObject()
     }
