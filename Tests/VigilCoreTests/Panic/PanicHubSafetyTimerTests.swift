@@ -196,4 +196,114 @@ import VigilTestSupport
         #expect(rig.tick(Self.due + 4999).isEmpty)
         #expect(rig.tick(Self.due + 5000).count == 1)
     }
+
+    /// Seeded random timer changes, status changes, locations, ends, ticks and restarts against a
+    /// model of each stream's deadline: every tick escalates exactly the active streams whose
+    /// deadline the model says has passed, each once, at that deadline; every answer is the one
+    /// the rules give.
+    @Test(arguments: [1, 2, 3, 4, 5, 6] as [UInt64])
+    func randomTimerOperationsMatchAModel(seed: UInt64) throws {
+        struct Model { var token: String; var due: Int64?; var red = false; var ended = false; var escalations = 0 }
+        let maxTimer: Int64 = 3_600_000
+        var rig = PanicRig(PanicSettings(endedGraceMs: 1_000_000_000_000, maxStreams: 1000, abandonAfterMs: 7_200_000, maxTimerMs: maxTimer))
+        let dice = TestSecrets(seed: seed)
+        func roll(_ n: Int) -> Int { Int(dice.next() % UInt64(n)) }
+        var models: [StreamID: Model] = [:]
+        var now: Int64 = 0
+
+        // `rig` is passed, not captured: a captured variable is checked for exclusive access as
+        // a whole, and `rig.hub.start(..., out: &rig.out)` touches two of its parts at once.
+        func checkTick(_ changed: [StreamEvent], _ hub: PanicHub) {
+            var fired = Set<StreamID>()
+            for c in changed {
+                if case .ended(.abandoned) = c.event.kind {
+                    #expect(models[c.stream]?.escalations == 0 && models[c.stream]?.due == nil, "escalated or timed streams are not abandoned")
+                    models[c.stream]?.ended = true
+                    continue
+                }
+                guard case .missedCheckIn(let due, _) = c.event.kind else { continue }
+                let first = fired.insert(c.stream).inserted
+                #expect(first, "once per tick")
+                #expect(models[c.stream]?.due == due && due <= now)
+                models[c.stream]?.due = nil
+                models[c.stream]?.red = true
+                models[c.stream]?.escalations += 1
+            }
+            for (id, m) in models where !m.ended {
+                #expect(m.due.map { $0 > now } ?? true, "a passed deadline that did not fire")
+                #expect(hub.stream(id)?.dueAt == m.due)
+            }
+        }
+
+        for _ in 0..<1200 {
+            let ids = models.keys.sorted()
+            let id = ids.isEmpty ? nil : ids[roll(ids.count)]
+            switch roll(12) {
+            case 0, 1:
+                let amber = roll(4) != 0
+                let timer: PanicTimer? = roll(3) == 0 ? nil : .inSeconds(Int64(1 + roll(3600)))
+                let r = rig.hub.start(owner: 1, status: amber ? .amber : .red, location: PanicRig.at(0), note: nil, watchers: 1,
+                                      timer: timer, secrets: rig.secrets, now: now, out: &rig.out)
+                if timer != nil && !amber {
+                    #expect(r.failure == .timerNeedsAmber)
+                } else if let s = try? r.get().stream {
+                    models[s.id] = Model(token: try r.get().ownerToken, due: timer?.dueAt(now: now), red: !amber)
+                }
+            case 2, 3, 4:
+                guard let id, let m = models[id] else { continue }
+                let timer: PanicTimer
+                switch roll(3) {
+                case 0: timer = .cancel
+                case 1: timer = .inSeconds(Int64(1 + roll(4000)))
+                default: timer = .at(now + Int64(roll(4_000_000)) - 1000)
+                }
+                let due = timer.dueAt(now: now)
+                let result = setTimer(&rig, id, timer, now: now)
+                if m.ended {
+                    #expect(result.failure == .ended)
+                } else if let due, !(due > now && due <= now + maxTimer) {
+                    #expect(result.failure == .invalidTimer)
+                } else if due != nil && m.red {
+                    #expect(result.failure == .timerNeedsAmber)
+                } else if due == m.due {
+                    #expect(result == .success(.unchanged(seq: rig.hub.stream(id)!.seq)), "the deadline it has: no event")
+                } else {
+                    #expect(result.ok)
+                    models[id]?.due = due
+                }
+            case 5:
+                guard let id, let m = models[id], !m.ended else { continue }
+                let red = roll(2) == 0
+                #expect(rig.status(id, red ? .red : .amber, now: now).ok)
+                models[id]?.red = red
+            case 6:
+                guard let id, let m = models[id], !m.ended else { continue }
+                #expect(rig.end(id, now: now).ok)
+                models[id]?.ended = true
+                models[id]?.due = nil
+            case 7:
+                guard let id, let m = models[id], !m.ended else { continue }
+                #expect(rig.update(id, 1, now: now).ok)   // not a check-in: the deadline stays
+            case 8:
+                // A restart: streams out and back in, no connections; timers re-armed.
+                var again = PanicRig(rig.hub.settings)
+                again.hub.restoreStreams(rig.hub.exportStreams(), now: now)
+                rig.hub = again.hub
+                for (id, m) in models { #expect(rig.hub.resume(id, by: 1, ownerToken: m.token, secrets: rig.secrets).ok) }
+            default:
+                now += Int64(roll(400_000))
+                let changed = rig.tick(now)
+                checkTick(changed, rig.hub)
+            }
+            _ = rig.take()
+        }
+        now += 2 * maxTimer
+        let changed = rig.tick(now)
+        checkTick(changed, rig.hub)
+        #expect(models.values.allSatisfy { $0.ended || $0.due == nil })
+        #expect(models.values.contains { $0.escalations > 0 })
+        for (id, m) in models where m.escalations > 0 && !m.ended {
+            #expect(rig.hub.stream(id)?.isActive == true, "escalated streams are never abandoned")
+        }
+    }
 }
