@@ -48,6 +48,9 @@ function render(model) {
     text('accuracy', Number.isFinite(model.last.accuracy_m) ? `± ${Math.round(model.last.accuracy_m)} m` : 'unknown');
   }
   show('signal', model.stale && !model.ended);
+  // The safety timer: when the person expects to check in, and whether they missed it.
+  text('due', model.dueAt ? new Date(model.dueAt).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) : '–');
+  show('missed', !!model.escalated && !model.ended);
   const ended = document.getElementById('ended');
   ended.className = 'banner ' + (model.ended?.reason ?? '');
   text('ended', model.ended ? (ENDED[model.ended.reason] ?? 'Ended.') : '');

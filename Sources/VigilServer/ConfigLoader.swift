@@ -136,6 +136,7 @@ public enum ConfigLoader {
             ("abandon_after_ms", .integer64(60_000...31_536_000_000, \.panic.abandonAfterMs)),
             ("reserved_percent", .integer(0...90, \.panic.reservedPercent)),
             ("note_max_bytes", .integer(4...65_536, \.panic.noteMaxBytes)),
+            ("max_timer_s", .integer(60...31_536_000, \.panic.maxTimerSeconds)),
         ]),
         ("state", [
             ("directory", .path(\.stateDirectory)),
@@ -290,6 +291,9 @@ public enum ConfigLoader {
         }
         if c.panic.maxWatchersOnStart > c.panic.maxWatchTokens {
             issues.append(ConfigIssue(key: "panic.max_watchers_on_start", message: "must not exceed panic.max_watch_tokens (\(c.panic.maxWatchTokens))"))
+        }
+        if c.panic.maxTimerMs >= c.panic.abandonAfterMs {
+            issues.append(ConfigIssue(key: "panic.max_timer_s", message: "must be shorter than panic.abandon_after_ms (\(c.panic.abandonAfterMs) ms): a timer comes due before its stream can be abandoned"))
         }
         if !p.categories.contains("general") {
             issues.append(ConfigIssue(key: "pins.categories", message: "must include \"general\", the category of pins created without one"))

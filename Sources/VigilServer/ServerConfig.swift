@@ -124,4 +124,10 @@ extension PanicSettings {
         get { Int((reservedShare * 100).rounded()) }
         set { reservedShare = Double(newValue) / 100 }
     }
+
+    /// `maxTimerMs` in whole seconds, for the config file (`panic.max_timer_s`).
+    var maxTimerSeconds: Int {
+        get { Int(maxTimerMs / 1000) }
+        set { maxTimerMs = Int64(newValue) * 1000 }
+    }
 }

@@ -13,15 +13,17 @@ extension V1Application {
     /// share of capacity is all that is left, only an address with no idle stream may start one
     /// (`PanicSettings.reservedShare`): an address that started streams and never updates them
     /// cannot take the last places from a person in danger.
-    func startStream(_ caller: Caller, status: PanicStatus, location: PanicLocation, note: String?, watchers: Int, now: Int64) -> Outcome {
+    func startStream(_ caller: Caller, status: PanicStatus, location: PanicLocation, note: String?, watchers: Int,
+                     timer: PanicTimer?, now: Int64) -> Outcome {
         if let refused = admit(budgets.admitPanicStart(caller.address, now: caller.monotonicMs), rate: .addressPanicStarts) { return refused }
         let eligible = !panic.hasIdleStream(among: budgets.openStreams(of: caller.address), now: now)
         switch panic.start(owner: caller.fd, status: status, location: location, note: note, watchers: watchers,
-                           reserveEligible: eligible, secrets: secrets, now: now, out: &scratch.panic) {
+                           timer: timer, reserveEligible: eligible, secrets: secrets, now: now, out: &scratch.panic) {
         case .success(let started):
             budgets.streamStarted(started.stream.id, by: caller.address, now: caller.monotonicMs)
             return Outcome(.panicStarted(stream: started.stream.id, seq: started.stream.seq,
-                                         ownerToken: started.ownerToken, watchTokens: started.watchTokens),
+                                         ownerToken: started.ownerToken, watchTokens: started.watchTokens,
+                                         dueAt: started.stream.dueAt),
                            record: .panicStart(started.stream), undo: .streamStarted(started.stream.id))
         case .failure(let failure):
             if failure == .capacityExceeded { stats.refused(.panicCapacity) }
@@ -47,6 +49,20 @@ extension V1Application {
         switch change {
         case .success(let c): return Outcome(.seq(c.seq), record: c.event.map { .panicEvent(stream, $0) }, undo: before.map { .stream($0) })
         case .failure(let failure): return Outcome(.error(.from(failure)))
+        }
+    }
+
+    /// The safety timer set, moved or cancelled: an event (journaled, to every watcher) unless it
+    /// changed nothing.
+    func setStreamTimer(_ stream: StreamID?, by me: Int32, token: String?, timer: PanicTimer, now: Int64) -> Outcome {
+        guard let stream else { return Self.forbidden }
+        let before = panic.checkpoint(stream)
+        switch panic.setTimer(stream, by: me, ownerToken: token, timer: timer, secrets: secrets, now: now, out: &scratch.panic) {
+        case .success(let c):
+            return Outcome(.timer(seq: c.seq, dueAt: panic.stream(stream)?.dueAt), record: c.event.map { .panicEvent(stream, $0) },
+                           undo: before.map { .stream($0) })
+        case .failure(let failure):
+            return Outcome(.error(.from(failure)))
         }
     }
 

@@ -88,6 +88,11 @@ public final class V1Application: WebSocketApplication {
         log = p
         server.addTickStep { [unowned self, unowned p] in p.tick(map: self.hub, panic: self.panic) }
         server.addStopStep { [unowned self, unowned p] in p.shutdown(map: self.hub, panic: self.panic) }
+        // What came due while vigild was down (safety timers that passed, abandoned streams)
+        // happens now, before the first client is served: a contact watching at once sees it,
+        // and its records are in the journal before anything else is.
+        tick()
+        _ = log?.commitTurn()
     }
 
     /// Whether changes reach the disk now.
@@ -238,8 +243,8 @@ public final class V1Application: WebSocketApplication {
             return deletePin(id, token: token, caller: caller)
         case .pinVote(let id, let value):
             return votePin(id, value: value, caller: caller)
-        case .panicStart(let status, let location, let note, let watchers):
-            return startStream(caller, status: status, location: location, note: note, watchers: watchers, now: now)
+        case .panicStart(let status, let location, let note, let watchers, let timer):
+            return startStream(caller, status: status, location: location, note: note, watchers: watchers, timer: timer, now: now)
         case .panicUpdate(let stream, let token, let location):
             return updateStream(stream, by: me, token: token, location: location, now: now)
         case .panicStatus(let stream, let token, let status):
@@ -256,6 +261,8 @@ public final class V1Application: WebSocketApplication {
             return inviteToStream(stream, by: me, token: token)
         case .panicRevoke(let stream, let token, let watchToken):
             return revokeFromStream(stream, by: me, token: token, watchToken: watchToken)
+        case .panicTimer(let stream, let token, let timer):
+            return setStreamTimer(stream, by: me, token: token, timer: timer, now: now)
         }
     }
 
@@ -301,9 +308,10 @@ public final class V1Application: WebSocketApplication {
         outbox.withdraw(pending.withdrawn, answer: .unavailable(retryAfterMs: retry))
     }
 
-    /// Every tick: pins that expired and panic streams' timers (stale notices, abandoned streams
-    /// ended, ended streams' grace); their deliveries go out with this turn. An abandonment is an
-    /// event like an owner's end, so it is journaled too; expiry needs no record (restore drops
+    /// Every tick: pins that expired and panic streams' timers (safety timers that passed, stale
+    /// notices, abandoned streams ended, ended streams' grace); their deliveries go out with this
+    /// turn. An escalation or an abandonment is an event like an owner's change, so it is
+    /// journaled too (a restart then neither loses nor repeats it); expiry needs no record (restore drops
     /// expired pins by their times). Each frees its creator's address budget. A stream removed
     /// after its grace is journaled (`panicRemove`): restore would drop it by its times anyway, but
     /// the record is what the snapshot schedule's scrub of older files follows (docs/DURABILITY.md).
@@ -312,9 +320,9 @@ public final class V1Application: WebSocketApplication {
         let monotonic = monotonicMilliseconds()
         for pin in hub.expire(now: now, out: &scratch.pins) { budgets.pinRemoved(pin.id, now: monotonic) }
         var removed: [StreamID] = []  // empty on almost every tick: allocates nothing then
-        for ended in panic.tick(now: now, out: &scratch.panic, removed: &removed) {
-            log?.append(.panicEvent(ended.stream, ended.event))
-            budgets.streamEnded(ended.stream, now: monotonic)
+        for changed in panic.tick(now: now, out: &scratch.panic, removed: &removed) {
+            log?.append(.panicEvent(changed.stream, changed.event))
+            if case .ended = changed.event.kind { budgets.streamEnded(changed.stream, now: monotonic) }
         }
         for id in removed { log?.append(.panicRemove(id)) }
         outbox.append(deliveries: &scratch)

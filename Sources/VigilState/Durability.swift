@@ -6,7 +6,7 @@ public enum Durability: Sendable, Equatable {
     /// killed), and fsynced as `state.fsync` says: pins, and a stream's location updates.
     case standard
     /// Also fsynced before the turn's replies, whatever `state.fsync` says: the life of a panic
-    /// stream (start, status, end) and who may watch it (contacts added or cut). Losing one of
+    /// stream (start, status, safety timer, missed check-in, end) and who may watch it (contacts added or cut). Losing one of
     /// these to a power cut would tell a contact that someone is safe who is not, or the reverse.
     case critical
 }

@@ -17,6 +17,8 @@ import VigilCore
 ///              6 panicRevoke  id 16, digest 32
 ///              7 panicRemove  id 16
 ///              8 pinVote      pin id 16, voter u64, value i8 (+1 or -1)
+///              9 panicStart   as 3, then the safety timer's due i64 (a start with a timer;
+///                  with timer                  one without is still written as 3)
 ///
 /// A kind is only ever added (a build that meets a kind it does not know stops there and says so,
 /// see `JournalStop.undecodable`, rather than skipping it), so the version stays 1.
@@ -146,7 +148,7 @@ public enum JournalCodec {
             w.u8(2)
             w.pinID(id)
         case .panicStart(let start):
-            w.u8(3)
+            w.u8(start.dueAt == nil ? 3 : 9)
             w.streamID(start.id)
             w.u8(PanicFields.code(start.status))
             PanicFields.write(start.location, to: &w)
@@ -155,6 +157,7 @@ public enum JournalCodec {
             w.digest(start.ownerDigest)
             PanicFields.writeDigests(start.watchTokens, to: &w)
             w.u32(UInt32(truncatingIfNeeded: start.historyCapacity))
+            if let due = start.dueAt { w.i64(due) }
         case .panicEvent(let id, let event):
             w.u8(4)
             w.streamID(id)
@@ -188,7 +191,7 @@ public enum JournalCodec {
             record = .pinPut(try PinFields.read(from: &r))
         case 2:
             record = .pinRemove(try r.pinID())
-        case 3:
+        case let kind where kind == 3 || kind == 9:
             r.what = "panicStart record"
             let id = try r.streamID()
             let status = try PanicFields.readStatus(&r)
@@ -198,8 +201,10 @@ public enum JournalCodec {
             let ownerDigest = try r.digest()
             let watchTokens = try PanicFields.readDigests(&r)
             let historyCapacity = try PanicFields.readHistoryCapacity(&r)
+            let dueAt = kind == 9 ? try r.time() : nil
             record = .panicStart(PanicStartRecord(id: id, status: status, location: location, note: note, startedAt: startedAt,
-                                                  ownerDigest: ownerDigest, watchTokens: watchTokens, historyCapacity: historyCapacity))
+                                                  ownerDigest: ownerDigest, watchTokens: watchTokens, historyCapacity: historyCapacity,
+                                                  dueAt: dueAt))
         case 4:
             r.what = "panicEvent record"
             record = .panicEvent(try r.streamID(), try PanicFields.readEvent(&r))

@@ -42,9 +42,11 @@ public struct PanicStartRecord: Equatable, Sendable {
     public var ownerDigest: TokenDigest
     public var watchTokens: [TokenDigest]
     public var historyCapacity: Int
+    /// The safety timer the stream started with, if any.
+    public var dueAt: Int64?
 
     public init(id: StreamID, status: PanicStatus, location: PanicLocation, note: String?, startedAt: Int64,
-                ownerDigest: TokenDigest, watchTokens: [TokenDigest], historyCapacity: Int) {
+                ownerDigest: TokenDigest, watchTokens: [TokenDigest], historyCapacity: Int, dueAt: Int64? = nil) {
         self.id = id
         self.status = status
         self.location = location
@@ -53,13 +55,14 @@ public struct PanicStartRecord: Equatable, Sendable {
         self.ownerDigest = ownerDigest
         self.watchTokens = watchTokens
         self.historyCapacity = historyCapacity
+        self.dueAt = dueAt
     }
 
     /// The record of a stream the hub has just started (its only event is seq 1).
     public init(_ stream: PanicStream) {
         self.init(id: stream.id, status: stream.status, location: stream.last.location, note: stream.note,
                   startedAt: stream.startedAt, ownerDigest: stream.ownerTokenDigest,
-                  watchTokens: stream.watchTokenDigests, historyCapacity: stream.history.capacity)
+                  watchTokens: stream.watchTokenDigests, historyCapacity: stream.history.capacity, dueAt: stream.dueAt)
     }
 
     /// The stream as `PanicHub.start` made it: seq 1, the first location as its only event.
@@ -68,7 +71,7 @@ public struct PanicStartRecord: Equatable, Sendable {
                                  lastLocation: location, lastLocationAt: startedAt, note: note, ended: nil,
                                  history: [PanicEvent(seq: 1, at: startedAt, kind: .location(location))],
                                  historyCapacity: historyCapacity, ownerDigest: ownerDigest,
-                                 watchTokens: watchTokens, staleNotified: false)
+                                 watchTokens: watchTokens, staleNotified: false, dueAt: dueAt)
     }
 }
 

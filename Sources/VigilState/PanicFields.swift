@@ -3,12 +3,14 @@ import VigilCore
 /// The binary forms of panic-stream parts, shared by snapshots and journal records.
 ///
 ///     location   lat f64, lon f64, present u8 (bit 0 accuracy, 1 heading, 2 speed), then each present reading f64
-///     event      seq u64, at i64, kind u8 (1 location + location, 2 status + status u8, 3 ended + reason u8)
+///     event      seq u64, at i64, kind u8 (1 location + location, 2 status + status u8, 3 ended + reason u8,
+///                4 timer + u8 0/1 + due i64, 5 missedCheckIn + due i64 + last location + its at i64)
 ///     status     1 red, 2 amber        reason   1 safe, 2 cancelled, 3 abandoned
 ///     stream     id 16, status u8, startedAt i64, updatedAt i64, seq u64, last location + at i64,
 ///                note (u8 0/1 + string), ended (u8 0/1 + reason u8 + at i64), ownerDigest 32,
 ///                watch tokens (u32 count × 32), staleNotified u8 0/1, history capacity u32,
-///                history (u32 count × event, oldest first)
+///                history (u32 count × event, oldest first),
+///                since snapshot version 2: timer (u8 0/1 + due i64), missedCheckIn (u8 0/1 + at i64)
 ///
 /// Codes start at 1 so that a zeroed region never decodes as a plausible value. Owner and
 /// watchers are not stored: they are connections, which do not survive a restart.
@@ -100,6 +102,14 @@ enum PanicFields {
         case .ended(let reason):
             w.u8(3)
             w.u8(code(reason))
+        case .timer(let due):
+            w.u8(4)
+            writeOptionalTime(due, to: &w)
+        case .missedCheckIn(let due, let last):
+            w.u8(5)
+            w.i64(due)
+            write(last.location, to: &w)
+            w.i64(last.at)
         }
     }
 
@@ -111,20 +121,42 @@ enum PanicFields {
         case 1: return PanicEvent(seq: seq, at: at, kind: .location(try readLocation(&r)))
         case 2: return PanicEvent(seq: seq, at: at, kind: .status(try readStatus(&r)))
         case 3: return PanicEvent(seq: seq, at: at, kind: .ended(try readReason(&r)))
+        case 4: return PanicEvent(seq: seq, at: at, kind: .timer(dueAt: try readOptionalTime(&r)))
+        case 5:
+            let due = try r.time()
+            let location = try readLocation(&r)
+            return PanicEvent(seq: seq, at: at, kind: .missedCheckIn(dueAt: due, last: LastLocation(location: location, at: try r.time())))
         case let c: throw r.invalid("unknown panic event kind \(c)", at: kindAt)
         }
     }
 
     // MARK: small parts
 
+    /// An optional part: u8 0/1, then the part when present.
+    static func writeOptional<T>(_ value: T?, to w: inout StateWriter, _ write: (T, inout StateWriter) -> Void) {
+        w.bool(value != nil)
+        if let value { write(value, &w) }
+    }
+
+    static func readOptional<T>(_ r: inout StateReader, _ read: (inout StateReader) throws(StateError) -> T) throws(StateError) -> T? {
+        guard try r.bool() else { return nil }
+        return try read(&r)
+    }
+
     static func writeNote(_ note: String?, to w: inout StateWriter) {
-        w.bool(note != nil)
-        if let note { w.string(note) }
+        writeOptional(note, to: &w) { $1.string($0) }
     }
 
     static func readNote(_ r: inout StateReader) throws(StateError) -> String? {
-        guard try r.bool() else { return nil }
-        return try r.string()
+        try readOptional(&r) { (r: inout StateReader) throws(StateError) in try r.string() }
+    }
+
+    static func writeOptionalTime(_ time: Int64?, to w: inout StateWriter) {
+        writeOptional(time, to: &w) { $1.i64($0) }
+    }
+
+    static func readOptionalTime(_ r: inout StateReader) throws(StateError) -> Int64? {
+        try readOptional(&r) { (r: inout StateReader) throws(StateError) in try r.time() }
     }
 
     static func writeDigests(_ digests: [TokenDigest], to w: inout StateWriter) {
@@ -151,7 +183,7 @@ enum PanicFields {
 
     /// Upper estimate of a stream's encoded size, to reserve a snapshot buffer once.
     static func estimatedSize(_ stream: PanicStream) -> Int {
-        minimumStreamBytes + 24 + (stream.note?.utf8.count ?? 0) + stream.watchTokenDigests.count * digestBytes
+        minimumStreamBytes + 24 + 16 + (stream.note?.utf8.count ?? 0) + stream.watchTokenDigests.count * digestBytes
             + stream.history.count * (minimumEventBytes + 16 + 24)
     }
 
@@ -178,9 +210,12 @@ enum PanicFields {
         let events = stream.history.all
         w.u32(UInt32(truncatingIfNeeded: events.count))
         for event in events { write(event, to: &w) }
+        writeOptionalTime(stream.dueAt, to: &w)
+        writeOptionalTime(stream.missedCheckInAt, to: &w)
     }
 
-    static func readStream(_ r: inout StateReader) throws(StateError) -> PanicStream {
+    /// A stream as snapshot format `version` keeps it.
+    static func readStream(_ r: inout StateReader, version: UInt16 = SnapshotCodec.version) throws(StateError) -> PanicStream {
         let start = r.offset
         let id = try r.streamID()
         let status = try readStatus(&r)
@@ -202,11 +237,17 @@ enum PanicFields {
         var events: [PanicEvent] = []
         events.reserveCapacity(count)
         for _ in 0..<count { events.append(try readEvent(&r)) }
+        var dueAt: Int64?, missedCheckInAt: Int64?
+        if version >= 2 {
+            dueAt = try readOptionalTime(&r)
+            missedCheckInAt = try readOptionalTime(&r)
+        }
         do {
             return try PanicStream.restored(id: id, status: status, startedAt: startedAt, updatedAt: updatedAt, seq: seq,
                                             lastLocation: lastLocation, lastLocationAt: lastLocationAt, note: note, ended: ended,
                                             history: events, historyCapacity: capacity, ownerDigest: ownerDigest,
-                                            watchTokens: watchTokens, staleNotified: staleNotified)
+                                            watchTokens: watchTokens, staleNotified: staleNotified,
+                                            dueAt: dueAt, missedCheckInAt: missedCheckInAt)
         } catch {
             throw r.invalid("stream \(id): \(error)", at: start)
         }

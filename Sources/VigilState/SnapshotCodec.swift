@@ -1,9 +1,9 @@
 import VigilCore
 
-/// The snapshot file format, version 1:
+/// The snapshot file format, version 2:
 ///
 ///     magic           8 bytes  89 'V' 'G' 'S' 0D 0A 1A 0A
-///     version         u16      1
+///     version         u16      2 (1 is read too: its streams lack the safety timer's fields)
 ///     flags           u16      0 (reserved: a reader refuses what it does not know)
 ///     takenAt         i64      unix ms
 ///     journalSegment  u64
@@ -17,7 +17,9 @@ import VigilCore
 /// so a file from a newer Vigil says "version 2 is not supported", not "damaged".
 public enum SnapshotCodec {
     public static let magic: [UInt8] = [0x89, 0x56, 0x47, 0x53, 0x0D, 0x0A, 0x1A, 0x0A]
-    public static let version: UInt16 = 1
+    /// The version written. Every version from `oldestReadable` up is read.
+    public static let version: UInt16 = 2
+    public static let oldestReadable: UInt16 = 1
     static let headerBytes = 8 + 2 + 2 + 8 + 8 + 4 + 4
     static let checksumBytes = 4
 
@@ -57,7 +59,7 @@ public enum SnapshotCodec {
 
     static func decode(_ raw: UnsafeRawBufferPointer, verifyingChecksum: Bool) throws(StateError) -> StateSnapshot {
         var r = StateReader(raw, what: "snapshot header")
-        try checkHeader(&r, verifyingChecksum: verifyingChecksum)
+        let found = try checkHeader(&r, verifyingChecksum: verifyingChecksum)
         // The payload ends where the checksum begins; `checkHeader` made sure the file is that long.
         let payloadEnd = raw.count - checksumBytes
         var body = StateReader(UnsafeRawBufferPointer(rebasing: raw[0..<payloadEnd]), offset: r.offset, what: "snapshot header")
@@ -72,15 +74,16 @@ public enum SnapshotCodec {
         body.what = "panic stream"
         var streams: [PanicStream] = []
         streams.reserveCapacity(streamCount)
-        for _ in 0..<streamCount { streams.append(try PanicFields.readStream(&body)) }
+        for _ in 0..<streamCount { streams.append(try PanicFields.readStream(&body, version: found)) }
         guard body.isAtEnd else {
             throw .invalid(what: "snapshot", offset: body.offset, reason: "\(body.remaining) bytes after the last stream")
         }
         return StateSnapshot(takenAt: takenAt, journalSegment: journalSegment, pins: pins, streams: streams)
     }
 
-    /// Magic, version, flags and (optionally) checksum; leaves `r` after the flags.
-    static func checkHeader(_ r: inout StateReader, verifyingChecksum: Bool) throws(StateError) {
+    /// Magic, version, flags and (optionally) checksum; leaves `r` after the flags and returns the version.
+    @discardableResult
+    static func checkHeader(_ r: inout StateReader, verifyingChecksum: Bool) throws(StateError) -> UInt16 {
         let raw = r.base
         guard raw.count >= magic.count, raw.prefix(magic.count).elementsEqual(magic) else {
             if raw.count < magic.count, raw.elementsEqual(magic.prefix(raw.count)) { throw .truncated(what: "snapshot header", offset: raw.count) }
@@ -88,7 +91,7 @@ public enum SnapshotCodec {
         }
         r = StateReader(raw, offset: magic.count, what: "snapshot header")
         let found = try r.u16()
-        guard found == version else { throw .unsupportedVersion(kind: "snapshot", found: found, supported: version) }
+        guard found >= oldestReadable && found <= version else { throw .unsupportedVersion(kind: "snapshot", found: found, supported: version) }
         let flags = try r.u16()
         guard flags == 0 else { throw .invalid(what: "snapshot header", offset: r.offset - 2, reason: "unknown flags \(flags)") }
         guard raw.count >= headerBytes + checksumBytes else { throw .truncated(what: "snapshot header", offset: raw.count) }
@@ -98,5 +101,6 @@ public enum SnapshotCodec {
             let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<payloadEnd]))
             guard stored == computed else { throw .checksumMismatch(kind: "snapshot", stored: stored, computed: computed) }
         }
+        return found
     }
 }

@@ -90,8 +90,26 @@ struct InspectorLine {
             w.field("status", s.rawValue)
         case .ended(let r):
             w.field("ended", r.rawValue)
+        case .timer(let due):
+            optionalTime("timer_due_at", due)
+        case .missedCheckIn(let due, let last):
+            w.field("missed_check_in", due)
+            w.key("last_location")
+            if content {
+                w.beginObject()
+                location(last.location)
+                w.field("at", last.at)
+                w.endObject()
+            } else {
+                w.bool(true)
+            }
         }
         w.endObject()
+    }
+
+    mutating func optionalTime(_ name: StaticString, _ time: Int64?) {
+        w.key(name)
+        if let time { w.int(time) } else { w.null() }
     }
 
     mutating func digests(_ name: StaticString, _ digests: [TokenDigest]) {
@@ -142,6 +160,8 @@ struct InspectorLine {
         w.field("owner_digest", Self.shortDigest(s.ownerTokenDigest))
         digests("watch_tokens", s.watchTokenDigests)
         w.field("stale_notified", s.isStaleNotified)
+        optionalTime("timer_due_at", s.dueAt)
+        optionalTime("missed_check_in_at", s.missedCheckInAt)
         w.field("history_capacity", Int64(s.history.capacity))
         w.key("history")
         w.beginArray()
@@ -176,6 +196,7 @@ struct InspectorLine {
             w.field("owner_digest", Self.shortDigest(start.ownerDigest))
             digests("watch_tokens", start.watchTokens)
             w.field("history_capacity", Int64(start.historyCapacity))
+            if let due = start.dueAt { w.field("timer_due_at", due) }
         case .panicEvent(let id, let e):
             w.field("record", "panicEvent")
             w.field("stream", id.description)

@@ -83,7 +83,7 @@ import VigilGeo
 
     @Test func decodesPanicOperations() throws {
         let start = try decode(#"{"op":"panic.start","status":"amber","lat":1,"lon":2,"accuracy_m":5,"note":" home ","watchers":3}"#).get()
-        #expect(start.operation == .panicStart(status: .amber, location: PanicLocation(lat: 1, lon: 2, accuracyM: 5), note: "home", watchers: 3))
+        #expect(start.operation == .panicStart(status: .amber, location: PanicLocation(lat: 1, lon: 2, accuracyM: 5), note: "home", watchers: 3, timer: nil))
         #expect(start.operation.isWrite)
         let id = StreamID(random: Array(repeating: 7, count: 16))
         let update = try decode(#"{"op":"panic.update","stream":"\#(id)","lat":1,"lon":2,"heading":90,"speed_mps":1.5}"#).get()

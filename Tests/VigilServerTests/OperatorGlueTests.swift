@@ -28,6 +28,7 @@ import VigilWire
         #"{"op":"panic.unwatch","ref":13,"stream":"oq8jnOD0Pcoar4QgMwxmoA"}"#,
         #"{"op":"panic.invite","ref":14,"stream":"oq8jnOD0Pcoar4QgMwxmoA"}"#,
         #"{"op":"panic.revoke","ref":15,"stream":"oq8jnOD0Pcoar4QgMwxmoA","watch_token":"w0"}"#,
+        #"{"op":"panic.timer","ref":16,"stream":"oq8jnOD0Pcoar4QgMwxmoA","due_in_s":900}"#,
     ]
 
     /// The value of one series in a text exposition (`name{labels}` exactly as written).

@@ -131,6 +131,28 @@ import VigilState
         #expect(watcher.all("panic.location").first?["seq"]?.int == 2)
     }
 
+    /// A safety timer moved or cancelled, which the journal could not record, is taken back: the
+    /// stream keeps the deadline it had, and nothing is journaled.
+    @Test func aTimerChangeTheJournalCouldNotRecordKeepsTheOldDeadline() throws {
+        let s = try Setup()
+        let owner = try s.h.open()
+        let started = try Self.ask(s.h, owner, #"{"op":"panic.start","ref":1,"status":"amber","lat":52.5,"lon":13.4,"due_in_s":600}"#)
+        let stream = try #require(started["stream"]?.string)
+        let due = try #require(started["due_at"]?.int)
+        let id = try #require(StreamID(stream))
+        for request in [
+            #"{"op":"panic.timer","ref":2,"stream":"\#(stream)","due_in_s":60}"#,
+            #"{"op":"panic.timer","ref":3,"stream":"\#(stream)","cancel":true}"#,
+        ] {
+            s.log.failNextCommit = true
+            Self.expectUnavailable(try Self.ask(s.h, owner, request))
+            let now = try #require(s.h.v1.panic.stream(id))
+            #expect(now.dueAt == Int64(due) && now.seq == 1, "after \(request)")
+        }
+        let moved = try Self.ask(s.h, owner, #"{"op":"panic.timer","ref":4,"stream":"\#(stream)","due_in_s":60}"#)
+        #expect(moved["seq"]?.int == 2 && s.log.records.count == 2)
+    }
+
     /// The history is a ring: an update taken back when it is full puts the event it overwrote
     /// back, so a watcher catching up with `since` gets exactly the recorded events.
     @Test(arguments: [1, 2, 3])

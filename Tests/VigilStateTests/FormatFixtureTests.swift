@@ -8,7 +8,8 @@ import VigilGeo
 /// stream started, moved, set to amber and ended safe; a journal of a pin put twice, a stream
 /// started and cancelled, the pin removed). This build reads them as they are: the snapshot and
 /// journal formats gained a record kind and an end reason, and changed nothing else, so the
-/// version stays 1 and the bytes of an old snapshot re-encode identically.
+/// version stayed 1 then; the safety timer's stream fields made the snapshot version 2, and this
+/// build still reads version 1.
 @Suite struct FormatFixtureTests {
     static let snapshot = hex([
         "895647530d0a1a0a01000000108556eea101000003000000000000000100000001000000111122223333444455556666",
@@ -60,7 +61,12 @@ import VigilGeo
         #expect(snapshot.streams.count == 1 && stream.status == .amber && stream.seq == 4 && stream.note == "walking home")
         #expect(stream.ended == PanicEnd(reason: .safe, at: 1_795_000_007_000))
         #expect(stream.history.all.map(\.seq) == [1, 2, 3, 4] && stream.watchTokenDigests.count == 2)
-        #expect(SnapshotCodec.encode(snapshot) == Self.snapshot, "the format did not change")
+        // Version 1 has no timer fields: its streams read as without a timer, and are written
+        // back as version 2 (the same bytes but for the version and two absent timer fields).
+        #expect(stream.dueAt == nil && stream.missedCheckInAt == nil)
+        let again = SnapshotCodec.encode(snapshot)
+        #expect(again[8] == 2 && again.count == Self.snapshot.count + 2)
+        expectSameStreams(try SnapshotCodec.decode(again).streams, snapshot.streams)
 
         // Votes kept by session number are votes by voter number now; new voters number on above them.
         var image = StateImage(snapshot)

@@ -25,11 +25,20 @@ import VigilTestSupport
         out.append(("snapshot", "pins-and-streams.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 7, pins: pins, streams: streams))))
         out.append(("snapshot", "one-stream.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 2, pins: [], streams: [streams[1]]))))
         out.append(("snapshot", "old-format.vgs", FormatFixtureTests.snapshot))
+        let timed = [Fixtures.timedStream(secrets, escalated: false), Fixtures.timedStream(secrets, escalated: true)].sorted { $0.id < $1.id }
+        out.append(("snapshot", "timers.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 4, pins: [], streams: timed))))
         let stream = streams[0]
         var records: [JournalRecord] = [.pinPut(pins[1]), .pinRemove(pins[0].id), .pinVote(pins[2].id, voter: 99, value: -1),
                                         .panicStart(PanicStartRecord(stream)), .panicInvite(stream.id, secrets.digest(ofToken: "w")),
                                         .panicRevoke(stream.id, secrets.digest(ofToken: "w")), .panicRemove(stream.id)]
         records += stream.history.all.map { .panicEvent(stream.id, $0) }
+        let escalated = timed.first { $0.missedCheckInAt != nil }!
+        guard case .location(let first) = escalated.history.all[0].kind else { fatalError("a stream's first event is a location") }
+        records.append(.panicStart(PanicStartRecord(id: escalated.id, status: .amber, location: first,
+                                                    note: escalated.note, startedAt: escalated.startedAt, ownerDigest: escalated.ownerTokenDigest,
+                                                    watchTokens: escalated.watchTokenDigests, historyCapacity: escalated.history.capacity,
+                                                    dueAt: escalated.startedAt + 600_000)))
+        records += escalated.history.all.dropFirst().map { .panicEvent(escalated.id, $0) }
         var segment = JournalCodec.header(segment: 3)
         for (index, record) in records.enumerated() {
             // One payload on its own per record (the fuzzer's `decodeRecord` path) ...

@@ -9,6 +9,8 @@ import VigilTestSupport
         let s = TestSecrets(seed: seed)
         let stream = Fixtures.stream(s, events: 0, capacity: 20, tokens: 3)
         let quiet = Fixtures.stream(s, events: 0, capacity: 1, tokens: 0, note: nil)
+        var timed = PanicStartRecord(quiet)
+        timed.dueAt = 1_700_000_600_000
         return [
             .pinPut(Fixtures.pin(s, sequence: 1)),
             .pinPut(Fixtures.pin(s, sequence: 2, votes: 5)),
@@ -22,6 +24,11 @@ import VigilTestSupport
             .panicEvent(stream.id, PanicEvent(seq: 4, at: 12, kind: .status(.amber))),
             .panicEvent(stream.id, PanicEvent(seq: 5, at: 13, kind: .ended(.cancelled))),
             .panicEvent(quiet.id, PanicEvent(seq: 2, at: 86_400_000, kind: .ended(.abandoned))),
+            .panicStart(timed),
+            .panicEvent(stream.id, PanicEvent(seq: 6, at: 14, kind: .timer(dueAt: 600_014))),
+            .panicEvent(stream.id, PanicEvent(seq: 7, at: 15, kind: .timer(dueAt: nil))),
+            .panicEvent(stream.id, PanicEvent(seq: 8, at: 600_014, kind: .missedCheckIn(
+                dueAt: 600_014, last: LastLocation(location: Fixtures.location(s), at: 11)))),
             .panicInvite(stream.id, s.digest(ofToken: "new")),
             .panicRevoke(stream.id, s.digest(ofToken: "old")),
             .panicRemove(quiet.id),
@@ -49,6 +56,19 @@ import VigilTestSupport
         #expect(scan.validLength == Self.encode(records).count)
         // `==` on pins ignores the sequence: check it separately.
         if case .pinPut(let pin) = scan.records[1] { #expect(pin.sequence == 2) } else { Issue.record("not a pinPut") }
+    }
+
+    /// A start without a timer keeps the old record kind (3), so a build from before timers reads
+    /// it; one with a timer is kind 9, which such a build refuses by name instead of misreading.
+    @Test func aStartWithATimerHasItsOwnKind() throws {
+        let s = TestSecrets(seed: 3)
+        var start = PanicStartRecord(Fixtures.stream(s, events: 0, capacity: 4))
+        #expect(JournalCodec.encode(.panicStart(start))[JournalCodec.frameBytes] == 3)
+        start.dueAt = 1_700_000_900_000
+        let bytes = JournalCodec.encode(.panicStart(start))
+        #expect(bytes[JournalCodec.frameBytes] == 9)
+        #expect(JournalCodec.scan(bytes).records == [.panicStart(start)])
+        #expect(try start.stream().dueAt == 1_700_000_900_000)
     }
 
     @Test func appendAddsToTheCallersBuffer() {

@@ -27,6 +27,8 @@ import VigilTestSupport
             Fixtures.stream(s, events: 2, capacity: 50, end: .safe, note: nil),
             Fixtures.stream(s, events: 7, capacity: 3, end: .cancelled, tokens: 0),
             Fixtures.stream(s, events: 1, capacity: 5, end: .abandoned, tokens: 1),
+            Fixtures.timedStream(s, escalated: false),
+            Fixtures.timedStream(s, escalated: true),
         ].sorted { $0.id < $1.id }
         return StateSnapshot(takenAt: 1_700_000_123_456, journalSegment: 42, pins: pins, streams: streams)
     }
@@ -44,6 +46,16 @@ import VigilTestSupport
         #expect(decoded.streams.contains { $0.history.count == $0.history.capacity && $0.history.firstSeq! > 1 })
         #expect(decoded.streams.contains { !$0.isActive })
         #expect(decoded.streams.allSatisfy { $0.owner == nil && $0.watcherCount == 0 })
+        #expect(decoded.streams.contains { $0.dueAt == 1_700_000_900_000 && $0.missedCheckInAt == nil && $0.status == .amber })
+        #expect(decoded.streams.contains { $0.dueAt == nil && $0.missedCheckInAt == 1_700_000_900_000 && $0.status == .red })
+    }
+
+    /// A stream's timer must not outlive its end: such bytes are damage, not state.
+    @Test func anEndedStreamWithATimerIsRefused() throws {
+        var stream = Fixtures.stream(TestSecrets(seed: 8), events: 1, capacity: 4, end: .safe)
+        stream.dueAt = 1_800_000_000_000
+        let bytes = SnapshotCodec.encode(StateSnapshot(takenAt: 1, journalSegment: 1, pins: [], streams: [stream]))
+        #expect(throws: StateError.self) { try SnapshotCodec.decode(bytes) }
     }
 
     @Test func manyPinsRoundTrip() throws {
@@ -75,10 +87,12 @@ import VigilTestSupport
 
     @Test func unknownVersionIsRefusedByName() {
         var bytes = SnapshotCodec.encode(Self.sample())
-        bytes[8] = 2
-        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 2, supported: 1)) { try SnapshotCodec.decode(bytes) }
-        let message = StateError.unsupportedVersion(kind: "snapshot", found: 2, supported: 1).description
-        #expect(message == "snapshot format version 2 is not supported (this build reads version 1)")
+        bytes[8] = 3
+        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 3, supported: 2)) { try SnapshotCodec.decode(bytes) }
+        bytes[8] = 0
+        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 0, supported: 2)) { try SnapshotCodec.decode(bytes) }
+        let message = StateError.unsupportedVersion(kind: "snapshot", found: 3, supported: 2).description
+        #expect(message == "snapshot format version 3 is not supported (this build reads version 2)")
     }
 
     @Test func wrongMagicAndChecksumAreNamed() {

@@ -32,6 +32,7 @@ import VigilTestSupport
         var now: Int64 = 1_700_000_000_000
         var records = 0
         var abandoned = 0
+        var escalated = 0
 
         mutating func journal(_ record: JournalRecord) {
             if segment == 0 { JournalCodec.append(record, to: &before) } else { JournalCodec.append(record, to: &after) }
@@ -131,9 +132,11 @@ import VigilTestSupport
             case 9:
                 run.map.expire(now: run.now, out: &pinOut)         // derived at restore: not journaled
             case 10:
-                let result = run.panic.start(owner: WatcherID(1 + roll(4)), status: roll(2) == 0 ? .red : .amber,
+                let amber = roll(2) == 0
+                let timer: PanicTimer? = amber && roll(2) == 0 ? .inSeconds(Int64(1 + roll(60))) : nil
+                let result = run.panic.start(owner: WatcherID(1 + roll(4)), status: amber ? .amber : .red,
                                              location: Fixtures.location(dice), note: roll(2) == 0 ? nil : "note \(op)",
-                                             watchers: 1 + roll(3), secrets: secrets, now: run.now, out: &panicOut)
+                                             watchers: 1 + roll(3), timer: timer, secrets: secrets, now: run.now, out: &panicOut)
                 if case .success(let started) = result {
                     run.ownerTokens[started.stream.id] = started.ownerToken
                     run.watchTokens[started.stream.id] = started.watchTokens
@@ -147,6 +150,11 @@ import VigilTestSupport
                     // The event if the status changed; nothing if it was the status it had.
                     let change: Result<PanicChange, PanicFailure> = run.panic.setStatus(id, by: 100, ownerToken: token, status: roll(2) == 0 ? .red : .amber,
                                                                                         secrets: secrets, now: run.now, out: &panicOut)
+                    if case .success(let change) = change, let event = change.event { run.journal(.panicEvent(id, event)) }
+                case 7:
+                    // A safety timer set, moved or cancelled (refused on a red stream): an event when it changed.
+                    let timer: PanicTimer = roll(4) == 0 ? .cancel : .at(run.now + Int64(1 + roll(60_000)))
+                    let change = run.panic.setTimer(id, by: 100, ownerToken: token, timer: timer, secrets: secrets, now: run.now, out: &panicOut)
                     if case .success(let change) = change, let event = change.event { run.journal(.panicEvent(id, event)) }
                 default:
                     let result = roll(5) == 0
@@ -182,9 +190,9 @@ import VigilTestSupport
             default:
                 // Stale notices and grace removal are derived; the end of an abandoned stream is
                 // journaled, as the server journals every event the tick reports.
-                for ended in run.panic.tick(now: run.now, out: &panicOut) {
-                    run.journal(.panicEvent(ended.stream, ended.event))
-                    run.abandoned += 1
+                for changed in run.panic.tick(now: run.now, out: &panicOut) {
+                    run.journal(.panicEvent(changed.stream, changed.event))
+                    if case .ended = changed.event.kind { run.abandoned += 1 } else { run.escalated += 1 }
                 }
             }
         }
@@ -230,7 +238,8 @@ import VigilTestSupport
     func snapshotPlusJournalEqualsTheLiveHubs(seed: UInt64) throws {
         var run = Self.drive(seed: seed, operations: 500, snapshotAt: 150 + Int(seed) * 20)
         let secrets = TestSecrets(seed: seed)      // digests only: any instance hashes the same
-        #expect(run.snapshot != nil && run.records > 100 && run.abandoned > 0, "\(run.records) records, \(run.abandoned) abandoned")
+        #expect(run.snapshot != nil && run.records > 100 && run.abandoned > 0 && run.escalated > 0,
+                "\(run.records) records, \(run.abandoned) abandoned, \(run.escalated) escalated")
         #expect(run.map.store.count > 0 && run.panic.count > 0)
         let restored = try Self.restore(snapshot: run.snapshot, journal: run.after, now: run.now)
         Self.expectEquivalent(live: &run, restoredMap: restored.map, restoredPanic: restored.panic, secrets: secrets)

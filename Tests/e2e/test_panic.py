@@ -23,7 +23,7 @@ import pinclient as pc
 from pinclient import PinClient, ProtocolViolation
 
 PANIC_EVENTS = {"panic.location", "panic.status", "panic.ended", "panic.stale",
-                "panic.watchers", "panic.revoked"}
+                "panic.watchers", "panic.revoked", "panic.timer"}
 HISTORY = 5
 
 CONFIG = pc.pins_config(

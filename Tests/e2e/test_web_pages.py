@@ -45,11 +45,12 @@ CONFIG = {
 
 
 class OwnerClient(PinClient):
-    """The person in danger's phone: a PinClient whose events are the owner's panic ones."""
+    """The person in danger's phone: a PinClient whose events are the owner's panic ones
+    (watcher counts, and a missed check-in of its safety timer)."""
 
     @staticmethod
     def _check_event(msg: dict) -> None:
-        if "ref" in msg or msg["type"] != "panic.watchers":
+        if "ref" in msg or not (msg["type"] == "panic.watchers" or msg.get("reason") == "missed_check_in"):
             raise ProtocolViolation(f"unexpected message: {msg!r}")
 
 
@@ -204,6 +205,29 @@ def test_watch_page_follows_a_stream_through_a_network_drop_to_its_end(server, p
     finally:
         owner.close()
         relay.close()
+
+
+def test_watch_page_shows_the_check_in_time_and_a_missed_check_in(server, page):
+    owner = OwnerClient(server.port)
+    try:
+        due_at = int(time.time() * 1000) + 2500
+        start = owner.ok("panic.start", status="amber", lat=52.52, lon=13.405, watchers=1, due_at=due_at)
+        page.goto(f"http://127.0.0.1:{server.port}/watch#s={start['stream']}&t={start['watch_tokens'][0]}")
+        page.wait("window.vigilWatch && window.vigilWatch.dueAt !== null")
+        assert text(page, "due") != "–"
+        assert page.eval("document.getElementById('missed').hidden") is True
+        owner.ok("panic.update", stream=start["stream"], lat=52.53, lon=13.41)
+        # The deadline passes with no check-in: the server turns the stream red and says why.
+        page.wait("!document.getElementById('missed').hidden", timeout=8)
+        assert "Missed check-in" in text(page, "missed")
+        assert text(page, "status").startswith("RED")
+        assert text(page, "due") == "–"
+        assert text(page, "position") == "52.53000, 13.41000"
+        owner.ok("panic.end", stream=start["stream"], reason="safe")
+        page.wait("!document.getElementById('ended').hidden")
+        assert page.eval("document.getElementById('missed').hidden") is True
+    finally:
+        owner.close()
 
 
 def test_watch_page_with_a_bad_link_says_so(server, page):

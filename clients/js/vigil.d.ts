@@ -46,6 +46,10 @@ export interface StreamState {
   last?: { lat: number; lon: number; accuracy_m?: number; at: number };
   trail: TrailPoint[];
   ended?: { reason: 'safe' | 'cancelled' | 'abandoned'; at: number };
+  /** While a safety timer is set. */
+  timer?: { due_at: number };
+  /** Once the timer passed with no check-in. */
+  escalated?: { reason: 'missed_check_in'; at: number };
 }
 
 export interface Position { lat: number; lon: number; accuracy_m?: number; heading?: number; speed_mps?: number }
@@ -141,7 +145,8 @@ export class VigilClient extends Emitter {
    * `attach` is called with the Watch before the request is sent: listeners added there miss nothing.
    */
   watch(stream: string, watchToken: string, options?: { since?: number; attach?: (watch: Watch) => void }): Promise<Watch>;
-  startPanic(fields: Position & { status: 'red' | 'amber'; note?: string; watchers?: number }): Promise<Owner>;
+  /** `due_in_s` / `due_at`: a safety timer (amber only; docs/PROTOCOL.md "Safety timer"). */
+  startPanic(fields: Position & { status: 'red' | 'amber'; note?: string; watchers?: number; due_in_s?: number; due_at?: number }): Promise<Owner>;
   resumePanic(stream: string, ownerToken: string): Promise<Owner>;
 
   on(name: 'open', fn: (e: { welcome: Welcome; reconnected: boolean }) => void): () => void;
@@ -189,11 +194,18 @@ export class Owner extends Emitter {
   /** `red` or `amber`: as started, as last set, or as the server had it on resume. */
   status: 'red' | 'amber' | null;
   setStatus(status: 'red' | 'amber', options?: RequestOptions): Promise<number>;
+  /** The safety timer's deadline (unix ms) as the server keeps it, or null. */
+  dueAt: number | null;
+  /** Sets or moves the safety timer (amber streams only); resolves with the deadline. */
+  setTimer(timer: { due_in_s: number } | { due_at: number }, options?: RequestOptions): Promise<number>;
+  cancelTimer(options?: RequestOptions): Promise<void>;
   end(reason?: 'safe' | 'cancelled', options?: RequestOptions): Promise<number>;
   invite(options?: RequestOptions): Promise<string>;
   revoke(watchToken: string, options?: RequestOptions): Promise<void>;
   on(name: 'watchers', fn: (count: number) => void): () => void;
   on(name: 'resumed', fn: (state: StreamState) => void): () => void;
+  /** The timer passed without a check-in: the server turned the stream red and told every watcher. */
+  on(name: 'missedCheckIn', fn: (event: { seq: number; due_at: number; last: Position & { at: number }; at: number }) => void): () => void;
   on(name: string, fn: (payload: any) => void): () => void;
 }
 
@@ -222,6 +234,10 @@ export class WatchModel extends Emitter {
   stale: boolean;
   ended: { reason: string; at: number } | null;
   revoked: boolean;
+  /** The safety timer's deadline (unix ms), or null. */
+  dueAt: number | null;
+  /** Set once the server raised the alarm because the timer passed with no check-in. */
+  escalated: { reason: 'missed_check_in'; at: number } | null;
   gaps: number;
   lastSeq: number;
   readonly lastUpdateAt: number | null;

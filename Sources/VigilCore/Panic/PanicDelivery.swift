@@ -43,4 +43,8 @@ public enum PanicFailure: Error, Equatable, Sendable {
     case tooManyWatchTokens
     /// `since` is past the stream's current seq: the client is confused about which stream it watched.
     case sinceAhead
+    /// A safety timer not in the future, or further ahead than `maxTimerMs`.
+    case invalidTimer
+    /// A safety timer is set on an amber stream only (a red one has raised the alarm already).
+    case timerNeedsAmber
 }

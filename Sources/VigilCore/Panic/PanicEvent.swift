@@ -34,6 +34,28 @@ public enum PanicEventKind: Equatable, Sendable {
     case location(PanicLocation)
     case status(PanicStatus)
     case ended(PanicEndReason)
+    /// The owner set, moved or cleared (nil) the safety timer: the time by which they check in
+    /// (extend it or end the stream), unix ms.
+    case timer(dueAt: Int64?)
+    /// The safety timer's deadline passed with no check-in: the hub set the stream red on its own.
+    /// Carries the last location and its time, so that the event alone tells a watcher where to look.
+    case missedCheckIn(dueAt: Int64, last: LastLocation)
+}
+
+/// A safety timer as the owner asks for it: a delay from now, a time, or off.
+public enum PanicTimer: Equatable, Sendable {
+    case inSeconds(Int64)
+    case at(Int64)
+    case cancel
+
+    /// The deadline it asks for at `now` (nil: no timer).
+    public func dueAt(now: Int64) -> Int64? {
+        switch self {
+        case .inSeconds(let s): return now + s * 1000
+        case .at(let at): return at
+        case .cancel: return nil
+        }
+    }
 }
 
 /// One event of a stream. `seq` is contiguous per stream, starting at 1 (the first location), so a
@@ -63,7 +85,7 @@ public struct StreamEvent: Equatable, Sendable {
     }
 }
 
-/// What a status change did to its stream: recorded an event (journal it), or nothing (the
+/// What a status change or a timer change did to its stream: recorded an event (journal it), or nothing (the
 /// status it had already: nothing to journal or sync; the reply still carries the current seq).
 public enum PanicChange: Equatable, Sendable {
     case recorded(PanicEvent)

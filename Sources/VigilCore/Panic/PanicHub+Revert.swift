@@ -15,6 +15,7 @@ extension PanicHub {
         let watchTokens: [TokenDigest]
         let staleNotified: Bool
         let staleArmed: Bool
+        let dueAt: Int64?
         let history: PanicHistory.Mark
         /// For a revocation: the watchers before it, to give back the watch it cut.
         let watchers: [WatcherID: TokenDigest]?
@@ -26,7 +27,7 @@ extension PanicHub {
         guard let s = streams[id] else { return nil }
         return Checkpoint(id: id, status: s.status, updatedAt: s.updatedAt, seq: s.seq, last: s.last, ended: s.ended,
                           watchTokens: s.watchTokens, staleNotified: s.staleNotified, staleArmed: s.staleArmed,
-                          history: s.history.mark, watchers: keepingWatchers ? s.watchers : nil)
+                          dueAt: s.dueAt, history: s.history.mark, watchers: keepingWatchers ? s.watchers : nil)
     }
 
     /// Puts a stream back at `checkpoint`, taken just before one change (changes of one turn are
@@ -36,7 +37,8 @@ extension PanicHub {
     ///
     /// Timers: an entry filed for the undone change stays in its heap and is checked against the
     /// stream when it comes due, like any outdated entry; a stream active again gets fresh stale
-    /// and abandonment entries (at most one extra of each, gone when it ends).
+    /// and abandonment entries (at most one extra of each, gone when it ends), and a timer put
+    /// back gets an entry again (a duplicate is skipped once the timer has fired).
     public mutating func revert(to checkpoint: Checkpoint, connected: (WatcherID) -> Bool) {
         let id = checkpoint.id
         var rewatched: [WatcherID] = []
@@ -51,6 +53,7 @@ extension PanicHub {
             stream.watchTokens = checkpoint.watchTokens
             stream.staleNotified = checkpoint.staleNotified
             stream.staleArmed = checkpoint.staleArmed
+            stream.dueAt = checkpoint.dueAt
             for (watcher, digest) in checkpoint.watchers ?? [:] where stream.watchers[watcher] == nil && connected(watcher) {
                 stream.watchers[watcher] = digest
                 rewatched.append(watcher)
@@ -63,6 +66,8 @@ extension PanicHub {
             if stream.staleArmed { fileStale(at: Self.saturatingSum(stream.lastLocationAt, settings.staleAfterMs), id) }
             fileAbandon(at: Self.saturatingSum(stream.updatedAt, settings.abandonAfterMs), id)
         }
+        // The timer it had again: its entry may have gone when the heap was rebuilt since.
+        if let stream = streams[id], stream.isActive, let due = stream.dueAt { fileTimer(at: due, id) }
     }
 
     /// Removes a stream that a change of this turn started.

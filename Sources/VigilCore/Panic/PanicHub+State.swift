@@ -14,7 +14,8 @@ extension PanicHub {
     /// downtime: the next `tick` then notes the silence, telling nobody since nobody watches) and
     /// its abandonment at `updatedAt + abandonAfterMs` (after a downtime past it, the next `tick`
     /// ends it at that time, and the server journals the end as for any tick), an ended stream's
-    /// removal at `ended.at + endedGraceMs`. Ended streams whose grace has passed
+    /// removal at `ended.at + endedGraceMs`, and a safety timer at its `dueAt` (a deadline that
+    /// passed while the server was down fires at the first `tick`, as it would have then). Ended streams whose grace has passed
     /// by `now` are removed at once, as `tick` would have done. Produces no deliveries.
     ///
     /// Meant for a hub that holds no streams yet; a stream with an id already held replaces it.
@@ -33,6 +34,7 @@ extension PanicHub {
                 stream.staleArmed = true
                 fileStale(at: Self.saturatingSum(stream.lastLocationAt, settings.staleAfterMs), stream.id)
                 fileAbandon(at: Self.saturatingSum(stream.updatedAt, settings.abandonAfterMs), stream.id)
+                if let due = stream.dueAt { fileTimer(at: due, stream.id) }
             }
             streams[stream.id] = stream
         }

@@ -1,14 +1,16 @@
 import HeapModule
 
-/// The panic hub's clock: stale notices, abandonment, and removal of ended streams after their
-/// grace, each from a heap of deadlines, so a tick costs O(log n) per due entry and nothing for
+/// The panic hub's clock: safety timers, stale notices, abandonment, and removal of ended streams
+/// after their grace, each from a heap of deadlines, so a tick costs O(log n) per due entry and nothing for
 /// the streams that are not due.
 ///
 /// Every deadline follows from a stream's own times (its last location, its last event, its
 /// end), never from when `tick` happened to run, so a hub replayed from the journal, or another
 /// node with the same records, reaches the same events.
 extension PanicHub {
-    /// In order: tells the watchers of each active stream whose last location is `staleAfterMs`
+    /// In order: escalates each active stream whose safety timer has passed (`missedCheckIn`: the
+    /// stream turns red, the event goes to every watcher with the last location); tells the
+    /// watchers of each active stream whose last location is `staleAfterMs`
     /// old or older (once per silence; a new location re-arms it); ends each active stream whose
     /// owner has sent nothing (no location, status change or end) for `abandonAfterMs`; then removes
     /// the ended streams whose grace has passed: their watchers stop watching (silently: they were
@@ -18,7 +20,10 @@ extension PanicHub {
     /// seq) goes to its watchers, and it stays readable for `endedGraceMs`. The event's time is the
     /// deadline, `updatedAt + abandonAfterMs`, not `now`, so it is the same wherever and however
     /// late it is computed. Returned here as well (also for streams nobody watches), because the
-    /// server must journal each one: the end of a stream is part of its durable state.
+    /// server must journal each one: the end of a stream is part of its durable state. The same
+    /// holds for an escalation, whose time is its deadline (or the stream's last event, if that
+    /// came later: a stream's events never go back in time), and which comes first in the list.
+    /// An escalated stream is never abandoned: it stays open until its owner ends it.
     @discardableResult
     public mutating func tick(now: Int64, out: inout [PanicDelivery]) -> [StreamEvent] {
         var removed: [StreamID] = []
@@ -29,12 +34,41 @@ extension PanicHub {
     /// the server journals so that the removal reaches the disk (see docs/DURABILITY.md, "Data that leaves").
     @discardableResult
     public mutating func tick(now: Int64, out: inout [PanicDelivery], removed: inout [StreamID]) -> [StreamEvent] {
+        var changed = escalateMissedCheckIns(now: now, out: &out)
         noteStaleStreams(now: now, out: &out)
-        let ended = endAbandonedStreams(now: now, out: &out)
+        changed += endAbandonedStreams(now: now, out: &out)
         removeEndedStreams(dueBy: now)
         removed += removedSinceTick
         removedSinceTick.removeAll(keepingCapacity: true)
-        return ended
+        return changed
+    }
+
+    /// An entry fires only if it is the stream's current deadline: a timer moved or cancelled
+    /// since leaves its entry behind, to be skipped here (the new deadline has an entry of its own).
+    private mutating func escalateMissedCheckIns(now: Int64, out: inout [PanicDelivery]) -> [StreamEvent] {
+        guard (timerDeadlines.min?.at ?? .max) <= now else { return [] }   // the common case: allocates nothing
+        var escalated: [StreamEvent] = []
+        while let top = timerDeadlines.min, top.at <= now {
+            _ = timerDeadlines.popMin()
+            withStream(top.id) { stream in
+                guard stream.isActive, let due = stream.dueAt, due == top.at else { return }
+                let event = stream.record(.missedCheckIn(dueAt: due, last: stream.last), now: max(due, stream.updatedAt))
+                Self.deliverEscalation(event, of: stream, out: &out)
+                escalated.append(StreamEvent(stream: stream.id, event: event))
+            }
+        }
+        return escalated
+    }
+
+    /// An escalation goes to every watcher, and to the owner's connection too if it has one (the
+    /// phone learns that its contacts were alerted).
+    static func deliverEscalation(_ event: PanicEvent, of stream: PanicStream, out: inout [PanicDelivery]) {
+        var recipients = stream.watchers.keys.sorted()
+        if let owner = stream.owner, stream.watchers[owner] == nil {
+            recipients.append(owner)
+            recipients.sort()
+        }
+        if !recipients.isEmpty { out.append(PanicDelivery(stream: stream.id, kind: .event(event), recipients: recipients)) }
     }
 
     private mutating func noteStaleStreams(now: Int64, out: inout [PanicDelivery]) {
@@ -74,6 +108,7 @@ extension PanicHub {
             var endedAt: Int64?
             withStream(top.id) { stream in
                 guard stream.isActive else { return }                // ended by its owner: nothing to do
+                guard !stream.isEscalated else { return }            // open until its owner ends it
                 let due = Self.saturatingSum(stream.updatedAt, abandonAfterMs)
                 if due > now {
                     refileAt = due
@@ -118,6 +153,20 @@ extension PanicHub {
         }
         nextOrder += 1
         abandonDeadlines.insert(Deadline(at: at, order: nextOrder, id: id))
+    }
+
+    /// Entries outlive the deadlines they were filed for (a moved timer leaves its old one), so
+    /// the heap is rebuilt with only the current deadlines once it holds twice the streams held:
+    /// an owner moving a timer every second costs O(1) amortised, not a heap entry per move.
+    mutating func fileTimer(at: Int64, _ id: StreamID) {
+        if timerDeadlines.count >= 2 * max(streams.count, 512) {
+            timerDeadlines = Heap(timerDeadlines.unordered.filter { entry in
+                guard let stream = streams[entry.id] else { return false }
+                return stream.isActive && stream.dueAt == entry.at
+            })
+        }
+        nextOrder += 1
+        timerDeadlines.insert(Deadline(at: at, order: nextOrder, id: id))
     }
 
     mutating func fileGrace(at: Int64, _ id: StreamID) {

@@ -44,6 +44,9 @@ public struct PanicHub: Sendable {
     var staleDeadlines = Heap<Deadline>()
     var abandonDeadlines = Heap<Deadline>()
     var graceDeadlines = Heap<Deadline>()
+    /// Safety timers (PanicHub+Timers.swift): an entry per deadline set, checked against the
+    /// stream's `dueAt` when it comes due.
+    var timerDeadlines = Heap<Deadline>()
     /// Streams removed (grace over) since the last `tick`, which hands them to the server to
     /// journal; a `start` that frees room removes due streams too. At most the removals between two ticks.
     var removedSinceTick: [StreamID] = []
@@ -71,7 +74,7 @@ public struct PanicHub: Sendable {
 
     /// The earliest pending timer (possibly of an entry that turns out stale): when to call `tick`.
     public var nextDeadline: Int64? {
-        [staleDeadlines.min?.at, abandonDeadlines.min?.at, graceDeadlines.min?.at].compactMap { $0 }.min()
+        [timerDeadlines.min?.at, staleDeadlines.min?.at, abandonDeadlines.min?.at, graceDeadlines.min?.at].compactMap { $0 }.min()
     }
 
     /// Whether any of `ids` is an idle stream: active, with no location for `staleAfterMs` or
@@ -95,11 +98,20 @@ public struct PanicHub: Sendable {
     /// Once `settings.unreservedStreams` streams are held, only a start with `reserveEligible`
     /// is admitted (`.reserveOnly` otherwise); at `maxStreams`, none (`.capacityExceeded`). The
     /// default, eligible, is the rule without a reserve: a caller that cannot tell loses nothing.
+    ///
+    /// `timer` (not `.cancel`) starts the stream with a safety timer (see `setTimer`); it needs `amber`.
     public mutating func start(owner: WatcherID, status: PanicStatus, location: PanicLocation, note: String?, watchers: Int,
-                               reserveEligible: Bool = true, secrets: Secrets, now: Int64, out: inout [PanicDelivery])
+                               timer: PanicTimer? = nil, reserveEligible: Bool = true, secrets: Secrets, now: Int64,
+                               out: inout [PanicDelivery])
         -> Result<(stream: PanicStream, ownerToken: String, watchTokens: [String]), PanicFailure> {
         precondition(watchers >= 1, "a panic stream starts with at least one contact (checked at decode)")
         guard watchers <= settings.maxWatchersOnStart, watchers <= settings.maxWatchTokens else { return .failure(.tooManyWatchTokens) }
+        var dueAt: Int64?
+        if let timer {
+            guard status == .amber else { return .failure(.timerNeedsAmber) }
+            guard let due = timer.dueAt(now: now), isValidDeadline(due, now: now) else { return .failure(.invalidTimer) }
+            dueAt = due
+        }
         removeEndedStreams(dueBy: now)
         guard streams.count < settings.maxStreams else { return .failure(.capacityExceeded) }
         guard reserveEligible || streams.count < settings.unreservedStreams else { return .failure(.reserveOnly) }
@@ -112,11 +124,44 @@ public struct PanicHub: Sendable {
                                  watchTokens: watchTokens.map { secrets.digest(ofToken: $0) },
                                  owner: owner, now: now, historyEvents: settings.historyEvents)
         stream.staleArmed = true
+        stream.dueAt = dueAt
         streams[id] = stream
         owning[owner, default: []].insert(id)
         fileStale(at: Self.saturatingSum(now, settings.staleAfterMs), id)
         fileAbandon(at: Self.saturatingSum(now, settings.abandonAfterMs), id)
+        if let dueAt { fileTimer(at: dueAt, id) }
         return .success((stream, ownerToken, watchTokens))
+    }
+
+    /// Sets, moves or cancels the safety timer (walk-me-home): unless the owner extends it again
+    /// or ends the stream by `dueAt`, `tick` sets the stream red on its own (`missedCheckIn`) and
+    /// tells every watcher where the phone last was. A new deadline must be in the future and at
+    /// most `maxTimerMs` ahead, and only an amber stream takes one; cancelling works on any
+    /// active stream. The change is an event (`timer`, the next seq, to every watcher), so watchers
+    /// know by when to expect the check-in. The deadline it has already, or cancelling no timer,
+    /// is `.unchanged` (nothing to journal).
+    public mutating func setTimer(_ id: StreamID, by connection: WatcherID, ownerToken: String?, timer: PanicTimer,
+                                  secrets: Secrets, now: Int64, out: inout [PanicDelivery]) -> Result<PanicChange, PanicFailure> {
+        let due = timer.dueAt(now: now)
+        // Judged here (`body` may not read the hub), told only after the token is: a bad
+        // deadline tells a stranger nothing about a stream.
+        let valid = due.map { isValidDeadline($0, now: now) } ?? true
+        let result = steer(id, by: connection, ownerToken: ownerToken, secrets: secrets) { stream -> Result<PanicChange, PanicFailure> in
+            guard stream.isActive else { return .failure(.ended) }
+            guard valid else { return .failure(.invalidTimer) }
+            if due != nil && stream.status != .amber { return .failure(.timerNeedsAmber) }
+            guard stream.dueAt != due else { return .success(.unchanged(seq: stream.seq)) }
+            let event = stream.record(.timer(dueAt: due), now: now)
+            Self.deliver(event, of: stream, out: &out)
+            return .success(.recorded(event))
+        }
+        if case .success(.recorded) = result, let due { fileTimer(at: due, id) }
+        return result
+    }
+
+    /// A deadline a timer may take at `now`: after it, and at most `maxTimerMs` ahead.
+    func isValidDeadline(_ due: Int64, now: Int64) -> Bool {
+        due > now && due <= Self.saturatingSum(now, settings.maxTimerMs)
     }
 
     /// A new location: the next seq, to every watcher. It ends any silence (re-arms the stale notice).

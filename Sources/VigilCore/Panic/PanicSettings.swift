@@ -24,10 +24,13 @@ public struct PanicSettings: Equatable, Sendable {
     /// The share of `maxStreams` kept for starts the caller vouches for (`start`'s
     /// `reserveEligible`): once `unreservedStreams` are held, only those are admitted.
     public var reservedShare: Double = 0.2
+    /// The longest safety timer (`due_in_s`, or `due_at` from now). Below `abandonAfterMs`, so a
+    /// timer always comes due before its stream could be abandoned.
+    public var maxTimerMs: Int64 = 43_200_000
 
     public init(historyEvents: Int = 1000, staleAfterMs: Int64 = 120_000, endedGraceMs: Int64 = 3_600_000,
                 maxWatchTokens: Int = 32, maxStreams: Int = 100_000, maxWatchersOnStart: Int = 16,
-                abandonAfterMs: Int64 = 86_400_000, reservedShare: Double = 0.2) {
+                abandonAfterMs: Int64 = 86_400_000, reservedShare: Double = 0.2, maxTimerMs: Int64 = 43_200_000) {
         precondition(historyEvents >= 1, "a stream keeps at least its last event")
         precondition(abandonAfterMs > 0, "a stream is abandoned after some time, not at once")
         precondition(reservedShare >= 0 && reservedShare <= 1, "the reserved share is a fraction of maxStreams")
@@ -39,6 +42,7 @@ public struct PanicSettings: Equatable, Sendable {
         self.maxWatchersOnStart = maxWatchersOnStart
         self.abandonAfterMs = abandonAfterMs
         self.reservedShare = reservedShare
+        self.maxTimerMs = maxTimerMs
     }
 
     /// Streams held (active and in grace) up to which any start is admitted: `maxStreams` less

@@ -34,13 +34,15 @@ extension PanicStream {
     public static func restored(id: StreamID, status: PanicStatus, startedAt: Int64, updatedAt: Int64, seq: UInt64,
                                 lastLocation: PanicLocation, lastLocationAt: Int64, note: String?,
                                 ended: (reason: PanicEndReason, at: Int64)?, history events: [PanicEvent], historyCapacity: Int,
-                                ownerDigest: TokenDigest, watchTokens: [TokenDigest], staleNotified: Bool) throws(PanicRestoreError) -> PanicStream {
+                                ownerDigest: TokenDigest, watchTokens: [TokenDigest], staleNotified: Bool,
+                                dueAt: Int64? = nil, missedCheckInAt: Int64? = nil) throws(PanicRestoreError) -> PanicStream {
         guard historyCapacity >= 1 else { throw .invalidHistoryCapacity(historyCapacity) }
         guard seq >= 1, seq <= UInt64(restorableMagnitude) else { throw .seqOutOfRange(seq) }
-        for time in [startedAt, updatedAt, lastLocationAt, ended?.at ?? 0] {
+        for time in [startedAt, updatedAt, lastLocationAt, ended?.at ?? 0, dueAt ?? 0, missedCheckInAt ?? 0] {
             guard Self.isRestorableTime(time) else { throw .timeOutOfRange(time) }
         }
         guard Self.isRestorable(lastLocation) else { throw .invalidLocation }
+        if ended != nil && dueAt != nil { throw .timerAfterEnd }
         guard let newest = events.last else { throw .emptyHistory }
         guard events.count <= historyCapacity else { throw .historyOverCapacity(count: events.count, capacity: historyCapacity) }
         guard newest.seq == seq else { throw .historyNotAtSeq(newest: newest.seq, seq: seq) }
@@ -51,14 +53,14 @@ extension PanicStream {
             // Checked here because `append` traps on a gap.
             guard event.seq == expected else { throw .historyNotContiguous }
             guard Self.isRestorableTime(event.at) else { throw .timeOutOfRange(event.at) }
-            if case .location(let location) = event.kind, !Self.isRestorable(location) { throw .invalidLocation }
+            guard Self.isRestorable(event.kind) else { throw .invalidLocation }
             if case .ended = event.kind, event.seq != seq { throw .eventAfterEnd }
             history.append(event)
             expected += 1
         }
         // `ended` and the newest event must agree: `record` refuses events only when `ended` is set.
         switch (ended, newest.kind) {
-        case (nil, .ended), (_?, .location), (_?, .status):
+        case (nil, .ended), (_?, .location), (_?, .status), (_?, .timer), (_?, .missedCheckIn):
             throw .endMismatch
         case (let end?, .ended(let reason)) where end.reason != reason || end.at != newest.at:
             throw .endMismatch
@@ -74,6 +76,8 @@ extension PanicStream {
         stream.ended = ended.map { PanicEnd(reason: $0.reason, at: $0.at) }
         stream.history = history
         stream.staleNotified = staleNotified
+        stream.dueAt = dueAt
+        stream.missedCheckInAt = missedCheckInAt
         return stream
     }
 
@@ -85,8 +89,8 @@ extension PanicStream {
         guard ended == nil else { return .refused("stream \(id) ended at seq \(seq); event seq \(event.seq) comes after its end") }
         guard event.seq == seq + 1 else { return .refused("stream \(id) is at seq \(seq); event seq \(event.seq) leaves a gap") }
         guard Self.isRestorableTime(event.at) else { return .refused("stream \(id) event seq \(event.seq) has time \(event.at) out of range") }
-        if case .location(let location) = event.kind, !Self.isRestorable(location) {
-            return .refused("stream \(id) event seq \(event.seq) has an invalid location")
+        guard Self.isRestorable(event.kind) else {
+            return .refused("stream \(id) event seq \(event.seq) has an invalid location or time")
         }
         _ = record(event.kind, now: event.at)
         return .applied
@@ -112,6 +116,17 @@ extension PanicStream {
 
     static func isRestorableTime(_ time: Int64) -> Bool {
         time >= -restorableMagnitude && time <= restorableMagnitude
+    }
+
+    /// An event's location (if it has one) as `isRestorable(_: PanicLocation)` wants it, and its
+    /// times in range.
+    static func isRestorable(_ kind: PanicEventKind) -> Bool {
+        switch kind {
+        case .location(let location): return isRestorable(location)
+        case .status, .ended: return true
+        case .timer(let due): return isRestorableTime(due ?? 0)
+        case .missedCheckIn(let due, let last): return isRestorableTime(due) && isRestorableTime(last.at) && isRestorable(last.location)
+        }
     }
 
     /// Coordinates in range and the optional readings finite: what the request decoder admits.
@@ -142,6 +157,7 @@ public enum PanicRestoreError: Error, Equatable, Sendable, CustomStringConvertib
     case historyNotContiguous
     case eventAfterEnd
     case endMismatch
+    case timerAfterEnd
 
     public var description: String {
         switch self {
@@ -155,6 +171,7 @@ public enum PanicRestoreError: Error, Equatable, Sendable, CustomStringConvertib
         case .historyNotContiguous: return "history seqs are not contiguous"
         case .eventAfterEnd: return "history has events after an end"
         case .endMismatch: return "the stream's end does not match its newest event"
+        case .timerAfterEnd: return "an ended stream has a safety timer"
         }
     }
 }

@@ -2,6 +2,11 @@
 public struct LastLocation: Equatable, Sendable {
     public var location: PanicLocation
     public var at: Int64
+
+    public init(location: PanicLocation, at: Int64) {
+        self.location = location
+        self.at = at
+    }
 }
 
 /// How and when a stream ended.
@@ -26,6 +31,12 @@ public struct PanicStream: Sendable {
     public let note: String?
     public internal(set) var ended: PanicEnd?
     public internal(set) var history: PanicHistory
+    /// The safety timer: by when the owner must check in (extend it or end the stream), unix ms.
+    /// Set only on an active stream; cleared by the end, a cancel, or the escalation.
+    public internal(set) var dueAt: Int64?
+    /// When the hub set the stream red because its timer passed (`missedCheckIn`). Such a stream
+    /// stays open until its owner ends it: the abandonment rule does not apply to it.
+    public internal(set) var missedCheckInAt: Int64?
 
     /// Digest of the owner token (resume, and steering from a connection that does not own the stream).
     let ownerDigest: TokenDigest
@@ -44,6 +55,8 @@ public struct PanicStream: Sendable {
     /// The time of the last location, which stale detection counts from.
     public var lastLocationAt: Int64 { last.at }
     public var isActive: Bool { ended == nil }
+    /// Whether the stream was escalated for a missed check-in (and has not ended).
+    public var isEscalated: Bool { ended == nil && missedCheckInAt != nil }
     public var watcherCount: Int { watchers.count }
 
     init(id: StreamID, status: PanicStatus, location: PanicLocation, note: String?, ownerDigest: TokenDigest,
@@ -77,6 +90,13 @@ public struct PanicStream: Sendable {
             self.status = status
         case .ended(let reason):
             ended = PanicEnd(reason: reason, at: now)
+            dueAt = nil
+        case .timer(let due):
+            dueAt = due
+        case .missedCheckIn:
+            status = .red
+            dueAt = nil
+            missedCheckInAt = now
         }
         history.append(event)
         return event

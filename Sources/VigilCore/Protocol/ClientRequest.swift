@@ -17,7 +17,7 @@ public enum ClientOperation: Equatable, Sendable {
     case pinDelete(id: PinID?, token: String)
     case pinVote(id: PinID?, value: Int8)
     /// Panic streams. `stream` is nil when the text is not a stream id (answered like an unknown one).
-    case panicStart(status: PanicStatus, location: PanicLocation, note: String?, watchers: Int)
+    case panicStart(status: PanicStatus, location: PanicLocation, note: String?, watchers: Int, timer: PanicTimer?)
     case panicUpdate(stream: StreamID?, ownerToken: String?, location: PanicLocation)
     case panicStatus(stream: StreamID?, ownerToken: String?, status: PanicStatus)
     case panicEnd(stream: StreamID?, ownerToken: String?, reason: PanicEndReason)
@@ -26,6 +26,8 @@ public enum ClientOperation: Equatable, Sendable {
     case panicUnwatch(stream: StreamID?)
     case panicInvite(stream: StreamID?, ownerToken: String?)
     case panicRevoke(stream: StreamID?, ownerToken: String?, watchToken: String)
+    /// `timer` is never `.cancel` in `panicStart`.
+    case panicTimer(stream: StreamID?, ownerToken: String?, timer: PanicTimer)
 
     /// The operation's place in `names`, for counters kept in arrays.
     public var metricIndex: Int {
@@ -45,6 +47,7 @@ public enum ClientOperation: Equatable, Sendable {
         case .panicUnwatch: return 12
         case .panicInvite: return 13
         case .panicRevoke: return 14
+        case .panicTimer: return 15
         }
     }
 
@@ -54,7 +57,7 @@ public enum ClientOperation: Equatable, Sendable {
     /// Every operation name, indexed by `metricIndex`.
     public static let names = ["subscribe", "unsubscribe", "pin.create", "pin.update", "pin.delete", "pin.vote",
                                "panic.start", "panic.update", "panic.status", "panic.end", "panic.resume",
-                               "panic.watch", "panic.unwatch", "panic.invite", "panic.revoke"]
+                               "panic.watch", "panic.unwatch", "panic.invite", "panic.revoke", "panic.timer"]
 
     /// Writes count against the per-session write limit: pin changes, and creating streams or
     /// tokens. A panic stream's own updates do not: a person in danger is never rate limited
@@ -72,7 +75,7 @@ public enum ClientOperation: Equatable, Sendable {
     public var changesState: Bool {
         switch self {
         case .pinCreate, .pinUpdate, .pinDelete, .pinVote, .panicStart, .panicUpdate, .panicStatus, .panicEnd,
-             .panicInvite, .panicRevoke:
+             .panicInvite, .panicRevoke, .panicTimer:
             return true
         case .subscribe, .unsubscribe, .panicResume, .panicWatch, .panicUnwatch:
             return false

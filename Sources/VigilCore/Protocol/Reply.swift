@@ -17,9 +17,12 @@ public enum Reply: Sendable {
     /// `pin.delete`.
     case pinDeleted(PinID)
     /// `panic.start`: the stream, its owner token and one watch token per contact (shown once).
-    case panicStarted(stream: StreamID, seq: UInt64, ownerToken: String, watchTokens: [String])
+    /// `dueAt`: the safety timer's deadline, when the start set one.
+    case panicStarted(stream: StreamID, seq: UInt64, ownerToken: String, watchTokens: [String], dueAt: Int64?)
     /// `panic.update`, `panic.status`, `panic.end`: the stream's seq after the change.
     case seq(UInt64)
+    /// `panic.timer`: the stream's seq after it, and the deadline now set (nil: no timer).
+    case timer(seq: UInt64, dueAt: Int64?)
     /// `panic.watch`, `panic.resume`: the stream's state, and for a watch with `since` whether
     /// events were lost (`gap`).
     case panicState(PanicStream, gap: Bool)
@@ -90,7 +93,7 @@ extension ServerMessages {
             ok(ref: ref, into: &w) { w in w.key("pin"); pin(p, into: &w) }
         case .pinDeleted(let id):
             ok(ref: ref, into: &w) { w in w.key("id"); w.string(id.description) }
-        case .panicStarted(let stream, let seq, let ownerToken, let watchTokens):
+        case .panicStarted(let stream, let seq, let ownerToken, let watchTokens, let dueAt):
             ok(ref: ref, into: &w) { w in
                 w.key("stream"); w.string(stream.description)
                 w.key("seq"); w.int(Int64(seq))
@@ -99,9 +102,16 @@ extension ServerMessages {
                 w.beginArray()
                 for t in watchTokens { w.string(t) }
                 w.endArray()
+                if let dueAt { w.key("due_at"); w.int(dueAt) }
             }
         case .seq(let seq):
             ok(ref: ref, into: &w) { w in w.key("seq"); w.int(Int64(seq)) }
+        case .timer(let seq, let dueAt):
+            ok(ref: ref, into: &w) { w in
+                w.key("seq"); w.int(Int64(seq))
+                w.key("due_at")
+                if let dueAt { w.int(dueAt) } else { w.null() }
+            }
         case .panicState(let s, let gap):
             ok(ref: ref, into: &w) { w in
                 w.key("state"); panicState(s, into: &w)

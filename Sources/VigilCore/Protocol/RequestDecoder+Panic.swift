@@ -23,7 +23,12 @@ extension RequestDecoder {
                 }
                 watchers = Int(n)
             }
-            return .panicStart(status: status, location: location, note: note, watchers: watchers)
+            let timer = try panicTimer(o, cancellable: false)
+            return .panicStart(status: status, location: location, note: note, watchers: watchers, timer: timer)
+        case "panic.timer":
+            let stream = try streamID(o)
+            guard let timer = try panicTimer(o, cancellable: true) else { throw RequestError.missing("due_in_s") }
+            return .panicTimer(stream: stream, ownerToken: try optionalToken(o, "owner_token"), timer: timer)
         case "panic.update":
             return .panicUpdate(stream: try streamID(o), ownerToken: try optionalToken(o, "owner_token"), location: try panicLocation(o))
         case "panic.status":
@@ -58,6 +63,34 @@ extension RequestDecoder {
         default:
             return nil
         }
+    }
+
+    /// The safety timer of `panic.start` or `panic.timer`: at most one of `due_in_s` (whole
+    /// seconds, 1 to `maxTimerMs`), `due_at` (unix ms; whether it is in the future and not too far
+    /// is the hub's to judge, with its clock) and, where `cancellable`, `"cancel":true`. Nil when none.
+    func panicTimer(_ o: JSONObject, cancellable: Bool) throws -> PanicTimer? {
+        let maxSeconds = panic.maxTimerMs / 1000
+        var found: [PanicTimer] = []
+        if let v = o["due_in_s"] {
+            guard let n = v.int64, n >= 1, n <= maxSeconds else {
+                throw RequestError("invalid_timer", field: "due_in_s", "due_in_s must be an integer from 1 to \(maxSeconds)")
+            }
+            found.append(.inSeconds(n))
+        }
+        if let v = o["due_at"] {
+            guard let n = v.int64, n >= 0, n <= PanicStream.restorableMagnitude else {
+                throw RequestError("invalid_timer", field: "due_at", "due_at must be a time in unix milliseconds")
+            }
+            found.append(.at(n))
+        }
+        if cancellable, let v = o["cancel"] {
+            guard v.bool == true else { throw RequestError("invalid_timer", field: "cancel", "cancel must be true") }
+            found.append(.cancel)
+        }
+        guard found.count <= 1 else {
+            throw RequestError("invalid_timer", "give one of due_in_s, due_at\(cancellable ? " and cancel" : "")")
+        }
+        return found.first
     }
 
     func streamID(_ o: JSONObject) throws -> StreamID? {

@@ -8,14 +8,15 @@ extension ServerMessages {
         if let s = l.speedMps { w.key("speed_mps"); w.double(s) }
     }
 
-    /// `panic.location`, `panic.status` or `panic.ended`.
+    /// `panic.location`, `panic.status` (also for a missed check-in), `panic.ended` or `panic.timer`.
     public static func panicEvent(_ stream: StreamID, _ e: PanicEvent, into w: inout JSONWriter) {
         w.beginObject()
         w.key("type")
         switch e.kind {
         case .location: w.string("panic.location")
-        case .status: w.string("panic.status")
+        case .status, .missedCheckIn: w.string("panic.status")
         case .ended: w.string("panic.ended")
+        case .timer: w.string("panic.timer")
         }
         w.key("stream"); w.string(stream.description)
         w.key("seq"); w.int(Int64(e.seq))
@@ -23,10 +24,25 @@ extension ServerMessages {
         case .location(let l): location(l, into: &w)
         case .status(let s): w.key("status"); w.string(s.rawValue)
         case .ended(let r): w.key("reason"); w.string(r.rawValue)
+        case .timer(let due):
+            w.key("due_at")
+            if let due { w.int(due) } else { w.null() }
+        case .missedCheckIn(let due, let last):
+            w.key("status"); w.string(PanicStatus.red.rawValue)
+            w.key("reason"); w.string(missedCheckInReason)
+            w.key("due_at"); w.int(due)
+            w.key("last")
+            w.beginObject()
+            location(last.location, into: &w)
+            w.key("at"); w.int(last.at)
+            w.endObject()
         }
         w.key("at"); w.int(e.at)
         w.endObject()
     }
+
+    /// The `reason` of a status event the server made because a safety timer passed.
+    public static let missedCheckInReason = "missed_check_in"
 
     /// Any panic delivery: an event, or `panic.stale`, `panic.revoked`, `panic.watchers`.
     public static func panicDelivery(_ d: PanicDelivery, now: Int64, into w: inout JSONWriter) {
@@ -81,6 +97,19 @@ extension ServerMessages {
             }
         }
         w.endArray()
+        if let due = s.dueAt {
+            w.key("timer")
+            w.beginObject()
+            w.key("due_at"); w.int(due)
+            w.endObject()
+        }
+        if let at = s.missedCheckInAt {
+            w.key("escalated")
+            w.beginObject()
+            w.key("reason"); w.string(missedCheckInReason)
+            w.key("at"); w.int(at)
+            w.endObject()
+        }
         if let ended = s.ended {
             w.key("ended")
             w.beginObject()
@@ -102,6 +131,8 @@ extension RequestError {
         case .reserveOnly: return RequestError("capacity_exceeded", "the server keeps its last streams for addresses with no idle stream; try again later")
         case .tooManyWatchTokens: return RequestError("too_many_watch_tokens", "the stream has its maximum number of watch tokens")
         case .sinceAhead: return RequestError("invalid_since", field: "since", "since is after the stream's last seq")
+        case .invalidTimer: return RequestError("invalid_timer", "the timer's deadline must be in the future and within the longest timer")
+        case .timerNeedsAmber: return RequestError("timer_needs_amber", "a safety timer is set on an amber stream only")
         }
     }
 }

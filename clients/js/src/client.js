@@ -429,7 +429,11 @@ export class VigilClient extends Emitter {
     if (typeof msg.type !== 'string') return;
     if (msg.type.startsWith('panic.') && typeof msg.stream === 'string') {
       if (msg.type === 'panic.watchers') this.#owners.get(msg.stream)?._event(msg);
-      else this.#watches.get(msg.stream)?._event(msg);
+      else {
+        // A missed check-in goes to the owner's connection too (once, even if it also watches).
+        if (msg.reason === 'missed_check_in') this.#owners.get(msg.stream)?._event(msg);
+        this.#watches.get(msg.stream)?._event(msg);
+      }
     }
     this.emit('event', msg);
     this.emit(msg.type, msg);
@@ -542,9 +546,18 @@ export class Owner extends Emitter {
     this.ended = false;
     /** `red` or `amber`: as started, changed by status(), or as the server had it on resume. */
     this.status = reply.status ?? null;
+    /** The safety timer's deadline (ms) as the server keeps it, or null. */
+    this.dueAt = reply.due_at ?? null;
   }
 
   _event(msg) {
+    if (msg.reason === 'missed_check_in') {
+      this.status = 'red';
+      this.dueAt = null;
+      if (msg.seq > this.seq) this.seq = msg.seq;
+      this.emit('missedCheckIn', msg);
+      return;
+    }
     if (msg.type === 'panic.watchers') {
       this.watchers = msg.count;
       this.emit('watchers', msg.count);
@@ -555,6 +568,7 @@ export class Owner extends Emitter {
     const reply = await this.client._call('panic.resume', { stream: this.stream, owner_token: this.ownerToken });
     this.seq = reply.state.seq;
     this.status = reply.state.status;
+    this.dueAt = reply.state.timer?.due_at ?? null;
     if (reply.state.ended) this.ended = true;
     this.emit('resumed', reply.state);
     return reply;
@@ -574,6 +588,15 @@ export class Owner extends Emitter {
     const seq = (await this.#steer('panic.status', { status }, opts)).seq;
     this.status = status;
     return seq;
+  }
+  /** Sets or moves the safety timer: `{due_in_s}` or `{due_at}`; resolves with the deadline the server keeps. */
+  async setTimer(timer, opts) {
+    this.dueAt = (await this.#steer('panic.timer', timer, opts)).due_at;
+    return this.dueAt;
+  }
+  async cancelTimer(opts) {
+    await this.#steer('panic.timer', { cancel: true }, opts);
+    this.dueAt = null;
   }
   async end(reason = 'safe', opts) {
     const reply = await this.#steer('panic.end', { reason }, opts);

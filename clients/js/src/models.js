@@ -90,6 +90,9 @@ export class WatchModel extends Emitter {
     this.stale = false;
     this.ended = null;
     this.revoked = false;
+    /** The safety timer's deadline (ms), or null; `escalated` once the server raised the alarm for a missed check-in. */
+    this.dueAt = null;
+    this.escalated = null;
     this.gaps = 0;
     this.lastSeq = 0;
     if (watch.state) this.#state(watch.state);
@@ -103,8 +106,17 @@ export class WatchModel extends Emitter {
         this.stale = false;
         this.#changed(m.seq);
       }),
-      watch.on('status', (m) => { this.status = m.status; this.#changed(m.seq); }),
-      watch.on('ended', (m) => { this.ended = { reason: m.reason, at: m.at }; this.#changed(m.seq); }),
+      watch.on('status', (m) => {
+        this.status = m.status;
+        if (m.reason === 'missed_check_in') {
+          this.escalated = { reason: m.reason, at: m.at };
+          this.dueAt = null;
+          this.last = m.last;
+        }
+        this.#changed(m.seq);
+      }),
+      watch.on('timer', (m) => { this.dueAt = m.due_at; this.#changed(m.seq); }),
+      watch.on('ended', (m) => { this.ended = { reason: m.reason, at: m.at }; this.dueAt = null; this.#changed(m.seq); }),
       watch.on('stale', () => { this.stale = true; this.emit('change', this); }),
       watch.on('revoked', () => { this.revoked = true; this.emit('change', this); }),
     ];
@@ -125,6 +137,8 @@ export class WatchModel extends Emitter {
     this.last = state.last ?? null;
     this.trail = (state.trail ?? []).slice(-this.maxTrail);
     this.ended = state.ended ?? null;
+    this.dueAt = state.timer?.due_at ?? null;
+    this.escalated = state.escalated ?? null;
     this.lastSeq = state.seq;
     this.emit('change', this);
   }

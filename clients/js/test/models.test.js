@@ -71,6 +71,32 @@ test('WatchModel: position, trail, status, signal lost (stale), end', async () =
   contact.close();
 });
 
+test('Safety timer: moved by the owner, then missed: the model and the owner learn of the escalation', async () => {
+  const phone = await client();
+  const contact = await client();
+  const owner = await phone.startPanic({ status: 'amber', lat: 20, lon: 20, due_in_s: 600 });
+  assert.equal(typeof owner.dueAt, 'number');
+  const model = await WatchModel.open(contact, owner.stream, owner.watchTokens[0]);
+  assert.equal(model.dueAt, owner.dueAt);
+  const dueAt = Date.now() + 1500;
+  assert.equal(await owner.setTimer({ due_at: dueAt }), dueAt);
+  await until(model, 'change', () => model.dueAt === dueAt);
+  await owner.update({ lat: 21, lon: 22, accuracy_m: 7 });
+  const missed = waitFor(owner, 'missedCheckIn', () => true, 5000);
+  await until(model, 'change', () => model.escalated !== null, 5000);
+  assert.deepEqual(model.escalated, { reason: 'missed_check_in', at: dueAt });
+  assert.equal(model.status, 'red');
+  assert.equal(model.dueAt, null);
+  assert.deepEqual([model.last.lat, model.last.lon, model.last.accuracy_m], [21, 22, 7]);
+  assert.equal((await missed).due_at, dueAt);
+  assert.equal(owner.status, 'red');
+  assert.equal(owner.dueAt, null);
+  await owner.end('safe');
+  await until(model, 'change', () => model.ended !== null);
+  phone.close();
+  contact.close();
+});
+
 test('WatchModel.open sees the events that arrive together with the watch reply', async () => {
   const phone = await client();
   const contact = await client();
