@@ -162,7 +162,7 @@ def test_a_stalled_tls_handshake_is_dropped_at_the_handshake_timeout(vigild, sen
 # -- data through TLS ---------------------------------------------------------------------------
 
 def test_large_and_pipelined_messages_survive_partial_tls_writes(server):
-    url, opts = f"wss://localhost:{server.tls_port}/echo", {"ssl": transport.client_context()}
+    url, opts = f"wss://localhost:{server.tls_port}/echo", {"ssl": transport.threaded_client_context()}
     with connect(url, max_size=8 * 1024 * 1024, compression=None, **opts) as ws:
         big = os.urandom(3 * 1024 * 1024)
         ws.send(big)
