@@ -147,6 +147,18 @@ import VigilLoop
         }
     }
 
+    @Test func aSafetyTimerMustComeDueBeforeItsStreamCanBeAbandoned() throws {
+        let tooLong = "panic:\n  abandon_after_ms: 3600000\n  max_timer_s: 3600\n"
+        do {
+            _ = try ConfigLoader.load(yaml: tooLong)
+            Issue.record("accepted a timer as long as the abandonment time")
+        } catch let error as ConfigError {
+            #expect(error.issues.map(\.key) == ["panic.max_timer_s"])
+        }
+        let config = try ConfigLoader.load(yaml: "panic:\n  abandon_after_ms: 3600000\n  max_timer_s: 3599\n")
+        #expect(config.panic.maxTimerSeconds == 3599)
+    }
+
     @Test func listenAddressForms() {
         #expect(ListenAddress(parsing: "127.0.0.1:8080") == ListenAddress(host: "127.0.0.1", port: 8080))
         #expect(ListenAddress(parsing: ":8080") == ListenAddress(host: "0.0.0.0", port: 8080))
