@@ -51,6 +51,25 @@ function showStatus() {
   text('toggle', status === 'red' ? 'Switch to amber' : 'Switch to red');
 }
 
+// The safety timer (walk-me-home): the deadline as the server keeps it, moved on by "+15 minutes".
+function showTimer() {
+  const due = owner?.dueAt ?? null;
+  show('walk', due !== null);
+  text('due', due ? new Date(due).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) : '–');
+}
+
+async function extendTimer() {
+  // From the later of now and the current deadline: "+15" after a deadline passed starts afresh.
+  const base = Math.max(Date.now(), owner.dueAt ?? 0);
+  const dueInS = Math.round((base + 15 * 60000 - Date.now()) / 1000);
+  try {
+    await owner.setTimer({ due_in_s: dueInS });
+    showTimer();
+  } catch (err) {
+    problem(`Not extended: ${err.message}`);
+  }
+}
+
 function save() {
   localStorage.setItem(KEY, JSON.stringify({ stream: owner.stream, ownerToken: owner.ownerToken, watchTokens: owner.watchTokens }));
 }
@@ -61,6 +80,14 @@ function sharing() {
   show('sharing', true);
   showLinks();
   showStatus();
+  showTimer();
+  show('missed', !!owner.escalated);
+  owner.on('missedCheckIn', () => {
+    status = 'red';
+    showStatus();
+    showTimer();
+    show('missed', true);
+  });
   owner.on('watchers', (n) => text('seen', n === 0 ? 'nobody is watching right now' : `seen by ${n} ${n === 1 ? 'person' : 'people'}`));
   stopFeed = followPosition(owner, navigator.geolocation, {
     minIntervalMs: 2000,
@@ -72,7 +99,7 @@ function sharing() {
   });
 }
 
-async function start(chosen) {
+async function start(chosen, dueInS = null) {
   status = chosen;
   problem('');
   try {
@@ -82,6 +109,7 @@ async function start(chosen) {
     if (Number.isFinite(c.accuracy)) fields.accuracy_m = Math.min(100000, c.accuracy);
     const note = document.getElementById('note').value.trim();
     if (note) fields.note = note;
+    if (dueInS) fields.due_in_s = dueInS;
     owner = await client.startPanic(fields);
     globalThis.vigilOwner = owner;
     sharing();
@@ -115,6 +143,16 @@ async function main() {
   await client.connect();
   document.getElementById('start-form').addEventListener('submit', (e) => { e.preventDefault(); start('red'); });
   document.getElementById('start-amber').addEventListener('click', () => start('amber'));
+  document.getElementById('start-walk').addEventListener('click', () => start('amber', Math.round(Number(document.getElementById('walk-minutes').value) * 60)));
+  document.getElementById('extend').addEventListener('click', extendTimer);
+  document.getElementById('stop-timer').addEventListener('click', async () => {
+    try {
+      await owner.cancelTimer();
+      showTimer();
+    } catch (err) {
+      problem(`Not changed: ${err.message}`);
+    }
+  });
   document.getElementById('safe').addEventListener('click', () => finish('safe'));
   document.getElementById('cancel').addEventListener('click', () => finish('cancelled'));
   document.getElementById('toggle').addEventListener('click', async () => {

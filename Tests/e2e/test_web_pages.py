@@ -372,6 +372,53 @@ def test_panic_page_shares_the_location_until_safe(server, browser, page):
     assert page.eval("localStorage.getItem('vigil.panic')") is None
 
 
+def test_panic_page_walks_a_person_home_and_raises_a_missed_check_in(server, browser, page):
+    origin = f"http://127.0.0.1:{server.port}"
+    browser.session.send("Browser.grantPermissions", {"permissions": ["geolocation"], "origin": origin})
+    page.send("Emulation.setGeolocationOverride", {"latitude": 48.8566, "longitude": 2.3522, "accuracy": 15})
+    page.viewport(390, 760, mobile=True)
+    page.goto(f"{origin}/panic")
+    page.wait("document.body.dataset.ready === 'true'")
+    started = time.time()
+    page.eval("""(() => {
+      document.getElementById('contacts').value = '1';
+      document.getElementById('walk-minutes').value = '30';
+      document.getElementById('start-walk').click();
+    })()""")
+    page.wait("document.querySelectorAll('#links input').length === 1 && !document.getElementById('walk').hidden")
+    m = re.search(r"/watch#s=([A-Za-z0-9_-]+)&t=([A-Za-z0-9_-]+)$", page.eval("document.querySelector('#links input').value"))
+    assert m
+    stream = m.group(1)
+    with WatcherClient(server.port) as contact:
+        state = contact.ok("panic.watch", stream=stream, watch_token=m.group(2))["state"]
+        assert state["status"] == "amber"
+        due = state["timer"]["due_at"]
+        assert started * 1000 + 30 * 60000 - 5000 <= due <= time.time() * 1000 + 30 * 60000 + 5000
+        assert page.eval("document.getElementById('due').textContent") != "–"
+        # "+15 minutes" moves the deadline the server keeps by a quarter of an hour.
+        page.eval("document.getElementById('extend').click()")
+        moved = contact.event(timeout=5)
+        assert moved["type"] == "panic.timer" and abs(moved["due_at"] - (due + 15 * 60000)) <= 2000, moved
+        # "No timer" cancels it, and the page stops showing a deadline.
+        page.eval("document.getElementById('stop-timer').click()")
+        cancelled = contact.event(timeout=5)
+        assert cancelled["type"] == "panic.timer" and cancelled["due_at"] is None, cancelled
+        page.wait("document.getElementById('walk').hidden")
+        # A deadline that passes: the server escalates, and the page says so to its owner.
+        page.eval("vigilOwner.setTimer({ due_in_s: 1 })")
+        assert contact.event(timeout=5)["type"] == "panic.timer"
+        escalated = contact.event(timeout=5)
+        assert (escalated["type"], escalated["status"], escalated["reason"]) == ("panic.status", "red", "missed_check_in"), escalated
+        page.wait("!document.getElementById('missed').hidden && document.body.classList.contains('status-red')")
+        assert page.eval("document.getElementById('walk').hidden")
+        if SHOTS:
+            page.screenshot(Path(SHOTS) / "panic-missed.png")
+        page.eval("document.getElementById('safe').click()")
+        ended = contact.event(timeout=5)
+        assert ended["type"] == "panic.ended" and ended["reason"] == "safe", ended
+    page.wait("!document.getElementById('start').hidden")
+
+
 def test_pages_work_without_leaflet(vigild, page):
     d = vigild(dict(CONFIG, web=dict(CONFIG["web"], leaflet="")))
     with OwnerClient(d.port) as owner, PinClient(d.port) as other:

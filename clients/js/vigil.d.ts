@@ -199,6 +199,8 @@ export class Owner extends Emitter {
   /** Sets or moves the safety timer (amber streams only); resolves with the deadline. */
   setTimer(timer: { due_in_s: number } | { due_at: number }, options?: RequestOptions): Promise<number>;
   cancelTimer(options?: RequestOptions): Promise<void>;
+  /** Set once the server raised the alarm for a missed check-in (live, or as `panic.resume` reported it). */
+  escalated: { reason: 'missed_check_in'; at: number } | null;
   end(reason?: 'safe' | 'cancelled', options?: RequestOptions): Promise<number>;
   invite(options?: RequestOptions): Promise<string>;
   revoke(watchToken: string, options?: RequestOptions): Promise<void>;

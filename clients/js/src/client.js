@@ -548,12 +548,15 @@ export class Owner extends Emitter {
     this.status = reply.status ?? null;
     /** The safety timer's deadline (ms) as the server keeps it, or null. */
     this.dueAt = reply.due_at ?? null;
+    /** `{reason, at}` once the server raised the alarm for a missed check-in, else null. */
+    this.escalated = null;
   }
 
   _event(msg) {
     if (msg.reason === 'missed_check_in') {
       this.status = 'red';
       this.dueAt = null;
+      this.escalated = { reason: msg.reason, at: msg.at };
       if (msg.seq > this.seq) this.seq = msg.seq;
       this.emit('missedCheckIn', msg);
       return;
@@ -569,6 +572,7 @@ export class Owner extends Emitter {
     this.seq = reply.state.seq;
     this.status = reply.state.status;
     this.dueAt = reply.state.timer?.due_at ?? null;
+    this.escalated = reply.state.escalated ?? null;
     if (reply.state.ended) this.ended = true;
     this.emit('resumed', reply.state);
     return reply;

@@ -91,6 +91,13 @@ test('Safety timer: moved by the owner, then missed: the model and the owner lea
   assert.equal((await missed).due_at, dueAt);
   assert.equal(owner.status, 'red');
   assert.equal(owner.dueAt, null);
+  assert.deepEqual(owner.escalated, { reason: 'missed_check_in', at: dueAt });
+  // A new tab of the same phone resumes the stream and learns that the alarm was raised.
+  const tab = await client();
+  const resumed = await tab.resumePanic(owner.stream, owner.ownerToken);
+  assert.deepEqual(resumed.escalated, { reason: 'missed_check_in', at: dueAt });
+  assert.equal(resumed.status, 'red');
+  tab.close();
   await owner.end('safe');
   await until(model, 'change', () => model.ended !== null);
   phone.close();
