@@ -107,6 +107,8 @@ public enum ConfigLoader {
             ("subscribes_per_second", .integer(1...10_000_000, \.addressBudgets.subscribes.refill)),
             ("subscribe_burst", .integer(1...100_000_000, \.addressBudgets.subscribes.capacity)),
             ("tracked_addresses", .integer(1...100_000_000, \.addressBudgets.maxTrackedAddresses)),
+            ("circle_creates_per_hour", .integer(1...10_000_000, \.addressBudgets.circleCreates.refill)),
+            ("circle_create_burst", .integer(1...10_000_000, \.addressBudgets.circleCreates.capacity)),
         ]),
         ("pins", [
             ("default_ttl_s", .integer(1...31_536_000, \.pins.defaultTTLSeconds)),
@@ -137,6 +139,15 @@ public enum ConfigLoader {
             ("reserved_percent", .integer(0...90, \.panic.reservedPercent)),
             ("note_max_bytes", .integer(4...65_536, \.panic.noteMaxBytes)),
             ("max_timer_s", .integer(60...31_536_000, \.panic.maxTimerSeconds)),
+        ]),
+        ("checkin", [
+            ("max_circles", .integer(1...10_000_000, \.checkin.maxCircles)),
+            ("max_members", .integer(1...1_000, \.checkin.maxMembers)),
+            ("requests_per_minute", .integer(1...600, \.checkin.requestsPerMinute)),
+            ("idle_lifetime_s", .integer(2...31_536_000, \.checkin.idleLifetimeSeconds)),
+            ("max_home_s", .integer(1...31_536_000, \.checkin.maxHomeSeconds)),
+            ("label_max_bytes", .integer(4...4_096, \.checkin.labelMaxBytes)),
+            ("note_max_bytes", .integer(4...65_536, \.checkin.noteMaxBytes)),
         ]),
         ("state", [
             ("directory", .path(\.stateDirectory)),
@@ -294,6 +305,9 @@ public enum ConfigLoader {
         }
         if c.panic.maxTimerMs >= c.panic.abandonAfterMs {
             issues.append(ConfigIssue(key: "panic.max_timer_s", message: "must be shorter than panic.abandon_after_ms (\(c.panic.abandonAfterMs) ms): a timer comes due before its stream can be abandoned"))
+        }
+        if c.checkin.maxHomeMs >= c.checkin.idleLifetimeMs {
+            issues.append(ConfigIssue(key: "checkin.max_home_s", message: "must be shorter than checkin.idle_lifetime_s (\(c.checkin.idleLifetimeMs / 1000)): home safe lapses before its circle can be idle"))
         }
         if !p.categories.contains("general") {
             issues.append(ConfigIssue(key: "pins.categories", message: "must include \"general\", the category of pins created without one"))

@@ -21,6 +21,8 @@ struct Outbox {
         case pins(PinDelivery)
         /// A panic event or notice and its recipients.
         case panic(PanicDelivery)
+        /// A check-in circle's news and its recipients.
+        case checkin(CheckinDelivery)
         /// A close the server decided (after what was queued for the client before it).
         case close(Int32, CloseCode, reason: String)
     }
@@ -40,8 +42,10 @@ struct Outbox {
     mutating func append(deliveries: inout Deliveries) {
         for d in deliveries.pins { items.append(.pins(d)) }
         for d in deliveries.panic { items.append(.panic(d)) }
+        for d in deliveries.checkin { items.append(.checkin(d)) }
         deliveries.pins.removeAll(keepingCapacity: true)
         deliveries.panic.removeAll(keepingCapacity: true)
+        deliveries.checkin.removeAll(keepingCapacity: true)
     }
 
     /// Items appended so far this turn (positions for `withdraw`).
@@ -83,4 +87,5 @@ struct Outbox {
 struct Deliveries {
     var pins: [PinDelivery] = []
     var panic: [PanicDelivery] = []
+    var checkin: [CheckinDelivery] = []
 }

@@ -15,6 +15,8 @@ enum Undo: Sendable {
     case streamStarted(StreamID)
     /// A stream's update, status, end, invitation or revocation.
     case stream(PanicHub.Checkpoint)
+    /// A check-in circle created (its checkpoint holds no circle) or changed.
+    case circle(CheckinHub.Checkpoint)
 }
 
 /// The changes of this turn that are not recorded yet, each with its `Undo` and the outbox items
@@ -43,6 +45,7 @@ struct PendingChanges {
         guard !changes.isEmpty else { return }
         switch operation {
         case .subscribe, .panicWatch, .panicResume: readers.append(items)
+        case .checkin(let c) where c.readsState: readers.append(items)
         default: break
         }
     }

@@ -76,14 +76,14 @@ final class Persistence: ChangeLog {
     /// permission, locked, damaged) stops start-up; one that is full or failing only stops the
     /// writes: the daemon starts read-only (an outage) and retries.
     init(path: String, policy: FsyncPolicy, snapshotIntervalSeconds: Int, pinSettings: PinSettings,
-         panicSettings: PanicSettings, logger: Logger, loop: EventLoop) throws {
+         panicSettings: PanicSettings, checkinSettings: CheckinSettings = CheckinSettings(), logger: Logger, loop: EventLoop) throws {
         self.policy = policy
         self.logger = logger
         directory = try Self.describe(path) { () throws(StateError) in try StateDirectory(preparing: path) }
         lock = try Self.describe(path) { [directory] () throws(StateError) in try StateLock(directory) }
         let now = V1Application.wallClockMs()
         let state = try Self.describe(path) { [directory] () throws(StateError) in
-            try directory.recover(pinSettings: pinSettings, panicSettings: panicSettings, now: now)
+            try directory.recover(pinSettings: pinSettings, panicSettings: panicSettings, checkinSettings: checkinSettings, now: now)
         }
         for line in state.logLines { logger.notice("\(line)", metadata: ["state": "\(path)"]) }
         if let corruption = state.journal.corruption {
@@ -113,7 +113,8 @@ final class Persistence: ChangeLog {
     private func startJournal(_ state: RecoveredState, now: Int64) throws(StateError) -> Int {
         journal = try directory.openSegment(state.nextSegment)
         acknowledgedBytes = journal?.writtenBytes ?? 0
-        let snapshot = StateSnapshot(takenAt: now, journalSegment: state.nextSegment, map: state.map, panic: state.panic)
+        let snapshot = StateSnapshot(takenAt: now, journalSegment: state.nextSegment, map: state.map, panic: state.panic,
+                                     checkin: state.checkin)
         let bytes = SnapshotCodec.encode(snapshot)
         try directory.writeSnapshot(bytes, segment: state.nextSegment)
         _ = try directory.removeObsolete(before: state.nextSegment, liveStreams: Set(snapshot.streams.map(\.id)))
@@ -262,7 +263,7 @@ final class Persistence: ChangeLog {
 
     /// Every server tick: the interval fsync, and the snapshot schedule (or, during an outage,
     /// the retry).
-    func tick(map: MapHub, panic: PanicHub) {
+    func tick(map: MapHub, panic: PanicHub, checkin: CheckinHub) {
         let now = monotonicMilliseconds()
         if outage != nil {
             retryIfDue(map: map, now: now)
@@ -281,7 +282,7 @@ final class Persistence: ChangeLog {
                 snapshots.begin(segment: segment, map: map, nowMs: now)
             }
         }
-        snapshots.advance(map: map, panic: panic)
+        snapshots.advance(map: map, panic: panic, checkin: checkin)
     }
 
     /// Moves the journal to a new segment, everything before it synced first, so that a crash at
@@ -312,12 +313,13 @@ final class Persistence: ChangeLog {
     /// next start has nothing to replay. During an outage the snapshot is tried all the same (the
     /// disk may have room by now); if it fails, the next start recovers from the files as they
     /// were when the outage began, which hold every acknowledged change.
-    func shutdown(map: MapHub, panic: PanicHub) {
+    func shutdown(map: MapHub, panic: PanicHub, checkin: CheckinHub) {
         snapshots.waitForRunningWrite()
         let segment = rotateJournal() ?? outage?.resumeSegment
         guard let segment else { return }
         do {
-            let final = StateSnapshot(takenAt: V1Application.wallClockMs(), journalSegment: segment, map: map, panic: panic)
+            let final = StateSnapshot(takenAt: V1Application.wallClockMs(), journalSegment: segment, map: map, panic: panic,
+                                      checkin: checkin)
             let bytes = SnapshotCodec.encode(final)
             try directory.writeSnapshot(bytes, segment: segment)
             _ = try directory.removeObsolete(before: segment, liveStreams: Set(final.streams.map(\.id)))

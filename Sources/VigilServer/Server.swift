@@ -119,7 +119,7 @@ public final class Server {
             try v1.attach(Persistence(
                 path: config.stateDirectory, policy: FsyncPolicy(config.fsyncPolicy, intervalMs: config.fsyncIntervalMs),
                 snapshotIntervalSeconds: config.snapshotIntervalSeconds, pinSettings: config.pins,
-                panicSettings: config.panic, logger: logger, loop: loop))
+                panicSettings: config.panic, checkinSettings: config.checkin, logger: logger, loop: loop))
         }
     }
 

@@ -62,6 +62,8 @@ public struct ServerConfig: Equatable, Sendable {
     public var panic = PanicSettings()
     /// A panic watcher's unsent locations of a stream are replaced by the newest past this.
     public var conflateAboveBytes = 65_536
+    // check-in circles
+    public var checkin = CheckinSettings()
     // state
     /// Where snapshots and the journal live; empty = in memory only (said loudly at start-up).
     public var stateDirectory = ""
@@ -129,5 +131,18 @@ extension PanicSettings {
     var maxTimerSeconds: Int {
         get { Int(maxTimerMs / 1000) }
         set { maxTimerMs = Int64(newValue) * 1000 }
+    }
+}
+
+extension CheckinSettings {
+    /// `idleLifetimeMs` and `maxHomeMs` in whole seconds, for the config file.
+    var idleLifetimeSeconds: Int {
+        get { Int(idleLifetimeMs / 1000) }
+        set { idleLifetimeMs = Int64(newValue) * 1000 }
+    }
+
+    var maxHomeSeconds: Int {
+        get { Int(maxHomeMs / 1000) }
+        set { maxHomeMs = Int64(newValue) * 1000 }
     }
 }

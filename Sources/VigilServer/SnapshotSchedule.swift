@@ -72,7 +72,7 @@ final class SnapshotSchedule {
     }
 
     /// Encodes the next slice of pins; after the last one, hands the rest to the background thread.
-    func advance(map: MapHub, panic: PanicHub) {
+    func advance(map: MapHub, panic: PanicHub, checkin: CheckinHub) {
         // Take the job out of `self` while it grows: a second reference to the snapshot buffer
         // would make every append copy all of it (copy-on-write).
         guard var current = job.take() else { return }
@@ -90,6 +90,7 @@ final class SnapshotSchedule {
         // otherwise hold the loop for a good part of a second with a large state.
         writing = true
         let streams = panic.exportStreams()
+        let circles = checkin.exportCircles()
         let writer = current.writer
         let directory = self.directory, outcomes = self.outcomes
         let segment = current.segment, startedMs = current.startedMs, pins = writer.pinsWritten
@@ -99,6 +100,7 @@ final class SnapshotSchedule {
             _ = vigil_lower_thread_priority()
             var writer = writer
             for stream in streams { writer.append(stream) }
+            for circle in circles { writer.append(circle) }
             let bytes = writer.finish()
             let result: Result<Int, StateError>
             do throws(StateError) {

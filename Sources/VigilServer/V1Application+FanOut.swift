@@ -65,6 +65,16 @@ extension V1Application {
                 if result == .queued || result == .conflated { sent += 1 }
             }
             delivered(sent)
+        case .checkin(let delivery):
+            ServerMessages.checkinDelivery(delivery, now: Self.wallClockMs(), into: &eventWriter)
+            var frames = EventFrames(SharedFrame.text(eventWriter.takeChunk()))
+            var sent = 0
+            for fd in delivery.recipients {
+                guard let connection = server.connection(fd: fd) else { continue }
+                let result = connection.send(shared: frames.frame(for: connection.compressionSlot, server.compression), traffic: .panicNotice)
+                if result == .queued || result == .conflated { sent += 1 }
+            }
+            delivered(sent)
         case .close(let fd, let code, let reason):
             server.connection(fd: fd)?.close(code: code, reason: reason)
         }

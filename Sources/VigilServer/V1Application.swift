@@ -34,6 +34,7 @@ public final class V1Application: WebSocketApplication {
 
     public internal(set) var hub: MapHub
     public internal(set) var panic: PanicHub
+    public internal(set) var checkin: CheckinHub
     private let decoder: RequestDecoder
     let secrets: any Secrets
     let limits: ServerMessages.Limits
@@ -68,7 +69,8 @@ public final class V1Application: WebSocketApplication {
         self.hub = MapHub(settings: settings)
         self.budgets = AddressBudgets(settings: server.config.addressBudgets)
         self.panic = PanicHub(settings: panic)
-        self.decoder = RequestDecoder(settings: settings, panic: panic)
+        self.checkin = CheckinHub(settings: server.config.checkin)
+        self.decoder = RequestDecoder(settings: settings, panic: panic, checkin: server.config.checkin)
         self.secrets = secrets
         self.maxReplyBytes = min(server.config.maxOutputBufferBytes / 2, 1 << 20)
         self.limits = ServerMessages.Limits(maxMessageBytes: server.config.maxMessageBytes,
@@ -81,13 +83,14 @@ public final class V1Application: WebSocketApplication {
     func attach(_ p: Persistence) {
         hub = p.recovered.map
         panic = p.recovered.panic
+        checkin = p.recovered.checkin
         // Restored votes keep their voter numbers: new voters must not reuse one (a restored
         // pin's voters are no longer tied to any address, so they simply stay counted).
         budgets = AddressBudgets(settings: server.config.addressBudgets, firstVoter: p.recovered.highestVoteSession + 1)
         persistence = p
         log = p
-        server.addTickStep { [unowned self, unowned p] in p.tick(map: self.hub, panic: self.panic) }
-        server.addStopStep { [unowned self, unowned p] in p.shutdown(map: self.hub, panic: self.panic) }
+        server.addTickStep { [unowned self, unowned p] in p.tick(map: self.hub, panic: self.panic, checkin: self.checkin) }
+        server.addStopStep { [unowned self, unowned p] in p.shutdown(map: self.hub, panic: self.panic, checkin: self.checkin) }
         // What came due while vigild was down (safety timers that passed, abandoned streams)
         // happens now, before the first client is served: a contact watching at once sees it,
         // and its records are in the journal before anything else is.
@@ -146,6 +149,7 @@ public final class V1Application: WebSocketApplication {
     public func closed(_ connection: Connection) {
         hub.unsubscribe(connection.fd)
         panic.disconnected(connection.fd, out: &scratch.panic)
+        checkin.disconnected(connection.fd)
         outbox.append(deliveries: &scratch)
         sessions[connection.fd] = nil
         // Called from a flush too (a failed write), after this turn's fan-out: make sure another
@@ -263,6 +267,8 @@ public final class V1Application: WebSocketApplication {
             return revokeFromStream(stream, by: me, token: token, watchToken: watchToken)
         case .panicTimer(let stream, let token, let timer):
             return setStreamTimer(stream, by: me, token: token, timer: timer, now: now)
+        case .checkin(let op):
+            return checkinOperation(op, caller: caller, now: now)
         }
     }
 
@@ -301,6 +307,8 @@ public final class V1Application: WebSocketApplication {
                 budgets.streamEnded(id, now: now)
             case .stream(let checkpoint):
                 panic.revert(to: checkpoint, connected: { [sessions] in sessions[$0] != nil })
+            case .circle(let checkpoint):
+                checkin.revert(to: checkpoint, connected: { [sessions] in sessions[$0] != nil })
             }
             retry = log?.refusalRetryAfterMs() ?? retry
             stats.refusedUnrecorded += 1
@@ -325,6 +333,7 @@ public final class V1Application: WebSocketApplication {
             if case .ended = changed.event.kind { budgets.streamEnded(changed.stream, now: monotonic) }
         }
         for id in removed { log?.append(.panicRemove(id)) }
+        for id in checkin.tick(now: now, out: &scratch.checkin) { log?.append(.circleRemove(id)) }
         outbox.append(deliveries: &scratch)
         _ = budgets.sweep(now: monotonic)
     }

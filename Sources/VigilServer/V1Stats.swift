@@ -38,6 +38,11 @@ enum Refusal: Int, CaseIterable, Sendable {
     case panicCapacity
     /// Only the reserved share was left and the caller's address had idle streams.
     case panicReserve
+    case addressCircleCreates
+    /// `checkin.max_circles` held.
+    case checkinCapacity
+    /// A member over `checkin.requests_per_minute`.
+    case checkinRequests
 
     var label: String {
         switch self {
@@ -52,6 +57,9 @@ enum Refusal: Int, CaseIterable, Sendable {
         case .addressUntracked: return "address_untracked"
         case .panicCapacity: return "panic_capacity"
         case .panicReserve: return "panic_reserve"
+        case .addressCircleCreates: return "address_circle_creates"
+        case .checkinCapacity: return "checkin_capacity"
+        case .checkinRequests: return "checkin_member_requests"
         }
     }
 

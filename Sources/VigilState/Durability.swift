@@ -6,7 +6,8 @@ public enum Durability: Sendable, Equatable {
     /// killed), and fsynced as `state.fsync` says: pins, and a stream's location updates.
     case standard
     /// Also fsynced before the turn's replies, whatever `state.fsync` says: the life of a panic
-    /// stream (start, status, safety timer, missed check-in, end) and who may watch it (contacts added or cut). Losing one of
+    /// stream (start, status, safety timer, missed check-in, end) and who may watch it (contacts added or cut),
+    /// and every change of a check-in circle (a request, the "safe" answer, home safe, members). Losing one of
     /// these to a power cut would tell a contact that someone is safe who is not, or the reverse.
     case critical
 }
@@ -14,12 +15,15 @@ public enum Durability: Sendable, Equatable {
 extension JournalRecord {
     public var durability: Durability {
         switch self {
-        case .pinPut, .pinRemove, .pinVote, .panicRemove:
+        case .pinPut, .pinRemove, .pinVote, .panicRemove, .circleRemove:
             return .standard
         case .panicEvent(_, let event):
             if case .location = event.kind { return .standard }
             return .critical
         case .panicStart, .panicInvite, .panicRevoke:
+            return .critical
+        // A circle's requests and answers ("safe"), its home safe and who may read it.
+        case .circlePut:
             return .critical
         }
     }

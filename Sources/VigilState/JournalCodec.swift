@@ -19,6 +19,8 @@ import VigilCore
 ///              8 pinVote      pin id 16, voter u64, value i8 (+1 or -1)
 ///              9 panicStart   as 3, then the safety timer's due i64 (a start with a timer;
 ///                  with timer                  one without is still written as 3)
+///             20 circlePut    circle (see `CircleFields`)
+///             21 circleRemove circle id 16
 ///
 /// A kind is only ever added (a build that meets a kind it does not know stops there and says so,
 /// see `JournalStop.undecodable`, rather than skipping it), so the version stays 1.
@@ -178,6 +180,12 @@ public enum JournalCodec {
             w.pinID(id)
             w.u64(voter)
             w.u8(UInt8(bitPattern: value))
+        case .circlePut(let circle):
+            w.u8(20)
+            CircleFields.write(circle, to: &w)
+        case .circleRemove(let id):
+            w.u8(21)
+            w.circleID(id)
         }
     }
 
@@ -222,6 +230,11 @@ public enum JournalCodec {
             let value = Int8(bitPattern: try r.u8())
             guard value == 1 || value == -1 else { throw r.invalid("vote value \(value) is not ±1", at: at) }
             record = .pinVote(id, voter: voter, value: value)
+        case 20:
+            r.what = "circlePut record"
+            record = .circlePut(try CircleFields.read(&r))
+        case 21:
+            record = .circleRemove(try r.circleID())
         case let kind:
             throw r.invalid("unknown record kind \(kind)", at: 0)
         }

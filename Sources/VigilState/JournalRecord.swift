@@ -29,6 +29,10 @@ public enum JournalRecord: Equatable, Sendable {
     case panicRevoke(StreamID, TokenDigest)
     /// A stream removed (grace over). Optional: restore drops such streams by their times anyway.
     case panicRemove(StreamID)
+    /// A check-in circle created or changed: its whole durable state afterwards (it is small).
+    case circlePut(CheckinCircle)
+    /// A circle closed by its owner, or removed for being idle.
+    case circleRemove(CircleID)
 }
 
 /// What `panicStart` keeps: the stream's first state, from which replay rebuilds it exactly.

@@ -1,15 +1,17 @@
 import VigilCore
 
-/// The snapshot file format, version 2:
+/// The snapshot file format, version 4:
 ///
 ///     magic           8 bytes  89 'V' 'G' 'S' 0D 0A 1A 0A
-///     version         u16      2 (1 is read too: its streams lack the safety timer's fields)
+///     version         u16      4 (1 to 3 are read too: 1's streams lack the safety timer's
+///                              fields, and before 4 there are no circles)
 ///     flags           u16      0 (reserved: a reader refuses what it does not know)
 ///     takenAt         i64      unix ms
 ///     journalSegment  u64
 ///     pin count       u32,  stream count u32
 ///     pins            (see `PinFields`)
 ///     streams         (see `PanicFields`)
+///     circle count    u32,  circles (see `CircleFields`)      since version 4
 ///     crc32c          u32      CRC-32C of every byte before it
 ///
 /// Little-endian throughout. The magic's high first byte and CR LF / ^Z / LF catch a file that
@@ -18,7 +20,7 @@ import VigilCore
 public enum SnapshotCodec {
     public static let magic: [UInt8] = [0x89, 0x56, 0x47, 0x53, 0x0D, 0x0A, 0x1A, 0x0A]
     /// The version written. Every version from `oldestReadable` up is read.
-    public static let version: UInt16 = 2
+    public static let version: UInt16 = 4
     public static let oldestReadable: UInt16 = 1
     static let headerBytes = 8 + 2 + 2 + 8 + 8 + 4 + 4
     static let checksumBytes = 4
@@ -30,9 +32,11 @@ public enum SnapshotCodec {
         var capacity = headerBytes + checksumBytes
         for pin in snapshot.pins { capacity += PinFields.size(pin) }
         for stream in snapshot.streams { capacity += PanicFields.estimatedSize(stream) }
+        for circle in snapshot.circles { capacity += CircleFields.estimatedSize(circle) }
         var writer = SnapshotWriter(takenAt: snapshot.takenAt, journalSegment: snapshot.journalSegment, capacity: capacity)
         for pin in snapshot.pins { writer.append(pin) }
         for stream in snapshot.streams { writer.append(stream) }
+        for circle in snapshot.circles { writer.append(circle) }
         return writer.finish()
     }
 
@@ -75,10 +79,17 @@ public enum SnapshotCodec {
         var streams: [PanicStream] = []
         streams.reserveCapacity(streamCount)
         for _ in 0..<streamCount { streams.append(try PanicFields.readStream(&body, version: found)) }
-        guard body.isAtEnd else {
-            throw .invalid(what: "snapshot", offset: body.offset, reason: "\(body.remaining) bytes after the last stream")
+        var circles: [CheckinCircle] = []
+        if found >= 4 {
+            body.what = "check-in circle"
+            let circleCount = try body.count(of: "circle", minimumElementBytes: CircleFields.minimumCircleBytes)
+            circles.reserveCapacity(circleCount)
+            for _ in 0..<circleCount { circles.append(try CircleFields.read(&body)) }
         }
-        return StateSnapshot(takenAt: takenAt, journalSegment: journalSegment, pins: pins, streams: streams)
+        guard body.isAtEnd else {
+            throw .invalid(what: "snapshot", offset: body.offset, reason: "\(body.remaining) bytes after the last stream or circle")
+        }
+        return StateSnapshot(takenAt: takenAt, journalSegment: journalSegment, pins: pins, streams: streams, circles: circles)
     }
 
     /// Magic, version, flags and (optionally) checksum; leaves `r` after the flags and returns the version.

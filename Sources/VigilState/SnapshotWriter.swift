@@ -19,8 +19,10 @@ import VigilCore
 public struct SnapshotWriter: Sendable {
     private var w: StateWriter
     private var streamBytes = StateWriter()
+    private var circleBytes = StateWriter()
     private var pinCount: UInt32 = 0
     private var streamCount: UInt32 = 0
+    private var circleCount: UInt32 = 0
     /// Where the counts go once known.
     private static let countsOffset = 8 + 2 + 2 + 8 + 8
 
@@ -37,7 +39,7 @@ public struct SnapshotWriter: Sendable {
     }
 
     /// Bytes so far (pins and streams), for progress logs and capacity estimates.
-    public var byteCount: Int { w.bytes.count + streamBytes.bytes.count }
+    public var byteCount: Int { w.bytes.count + streamBytes.bytes.count + circleBytes.bytes.count }
     public var pinsWritten: Int { Int(pinCount) }
 
     public mutating func append(_ pin: Pin) {
@@ -50,10 +52,18 @@ public struct SnapshotWriter: Sendable {
         streamCount += 1
     }
 
+    public mutating func append(_ circle: CheckinCircle) {
+        CircleFields.write(circle, to: &circleBytes)
+        circleCount += 1
+    }
+
     /// The snapshot's bytes. The writer is left empty; append nothing after this.
     public mutating func finish() -> [UInt8] {
         w.bytes.append(contentsOf: streamBytes.bytes)
         streamBytes.bytes = []
+        w.u32(circleCount)
+        w.bytes.append(contentsOf: circleBytes.bytes)
+        circleBytes.bytes = []
         w.patchU32(pinCount, at: Self.countsOffset)
         w.patchU32(streamCount, at: Self.countsOffset + 4)
         w.u32(CRC32C.checksum(w.bytes))

@@ -18,12 +18,15 @@ import VigilCore
 /// - `panicEvent` applies the next seq, skips a seq already held, refuses a gap or an event after
 ///   the end (see `PanicStream.replay`).
 /// - `panicInvite` adds a digest not yet live, `panicRevoke` removes it if live.
+/// - `circlePut` sets the circle (it holds the whole state), `circleRemove` removes it if held.
 /// A record that contradicts the state (an event for a stream never started, a gap) changes
 /// nothing and is noted in `issues`: replay goes on, since the rest of the journal is still good.
 public struct StateImage: Sendable {
     /// The pins, indexed as a live store (creation order and sequence numbers as recorded).
     public private(set) var pinStore = PinStore()
     public var streams: [StreamID: PanicStream] = [:]
+    /// Check-in circles: each `circlePut` replaces the circle whole.
+    public var circles: [CircleID: CheckinCircle] = [:]
     /// The first `maxIssuesKept` records that could not be applied, described for the log.
     public private(set) var issues: [String] = []
     /// All such records, including those past `maxIssuesKept`.
@@ -40,6 +43,7 @@ public struct StateImage: Sendable {
         pinStore.restore(snapshot.pins)
         streams.reserveCapacity(snapshot.streams.count)
         for stream in snapshot.streams { streams[stream.id] = stream }
+        for circle in snapshot.circles { circles[circle.id] = circle }
     }
 
     /// The pins held, by id.
@@ -89,6 +93,10 @@ public struct StateImage: Sendable {
             count(streams[id]?.replayRevoke(digest) ?? false)
         case .panicRemove(let id):
             count(streams.removeValue(forKey: id) != nil)
+        case .circlePut(let circle):
+            count(circles.updateValue(circle, forKey: circle.id) != circle)
+        case .circleRemove(let id):
+            count(circles.removeValue(forKey: id) != nil)
         }
     }
 
@@ -114,10 +122,18 @@ public struct StateImage: Sendable {
         return (map, panic)
     }
 
-    /// The image as a snapshot (pins in creation order, streams by id).
+    /// The circles as a live hub at `now` (see `CheckinHub.restoreCircles`).
+    public func restoreCircles(settings: CheckinSettings, now: Int64) -> CheckinHub {
+        var hub = CheckinHub(settings: settings)
+        hub.restoreCircles(Array(circles.values), now: now)
+        return hub
+    }
+
+    /// The image as a snapshot (pins in creation order, streams and circles by id).
     public func snapshot(takenAt: Int64, journalSegment: UInt64) -> StateSnapshot {
         StateSnapshot(takenAt: takenAt, journalSegment: journalSegment, pins: pinStore.exportPins(),
-                      streams: streams.keys.sorted().compactMap { streams[$0] })
+                      streams: streams.keys.sorted().compactMap { streams[$0] },
+                      circles: circles.keys.sorted().compactMap { circles[$0] })
     }
 
     private mutating func count(_ changed: Bool) {

@@ -213,6 +213,15 @@ struct InspectorLine {
         case .panicRemove(let id):
             w.field("record", "panicRemove")
             w.field("stream", id.description)
+        case .circlePut(let c):
+            w.field("record", "circlePut")
+            w.key("circle")
+            w.beginObject()
+            circle(c)
+            w.endObject()
+        case .circleRemove(let id):
+            w.field("record", "circleRemove")
+            w.field("circle", id.description)
         }
     }
 }

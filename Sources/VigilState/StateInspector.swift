@@ -61,6 +61,7 @@ public enum StateInspector {
             line.w.field("journal_segment", Int64(bitPattern: s.journalSegment))
             line.w.field("pins", Int64(s.pins.count))
             line.w.field("streams", Int64(s.streams.count))
+            line.w.field("circles", Int64(s.circles.count))
             emit(line.end())
             guard entries else { return }
             for pin in s.pins {
@@ -71,6 +72,11 @@ public enum StateInspector {
             for stream in s.streams {
                 line.begin("stream")
                 line.stream(stream)
+                emit(line.end())
+            }
+            for circle in s.circles {
+                line.begin("circle")
+                line.circle(circle)
                 emit(line.end())
             }
         case .failure(let error):

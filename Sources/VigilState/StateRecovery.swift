@@ -4,6 +4,8 @@ import VigilCore
 public struct RecoveredState: Sendable {
     public var map: MapHub
     public var panic: PanicHub
+    /// Check-in circles.
+    public var checkin: CheckinHub
     /// The snapshot restored from (nil: none, the journal alone was replayed).
     public var snapshotFile: String?
     public var snapshotTakenAt: Int64?
@@ -27,7 +29,7 @@ public struct RecoveredState: Sendable {
             lines.append("no snapshot: starting from the journal alone")
         }
         for fallback in snapshotFallbacks { lines.append("skipped damaged snapshot \(fallback)") }
-        lines.append("replayed \(journal.records) journal records from \(journal.segments.count) segment(s); \(map.store.count) pins, \(panic.count) panic streams")
+        lines.append("replayed \(journal.records) journal records from \(journal.segments.count) segment(s); \(map.store.count) pins, \(panic.count) panic streams, \(checkin.count) check-in circles")
         if let cut = journal.truncatedTail {
             lines.append("cut a torn write off \(cut.file): \(cut.size) → \(cut.keptBytes) bytes")
         }
@@ -54,7 +56,8 @@ extension StateDirectory {
     /// 4. Write a snapshot of the recovered hubs with `journalSegment: nextSegment`, then
     ///    `removeObsolete(before: nextSegment)`: the replayed (and any damaged) files become
     ///    obsolete, and the next restart does not replay or trip over them again.
-    public func recover(pinSettings: PinSettings, panicSettings: PanicSettings, now: Int64) throws(StateError) -> RecoveredState {
+    public func recover(pinSettings: PinSettings, panicSettings: PanicSettings, checkinSettings: CheckinSettings = CheckinSettings(),
+                        now: Int64) throws(StateError) -> RecoveredState {
         var loaded = try loadNewestSnapshot()
         var image: StateImage
         let from: UInt64
@@ -69,9 +72,10 @@ extension StateDirectory {
         }
         let journal = try readJournal(from: from) { image.apply($0) }
         let (map, panic) = image.restore(pinSettings: pinSettings, panicSettings: panicSettings, now: now)
+        let checkin = image.restoreCircles(settings: checkinSettings, now: now)
         // Never reuse a segment number a file already has, damaged or not.
         let next = journal.lastSegment.map { max(from, $0 + 1) } ?? from
-        return RecoveredState(map: map, panic: panic, snapshotFile: loaded.file, snapshotTakenAt: takenAt,
+        return RecoveredState(map: map, panic: panic, checkin: checkin, snapshotFile: loaded.file, snapshotTakenAt: takenAt,
                               snapshotFallbacks: loaded.fallbacks, journal: journal, replayIssues: image.issues,
                               replayIssueCount: image.issueCount, highestVoteSession: image.highestVoteSession,
                               nextSegment: next)

@@ -12,17 +12,21 @@ public struct StateSnapshot: Sendable {
     public var pins: [Pin]
     /// Ordered by id; owners and watchers are not part of the state.
     public var streams: [PanicStream]
+    /// Check-in circles, ordered by id (snapshot version 4 and later).
+    public var circles: [CheckinCircle]
 
-    public init(takenAt: Int64, journalSegment: UInt64, pins: [Pin], streams: [PanicStream]) {
+    public init(takenAt: Int64, journalSegment: UInt64, pins: [Pin], streams: [PanicStream], circles: [CheckinCircle] = []) {
         self.takenAt = takenAt
         self.journalSegment = journalSegment
         self.pins = pins
         self.streams = streams
+        self.circles = circles
     }
 
     /// The state of two hubs. Call it on copies (copy-on-write makes copying a hub O(1)) so
     /// the export and the encode can run on a writer thread while the loop thread goes on.
-    public init(takenAt: Int64, journalSegment: UInt64, map: MapHub, panic: PanicHub) {
-        self.init(takenAt: takenAt, journalSegment: journalSegment, pins: map.exportPins(), streams: panic.exportStreams())
+    public init(takenAt: Int64, journalSegment: UInt64, map: MapHub, panic: PanicHub, checkin: CheckinHub? = nil) {
+        self.init(takenAt: takenAt, journalSegment: journalSegment, pins: map.exportPins(), streams: panic.exportStreams(),
+                  circles: checkin?.exportCircles() ?? [])
     }
 }

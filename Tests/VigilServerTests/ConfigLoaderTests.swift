@@ -159,6 +159,18 @@ import VigilLoop
         #expect(config.panic.maxTimerSeconds == 3599)
     }
 
+    @Test func homeSafeMustLapseBeforeItsCircleCanBeIdle() throws {
+        do {
+            _ = try ConfigLoader.load(yaml: "checkin:\n  idle_lifetime_s: 3600\n  max_home_s: 3600\n")
+            Issue.record("accepted a home safe as long as the idle lifetime")
+        } catch let error as ConfigError {
+            #expect(error.issues.map(\.key) == ["checkin.max_home_s"])
+        }
+        let config = try ConfigLoader.load(yaml: "checkin:\n  idle_lifetime_s: 3600\n  max_home_s: 3599\n  requests_per_minute: 2\n")
+        #expect(config.checkin.maxHomeMs == 3_599_000 && config.checkin.idleLifetimeMs == 3_600_000 && config.checkin.requestsPerMinute == 2)
+        #expect(throws: ConfigError.self) { try ConfigLoader.load(yaml: "checkin:\n  max_members: 0\n") }
+    }
+
     @Test func listenAddressForms() {
         #expect(ListenAddress(parsing: "127.0.0.1:8080") == ListenAddress(host: "127.0.0.1", port: 8080))
         #expect(ListenAddress(parsing: ":8080") == ListenAddress(host: "0.0.0.0", port: 8080))

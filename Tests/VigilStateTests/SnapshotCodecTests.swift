@@ -36,7 +36,8 @@ import VigilTestSupport
     @Test func emptyRoundTrips() throws {
         let decoded = try roundTrip(StateSnapshot(takenAt: 0, journalSegment: 0, pins: [], streams: []))
         #expect(decoded.pins.isEmpty && decoded.streams.isEmpty)
-        #expect(SnapshotCodec.encode(decoded).count == SnapshotCodec.headerBytes + SnapshotCodec.checksumBytes)
+        // The header, the empty circle list's count (version 4) and the checksum.
+        #expect(SnapshotCodec.encode(decoded).count == SnapshotCodec.headerBytes + 4 + SnapshotCodec.checksumBytes)
     }
 
     @Test func pinsAndStreamsRoundTrip() throws {
@@ -87,12 +88,12 @@ import VigilTestSupport
 
     @Test func unknownVersionIsRefusedByName() {
         var bytes = SnapshotCodec.encode(Self.sample())
-        bytes[8] = 3
-        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 3, supported: 2)) { try SnapshotCodec.decode(bytes) }
+        bytes[8] = 5
+        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 5, supported: 4)) { try SnapshotCodec.decode(bytes) }
         bytes[8] = 0
-        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 0, supported: 2)) { try SnapshotCodec.decode(bytes) }
-        let message = StateError.unsupportedVersion(kind: "snapshot", found: 3, supported: 2).description
-        #expect(message == "snapshot format version 3 is not supported (this build reads version 2)")
+        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 0, supported: 4)) { try SnapshotCodec.decode(bytes) }
+        let message = StateError.unsupportedVersion(kind: "snapshot", found: 5, supported: 4).description
+        #expect(message == "snapshot format version 5 is not supported (this build reads version 4)")
     }
 
     @Test func wrongMagicAndChecksumAreNamed() {

@@ -16,7 +16,7 @@ import os
 import re
 from pathlib import Path
 
-SECRET_KEYS = {"owner_token", "edit_token", "watch_token", "session", "stream"}
+SECRET_KEYS = {"owner_token", "edit_token", "watch_token", "member_token", "session", "stream", "circle"}
 LIST_KEYS = {"watch_tokens"}
 COORD_KEYS = {"lat", "lon"}
 # Metadata keys a log line must never carry: they would name a person, a device or a place.

@@ -23,6 +23,11 @@ public struct AddressBudgetSettings: Equatable, Sendable {
     /// about once a second, so 200 people panning at once behind one address). Each subscribe
     /// costs at most its scan budget (`PinSettings.subscribeScanFactor`).
     public var subscribes = TokenRate.perSecond(200, capacity: 1_000)
+    /// Check-in circles created per address: a burst of 20, then 60 an hour. A circle is a
+    /// family's or a group of friends' (created once, used for weeks), so this is far above what
+    /// the people behind a shared address create, and the server's `checkin.max_circles` is
+    /// filled from one address only after days.
+    public var circleCreates = TokenRate.perHour(60, capacity: 20)
     /// How long an address keeps its voter number after its last vote, so that a reconnect, or a
     /// pause, does not make it a new voter on the pins it voted on. A day: the longest a pin
     /// lives without an edit.

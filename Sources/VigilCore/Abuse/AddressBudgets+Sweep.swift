@@ -34,7 +34,7 @@ extension AddressBudgets {
     /// its voter number (if it has one) is no longer kept.
     func dropTime(_ entry: Entry) -> Int64 {
         max(entry.starts.fullAt(settings.panicStarts), entry.pinCreates.fullAt(settings.pinCreates),
-            entry.subscribes.fullAt(settings.subscribes), entry.voter == 0 ? .min : entry.voterKeptUntil)
+            entry.subscribes.fullAt(settings.subscribes), entry.circleCreates.fullAt(settings.circleCreates), entry.voter == 0 ? .min : entry.voterKeptUntil)
     }
 
     mutating func file(_ key: AddressKey, at: Int64) {

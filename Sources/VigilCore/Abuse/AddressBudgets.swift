@@ -37,6 +37,7 @@ public struct AddressBudgets: Sendable {
         var starts: TokenLevel
         var pinCreates: TokenLevel
         var subscribes: TokenLevel
+        var circleCreates: TokenLevel
         /// The address's open streams, in start order (at most `maxOpenStreams`).
         var streams: [StreamID] = []
         var livePins = 0
@@ -51,6 +52,7 @@ public struct AddressBudgets: Sendable {
             starts = TokenLevel(full: settings.panicStarts, nowMs: now)
             pinCreates = TokenLevel(full: settings.pinCreates, nowMs: now)
             subscribes = TokenLevel(full: settings.subscribes, nowMs: now)
+            circleCreates = TokenLevel(full: settings.circleCreates, nowMs: now)
         }
 
         var holdsSomething: Bool { !streams.isEmpty || livePins > 0 }
@@ -111,6 +113,15 @@ public struct AddressBudgets: Sendable {
         return withEntry(key, now: now) { entry in
             entry.subscribes.take(rate, nowMs: now).map { .rateLimited(retryAfterMs: $0) } ?? .admitted
         } ?? .admitted
+    }
+
+    /// A `checkin.create` from `key`: one token of the circle-create rate. Refused when the
+    /// address cannot be tracked (a new circle can wait, like a pin).
+    public mutating func admitCircleCreate(_ key: AddressKey, now: Int64) -> AddressAdmission {
+        let rate = settings.circleCreates
+        return withEntry(key, now: now) { entry in
+            entry.circleCreates.take(rate, nowMs: now).map { .rateLimited(retryAfterMs: $0) } ?? .admitted
+        } ?? .overLimit(.trackedAddresses)
     }
 
     /// The voter number of `key` for `MapHub.vote`: the same one every time while the address is

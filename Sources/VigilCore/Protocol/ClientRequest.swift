@@ -28,6 +28,8 @@ public enum ClientOperation: Equatable, Sendable {
     case panicRevoke(stream: StreamID?, ownerToken: String?, watchToken: String)
     /// `timer` is never `.cancel` in `panicStart`.
     case panicTimer(stream: StreamID?, ownerToken: String?, timer: PanicTimer)
+    /// Check-in circles (`CheckinOperation`).
+    case checkin(CheckinOperation)
 
     /// The operation's place in `names`, for counters kept in arrays.
     public var metricIndex: Int {
@@ -48,6 +50,7 @@ public enum ClientOperation: Equatable, Sendable {
         case .panicInvite: return 13
         case .panicRevoke: return 14
         case .panicTimer: return 15
+        case .checkin(let c): return 16 + c.index
         }
     }
 
@@ -57,7 +60,7 @@ public enum ClientOperation: Equatable, Sendable {
     /// Every operation name, indexed by `metricIndex`.
     public static let names = ["subscribe", "unsubscribe", "pin.create", "pin.update", "pin.delete", "pin.vote",
                                "panic.start", "panic.update", "panic.status", "panic.end", "panic.resume",
-                               "panic.watch", "panic.unwatch", "panic.invite", "panic.revoke", "panic.timer"]
+                               "panic.watch", "panic.unwatch", "panic.invite", "panic.revoke", "panic.timer"] + CheckinOperation.names
 
     /// Writes count against the per-session write limit: pin changes, and creating streams or
     /// tokens. A panic stream's own updates do not: a person in danger is never rate limited
@@ -65,6 +68,7 @@ public enum ClientOperation: Equatable, Sendable {
     public var isWrite: Bool {
         switch self {
         case .pinCreate, .pinUpdate, .pinDelete, .pinVote, .panicStart, .panicInvite: return true
+        case .checkin(let c): return c.isWrite
         default: return false
         }
     }
@@ -79,6 +83,8 @@ public enum ClientOperation: Equatable, Sendable {
             return true
         case .subscribe, .unsubscribe, .panicResume, .panicWatch, .panicUnwatch:
             return false
+        case .checkin(let c):
+            return c.changesState
         }
     }
 }

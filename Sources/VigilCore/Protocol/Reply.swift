@@ -28,6 +28,8 @@ public enum Reply: Sendable {
     case panicState(PanicStream, gap: Bool)
     /// `panic.invite`: the new contact's watch token.
     case watchToken(String)
+    /// The `checkin.*` replies that carry more than `ok`.
+    case checkin(CheckinReply)
 }
 
 extension Reply {
@@ -119,6 +121,8 @@ extension ServerMessages {
             }
         case .watchToken(let token):
             ok(ref: ref, into: &w) { w in w.key("watch_token"); w.string(token) }
+        case .checkin(let r):
+            ok(ref: ref, into: &w) { w in checkinReply(r, into: &w) }
         }
     }
 }

@@ -6,16 +6,7 @@ extension RequestDecoder {
         case "panic.start":
             let status = try panicStatus(o)
             let location = try panicLocation(o)
-            var note: String?
-            if let n = o["note"] {
-                guard let text = n.string else { throw RequestError("invalid_note", field: "note", "note must be a string") }
-                let trimmed = Self.trim(text)
-                guard Self.fits(trimmed, characters: panic.noteMaxCharacters, bytes: panic.noteMaxBytes) else {
-                    throw RequestError("invalid_note", field: "note",
-                                       "note must have at most \(panic.noteMaxCharacters) characters and \(panic.noteMaxBytes) bytes of UTF-8")
-                }
-                note = trimmed.isEmpty ? nil : trimmed
-            }
+            let note = try optionalNote(o, characters: panic.noteMaxCharacters, bytes: panic.noteMaxBytes)
             var watchers = 1
             if let w = o["watchers"] {
                 guard let n = w.int64, n >= 1, n <= Int64(panic.maxWatchersOnStart) else {

@@ -7,10 +7,12 @@ import VigilGeo
 public struct RequestDecoder: Sendable {
     public let settings: PinSettings
     public let panic: PanicSettings
+    public let checkin: CheckinSettings
 
-    public init(settings: PinSettings, panic: PanicSettings = PanicSettings()) {
+    public init(settings: PinSettings, panic: PanicSettings = PanicSettings(), checkin: CheckinSettings = CheckinSettings()) {
         self.settings = settings
         self.panic = panic
+        self.checkin = checkin
     }
 
     public func decode(_ bytes: UnsafeRawBufferPointer) -> Result<ClientRequest, RejectedRequest> {
@@ -74,6 +76,7 @@ public struct RequestDecoder: Sendable {
             return .pinVote(id: id, value: Int8(n))
         default:
             if op.hasPrefix("panic."), let operation = try decodePanic(op, o) { return operation }
+            if op.hasPrefix("checkin."), let operation = try decodeCheckin(op, o) { return .checkin(operation) }
             throw RequestError("unknown_op", field: "op", "unknown op \"\(op.prefix(64))\"")
         }
     }
@@ -107,14 +110,31 @@ public struct RequestDecoder: Sendable {
     }
 
     func title(_ v: JSONValue, field: String) throws -> String {
-        let characters = settings.titleMaxCharacters, bytes = settings.titleMaxBytes
-        guard let s = v.string else { throw RequestError("invalid_title", field: field, "\(field) must be a string") }
+        try nonEmptyText(v, field: field, code: "invalid_title", characters: settings.titleMaxCharacters, bytes: settings.titleMaxBytes)
+    }
+
+    /// A string of 1 to `characters` characters and at most `bytes` bytes of UTF-8 after trimming
+    /// white space (a title, a member's label), or the error `code` naming `field`.
+    func nonEmptyText(_ v: JSONValue, field: String, code: String, characters: Int, bytes: Int, what: String? = nil) throws -> String {
+        guard let s = v.string else { throw RequestError(code, field: field, "\(field) must be a string") }
         let trimmed = Self.trim(s)
         guard !trimmed.isEmpty, Self.fits(trimmed, characters: characters, bytes: bytes) else {
-            throw RequestError("invalid_title", field: field,
-                               "\(field) must have 1 to \(characters) characters and at most \(bytes) bytes of UTF-8 after trimming white space")
+            throw RequestError(code, field: field,
+                               "\(what ?? field) must have 1 to \(characters) characters and at most \(bytes) bytes of UTF-8 after trimming white space")
         }
         return trimmed
+    }
+
+    /// An optional note (absent or white space: none) of at most `characters` characters and
+    /// `bytes` bytes of UTF-8 after trimming.
+    func optionalNote(_ o: JSONObject, characters: Int, bytes: Int) throws -> String? {
+        guard let n = o["note"] else { return nil }
+        guard let text = n.string else { throw RequestError("invalid_note", field: "note", "note must be a string") }
+        let trimmed = Self.trim(text)
+        guard Self.fits(trimmed, characters: characters, bytes: bytes) else {
+            throw RequestError("invalid_note", field: "note", "note must have at most \(characters) characters and \(bytes) bytes of UTF-8")
+        }
+        return trimmed.isEmpty ? nil : trimmed
     }
 
     func description(_ v: JSONValue, field: String) throws -> String {

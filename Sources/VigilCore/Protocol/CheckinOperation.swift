@@ -1,0 +1,65 @@
+/// The `checkin.*` operations (docs/PROTOCOL.md, "Check-in circles"). `circle` is nil when the
+/// text is not a circle id: answered like an unknown circle (`forbidden`).
+public enum CheckinOperation: Equatable, Sendable {
+    /// A new circle, with one member token per label (nil: a member without a label).
+    case create(labels: [String?])
+    /// The owner listens, and reads what it missed.
+    case open(circle: CircleID?, ownerToken: String)
+    case invite(circle: CircleID?, ownerToken: String, label: String?)
+    case revoke(circle: CircleID?, ownerToken: String, member: UInt32)
+    case answer(circle: CircleID?, ownerToken: String, note: String?)
+    case home(circle: CircleID?, ownerToken: String, change: CheckinHomeChange)
+    case close(circle: CircleID?, ownerToken: String)
+    /// A member listens, and reads the state.
+    case join(circle: CircleID?, memberToken: String)
+    case request(circle: CircleID?, memberToken: String)
+    /// Stop listening (owner or member).
+    case leave(circle: CircleID?)
+
+    /// Wire names, in `index` order.
+    public static let names = ["checkin.create", "checkin.open", "checkin.invite", "checkin.revoke", "checkin.answer",
+                               "checkin.home", "checkin.close", "checkin.join", "checkin.request", "checkin.leave"]
+
+    /// Place in `names`.
+    public var index: Int {
+        switch self {
+        case .create: return 0
+        case .open: return 1
+        case .invite: return 2
+        case .revoke: return 3
+        case .answer: return 4
+        case .home: return 5
+        case .close: return 6
+        case .join: return 7
+        case .request: return 8
+        case .leave: return 9
+        }
+    }
+
+    /// Counted against the session's write limit: what mints tokens or circles, and requests
+    /// (which also have their own per-member rate). The owner's answer and home safe are not:
+    /// saying "I am safe" is never rate limited below the message limit.
+    public var isWrite: Bool {
+        switch self {
+        case .create, .invite, .request: return true
+        case .open, .revoke, .answer, .home, .close, .join, .leave: return false
+        }
+    }
+
+    /// Journaled when they succeed (refused with `unavailable` while changes cannot be recorded).
+    public var changesState: Bool {
+        switch self {
+        case .create, .invite, .revoke, .answer, .home, .close, .request: return true
+        case .open, .join, .leave: return false
+        }
+    }
+
+    /// Reads whose reply shows the circle's state (withdrawn with a change of the same turn that
+    /// the journal could not record).
+    public var readsState: Bool {
+        switch self {
+        case .open, .join: return true
+        default: return false
+        }
+    }
+}

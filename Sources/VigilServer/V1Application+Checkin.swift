@@ -1,0 +1,118 @@
+import VigilCore
+import VigilState
+
+/// The `checkin.*` operations (docs/PROTOCOL.md, "Check-in circles").
+///
+/// A `circle` that is not a well-formed circle id (decoded as nil) gets the same `forbidden` as a
+/// wrong token, so an answer never tells whether a circle exists. Every change is journaled as the
+/// circle's whole state (`circlePut`) or its removal, before its reply and its news go out.
+extension V1Application {
+    private static let circleForbidden = Outcome(.error(.from(CheckinFailure.forbidden)))
+
+    func checkinOperation(_ op: CheckinOperation, caller: Caller, now: Int64) -> Outcome {
+        let me = caller.fd
+        switch op {
+        case .create(let labels):
+            return createCircle(labels: labels, caller: caller, now: now)
+        case .open(let circle, let token):
+            guard let circle else { return Self.circleForbidden }
+            return Self.checkinReply(checkin.open(circle, by: me, ownerToken: token, secrets: secrets).map {
+                .state($0, role: .owner, settings: checkin.settings)
+            })
+        case .join(let circle, let token):
+            guard let circle else { return Self.circleForbidden }
+            return Self.checkinReply(checkin.join(circle, by: me, memberToken: token, secrets: secrets).map {
+                .state($0.circle, role: .member($0.member.id), settings: checkin.settings)
+            })
+        case .leave(let circle):
+            if let circle { checkin.leave(circle, by: me) }
+            return Outcome(.ok)
+        case .invite(let circle, let token, let label):
+            guard let circle else { return Self.circleForbidden }
+            let before = checkin.checkpoint(circle)
+            switch checkin.invite(circle, ownerToken: token, label: label, secrets: secrets, now: now) {
+            case .success(let invited):
+                return Outcome(.checkin(.invited(invited.member, token: invited.token)), record: .circlePut(invited.circle),
+                               undo: .circle(before))
+            case .failure(let failure):
+                return Outcome(.error(.from(failure)))
+            }
+        case .revoke(let circle, let token, let member):
+            guard let circle else { return Self.circleForbidden }
+            let before = checkin.checkpoint(circle)
+            switch checkin.revoke(circle, ownerToken: token, member: member, secrets: secrets, now: now, out: &scratch.checkin) {
+            case .success(let changed?):
+                return Outcome(.ok, record: .circlePut(changed), undo: .circle(before))
+            case .success(nil):
+                return Outcome(.ok)  // not a live member: nothing changed, nothing to journal
+            case .failure(let failure):
+                return Outcome(.error(.from(failure)))
+            }
+        case .request(let circle, let token):
+            guard let circle else { return Self.circleForbidden }
+            let before = checkin.checkpoint(circle)
+            switch checkin.request(circle, memberToken: token, secrets: secrets, now: now, out: &scratch.checkin) {
+            case .success(let asked):
+                return Outcome(.checkin(.requested(asked.ask)), record: .circlePut(asked.circle), undo: .circle(before))
+            case .failure(let failure):
+                if case .rateLimited = failure { stats.refused(.checkinRequests) }
+                return Outcome(.error(.from(failure)))
+            }
+        case .answer(let circle, let token, let note):
+            guard let circle else { return Self.circleForbidden }
+            let before = checkin.checkpoint(circle)
+            switch checkin.answer(circle, ownerToken: token, note: note, secrets: secrets, now: now, out: &scratch.checkin) {
+            case .success(let answered):
+                guard let answer = answered.answer else { return Outcome(.ok) }
+                return Outcome(.checkin(.answered(answer)), record: .circlePut(answered), undo: .circle(before))
+            case .failure(let failure):
+                return Outcome(.error(.from(failure)))
+            }
+        case .home(let circle, let token, let change):
+            guard let circle else { return Self.circleForbidden }
+            let before = checkin.checkpoint(circle)
+            switch checkin.setHome(circle, ownerToken: token, change: change, secrets: secrets, now: now, out: &scratch.checkin) {
+            case .success(let changed?):
+                return Outcome(.checkin(.home(changed.home)), record: .circlePut(changed), undo: .circle(before))
+            case .success(nil):
+                return Outcome(.checkin(.home(nil)))  // cleared when none was set: nothing to journal
+            case .failure(let failure):
+                return Outcome(.error(.from(failure)))
+            }
+        case .close(let circle, let token):
+            guard let circle else { return Self.circleForbidden }
+            let before = checkin.checkpoint(circle)
+            switch checkin.close(circle, ownerToken: token, secrets: secrets, out: &scratch.checkin) {
+            case .success:
+                return Outcome(.ok, record: .circleRemove(circle), undo: .circle(before))
+            case .failure(let failure):
+                return Outcome(.error(.from(failure)))
+            }
+        }
+    }
+
+    /// Counted against the caller's address (circles created per hour) and the server's capacity.
+    private func createCircle(labels: [String?], caller: Caller, now: Int64) -> Outcome {
+        if let refused = admit(budgets.admitCircleCreate(caller.address, now: caller.monotonicMs), rate: .addressCircleCreates) {
+            return refused
+        }
+        switch checkin.create(owner: caller.fd, labels: labels, secrets: secrets, now: now) {
+        case .success(let created):
+            let id = created.circle.id
+            return Outcome(.checkin(.created(created.circle, ownerToken: created.ownerToken, memberTokens: created.memberTokens,
+                                             settings: checkin.settings)),
+                           record: .circlePut(created.circle),
+                           undo: .circle(CheckinHub.Checkpoint.created(id)))
+        case .failure(let failure):
+            if failure == .capacityExceeded { stats.refused(.checkinCapacity) }
+            return Outcome(.error(.from(failure)))
+        }
+    }
+
+    private static func checkinReply(_ result: Result<CheckinReply, CheckinFailure>) -> Outcome {
+        switch result {
+        case .success(let reply): return Outcome(.checkin(reply))
+        case .failure(let failure): return Outcome(.error(.from(failure)))
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import Testing
+@testable import VigilCore
+@testable import VigilState
+import VigilTestSupport
+
+/// Check-in circles in the state formats: journal kinds 20 and 21, snapshot version 4, replay,
+/// restore and the inspector.
+@Suite struct CircleStateTests {
+    static let settings = CheckinSettings(maxCircles: 10, maxMembers: 5, requestsPerMinute: 10, idleLifetimeMs: 100_000, maxHomeMs: 50_000)
+
+    /// A circle with every part: members with and without labels (one revoked), a pending
+    /// request, an answer with a note, home safe.
+    static func circle(seed: UInt64 = 3, now: Int64 = 1_700_000_000_000) throws -> CheckinCircle {
+        let secrets = TestSecrets(seed: seed)
+        var hub = CheckinHub(settings: settings)
+        var out: [CheckinDelivery] = []
+        let created = try hub.create(owner: 1, labels: ["Mum", nil, "道路 🚧"], secrets: secrets, now: now).get()
+        let id = created.circle.id, owner = created.ownerToken
+        _ = try hub.request(id, memberToken: created.memberTokens[0], secrets: secrets, now: now + 1, out: &out).get()
+        _ = try hub.answer(id, ownerToken: owner, note: "home \"soon\"", secrets: secrets, now: now + 2, out: &out).get()
+        _ = try hub.request(id, memberToken: created.memberTokens[1], secrets: secrets, now: now + 3, out: &out).get()
+        _ = try hub.revoke(id, ownerToken: owner, member: 3, secrets: secrets, now: now + 4, out: &out).get()
+        _ = try hub.setHome(id, ownerToken: owner, change: .forSeconds(30), secrets: secrets, now: now + 5, out: &out).get()
+        return try #require(hub.circle(id))
+    }
+
+    @Test func journalRecordsRoundTripWithTheirOwnKinds() throws {
+        let c = try Self.circle()
+        #expect(c.members.count == 2 && c.requests.count == 1 && c.answer?.answered.count == 1 && c.home != nil && c.nextMember == 4)
+        let records: [JournalRecord] = [.circlePut(c), .circleRemove(c.id)]
+        var bytes: [UInt8] = []
+        for r in records { JournalCodec.append(r, to: &bytes) }
+        let scan = JournalCodec.scan(bytes)
+        #expect(scan.records == records && scan.stop == nil)
+        #expect(JournalCodec.encode(.circlePut(c))[8] == 20 && JournalCodec.encode(.circleRemove(c.id))[8] == 21)
+        #expect(JournalRecord.circlePut(c).durability == .critical && JournalRecord.circleRemove(c.id).durability == .standard)
+    }
+
+    @Test func anInconsistentCircleIsDamageNotState() throws {
+        let c = try Self.circle()
+        // Two pending requests from the same member: no hub makes that.
+        let twice = CheckinCircle(id: c.id, createdAt: c.createdAt, activeAt: c.activeAt, ownerDigest: c.ownerTokenDigest,
+                                  members: c.members, nextMember: c.nextMember, requests: c.requests + c.requests,
+                                  answer: c.answer, home: c.home)
+        let payload = Array(JournalCodec.encode(.circlePut(twice)).dropFirst(JournalCodec.frameBytes))
+        #expect(throws: StateError.self) { try JournalCodec.decodeRecord(payload: payload) }
+        // Every truncation of a good record is refused, never a trap.
+        let good = Array(JournalCodec.encode(.circlePut(c)).dropFirst(JournalCodec.frameBytes))
+        for cut in 0..<good.count {
+            #expect(throws: StateError.self) { try JournalCodec.decodeRecord(payload: Array(good.prefix(cut))) }
+        }
+    }
+
+    @Test func snapshotVersion4KeepsCirclesAndOlderVersionsHaveNone() throws {
+        let circles = [try Self.circle(seed: 3), try Self.circle(seed: 4)].sorted { $0.id < $1.id }
+        let snapshot = StateSnapshot(takenAt: 5, journalSegment: 6, pins: [], streams: [], circles: circles)
+        let bytes = SnapshotCodec.encode(snapshot)
+        #expect(bytes[8] == 4)
+        let decoded = try SnapshotCodec.decode(bytes)
+        #expect(decoded.circles == circles)
+        #expect(SnapshotCodec.encode(decoded) == bytes)
+        // The writer that builds snapshots in slices makes the same bytes.
+        var writer = SnapshotWriter(takenAt: 5, journalSegment: 6)
+        for c in circles { writer.append(c) }
+        #expect(writer.finish() == bytes)
+        // Version 2 bytes (no circle list) still read, with no circles.
+        var v2 = SnapshotCodec.encode(StateSnapshot(takenAt: 5, journalSegment: 6, pins: [], streams: []))
+        v2.removeLast(8)                      // the empty circle count and the checksum
+        v2[8] = 2
+        v2 += SnapshotCodecTests.le32(CRC32C.checksum(v2))
+        #expect(try SnapshotCodec.decode(v2).circles.isEmpty)
+    }
+
+    @Test func replayIsIdempotentAndRestoreDropsIdleCircles() throws {
+        let c = try Self.circle()
+        var image = StateImage()
+        image.apply([.circlePut(c), .circlePut(c)])
+        #expect(image.appliedCount == 1 && image.duplicateCount == 1 && image.circles[c.id] == c)
+        let later = CheckinCircle(id: c.id, createdAt: c.createdAt, activeAt: c.activeAt + 10, ownerDigest: c.ownerTokenDigest,
+                                  members: c.members, nextMember: c.nextMember, requests: [], answer: c.answer, home: nil)
+        image.apply(.circlePut(later))
+        #expect(image.circles[c.id] == later)
+        #expect(image.snapshot(takenAt: 1, journalSegment: 1).circles == [later])
+        #expect(image.restoreCircles(settings: Self.settings, now: later.activeAt + 99_999).circle(c.id) == later)
+        #expect(image.restoreCircles(settings: Self.settings, now: later.activeAt + 100_000).count == 0)
+        image.apply([.circleRemove(c.id), .circleRemove(c.id)])
+        #expect(image.circles.isEmpty && image.appliedCount == 3 && image.duplicateCount == 2)
+    }
+
+    @Test func recoveryBringsCirclesBackFromSnapshotAndJournal() throws {
+        let tmp = TemporaryDirectory()
+        let dir = try StateDirectory(path: tmp.path)
+        let first = try Self.circle(seed: 3), second = try Self.circle(seed: 4)
+        try dir.writeSnapshot(SnapshotCodec.encode(StateSnapshot(takenAt: 1, journalSegment: 1, pins: [], streams: [], circles: [first])), segment: 1)
+        let file = try dir.openSegment(1)
+        file.append(.circlePut(second))
+        file.append(.circleRemove(first.id))
+        try file.close()
+        let state = try dir.recover(pinSettings: PinSettings(), panicSettings: PanicSettings(), checkinSettings: Self.settings,
+                                    now: second.activeAt + 1)
+        #expect(state.checkin.count == 1 && state.checkin.circle(second.id) == second)
+        #expect(state.logLines.contains { $0.contains("1 check-in circles") })
+    }
+
+    @Test func theInspectorShowsLabelsAndNotesOnlyWithContent() throws {
+        let c = try Self.circle()
+        let tmp = TemporaryDirectory()
+        let dir = try StateDirectory(path: tmp.path)
+        try dir.writeSnapshot(SnapshotCodec.encode(StateSnapshot(takenAt: 1, journalSegment: 1, pins: [], streams: [], circles: [c])), segment: 1)
+        let file = try dir.openSegment(1)
+        file.append(.circlePut(c))
+        try file.close()
+        var plain: [String] = [], full: [String] = []
+        try StateInspector.inspect(path: tmp.path, content: false) { plain.append($0) }
+        try StateInspector.inspect(path: tmp.path, content: true) { full.append($0) }
+        let plainText = plain.joined(separator: "\n"), fullText = full.joined(separator: "\n")
+        #expect(plain.contains { $0.contains("\"type\":\"circle\"") } && plain.contains { $0.contains("\"record\":\"circlePut\"") })
+        #expect(plainText.contains("\"circles\":1") && plainText.contains("label_bytes") && plainText.contains("note_bytes"))
+        #expect(!plainText.contains("Mum") && !plainText.contains("soon"))
+        #expect(fullText.contains("Mum") && fullText.contains("soon"))
+        #expect(!fullText.contains(InspectorLine.fullHex(c.ownerTokenDigest)))
+    }
+}
+
+extension InspectorLine {
+    static func fullHex(_ d: TokenDigest) -> String {
+        d.bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+    }
+}
