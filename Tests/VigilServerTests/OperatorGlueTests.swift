@@ -29,6 +29,16 @@ import VigilWire
         #"{"op":"panic.invite","ref":14,"stream":"oq8jnOD0Pcoar4QgMwxmoA"}"#,
         #"{"op":"panic.revoke","ref":15,"stream":"oq8jnOD0Pcoar4QgMwxmoA","watch_token":"w0"}"#,
         #"{"op":"panic.timer","ref":16,"stream":"oq8jnOD0Pcoar4QgMwxmoA","due_in_s":900}"#,
+        #"{"op":"checkin.create","ref":17,"members":["Mum"]}"#,
+        #"{"op":"checkin.open","ref":18,"circle":"Vt1f0oY3mN2tW0l1qg9vXw","owner_token":"t0"}"#,
+        #"{"op":"checkin.invite","ref":19,"circle":"Vt1f0oY3mN2tW0l1qg9vXw","owner_token":"t0"}"#,
+        #"{"op":"checkin.revoke","ref":20,"circle":"Vt1f0oY3mN2tW0l1qg9vXw","owner_token":"t0","member":1}"#,
+        #"{"op":"checkin.answer","ref":21,"circle":"Vt1f0oY3mN2tW0l1qg9vXw","owner_token":"t0"}"#,
+        #"{"op":"checkin.home","ref":22,"circle":"Vt1f0oY3mN2tW0l1qg9vXw","owner_token":"t0","for_s":60}"#,
+        #"{"op":"checkin.close","ref":23,"circle":"Vt1f0oY3mN2tW0l1qg9vXw","owner_token":"t0"}"#,
+        #"{"op":"checkin.join","ref":24,"circle":"Vt1f0oY3mN2tW0l1qg9vXw","member_token":"m0"}"#,
+        #"{"op":"checkin.request","ref":25,"circle":"Vt1f0oY3mN2tW0l1qg9vXw","member_token":"m0"}"#,
+        #"{"op":"checkin.leave","ref":26,"circle":"Vt1f0oY3mN2tW0l1qg9vXw"}"#,
     ]
 
     /// The value of one series in a text exposition (`name{labels}` exactly as written).

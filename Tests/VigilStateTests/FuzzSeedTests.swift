@@ -39,6 +39,11 @@ import VigilTestSupport
                                                     watchTokens: escalated.watchTokenDigests, historyCapacity: escalated.history.capacity,
                                                     dueAt: escalated.startedAt + 600_000)))
         records += escalated.history.all.dropFirst().map { .panicEvent(escalated.id, $0) }
+        // Check-in circles (snapshot version 4, record kinds 20 and 21).
+        let circle = try! CircleStateTests.circle(seed: 12)
+        out.append(("snapshot", "circles.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 5, pins: [],
+                                                                                    streams: [], circles: [circle]))))
+        records += [.circlePut(circle), .circleRemove(circle.id)]
         var segment = JournalCodec.header(segment: 3)
         for (index, record) in records.enumerated() {
             // One payload on its own per record (the fuzzer's `decodeRecord` path) ...

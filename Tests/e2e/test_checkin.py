@@ -144,7 +144,7 @@ def test_a_request_made_while_the_owner_was_away_is_there_when_it_opens_and_a_ne
     # A member connection that did not join hears nothing.
     sam.quiet(0.1)
     owner.ok("checkin.leave", circle=circle)
-    mum.ok("checkin.request", circle=circle, member_token=mum_token)
+    sam.ok("checkin.request", circle=circle, member_token=sam_token)
     owner.quiet(0.1)
 
 
@@ -272,6 +272,7 @@ def test_limits_and_errors(clients):
 
     # Closing: everyone listening is told, then the circle is gone.
     member.ok("checkin.join", circle=circle, member_token=token)
+    owner.request(pc.BARRIER_OP)  # every earlier news of the circle is in before this reply
     owner.events.clear()
     owner.ok("checkin.close", circle=circle, owner_token=owner_token)
     for c in (owner, member):
