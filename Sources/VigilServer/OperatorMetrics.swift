@@ -105,6 +105,7 @@ final class OperatorMetrics {
         sync.gauge("vigil_panic_streams", labels: ["state": "active"], f.streamsActive, help: "Panic streams held: active, or ended and in their grace time.")
         sync.gauge("vigil_panic_streams", labels: ["state": "ended"], f.streamsEnded, help: "Panic streams held: active, or ended and in their grace time.")
         sync.gauge("vigil_panic_watchers", f.watchers, help: "Watching connections, one per stream each watches.")
+        sync.gauge("vigil_checkin_circles", f.circles, help: "Check-in circles held.")
         sync.gauge("vigil_tracked_addresses", f.trackedAddresses, help: "Client addresses with per-address budgets in memory.")
 
         // The service and the process.

@@ -39,6 +39,7 @@ extension Server {
             f.streamsActive = v1.panic.activeCount
             f.streamsEnded = v1.panic.count - f.streamsActive
             f.watchers = v1.panic.totalWatchers
+            f.circles = v1.checkin.count
             f.trackedAddresses = v1.budgets.count
             f.stateMode = v1.stateMode
         }

@@ -16,6 +16,7 @@ struct ServerFigures {
     var streamsActive = 0
     var streamsEnded = 0
     var watchers = 0
+    var circles = 0
     var trackedAddresses = 0
     var uptimeSeconds = 0
     var bytesRead = 0

@@ -5,10 +5,11 @@ import VigilLoop
 import VigilState
 import VigilWire
 
-/// `/v1`: the live map (`MapHub`) and panic-location streams (`PanicHub`) behind one endpoint.
+/// `/v1`: the live map (`MapHub`), panic-location streams (`PanicHub`) and check-in circles
+/// (`CheckinHub`) behind one endpoint.
 ///
 /// A message goes: rate limits → `RequestDecoder` → `dispatch` (one exhaustive switch; the
-/// handlers, by family, are in `V1Application+Pins`, `+Subscribe` and `+Panic`) → an `Outcome`
+/// handlers, by family, are in `V1Application+Pins`, `+Subscribe`, `+Panic` and `+Checkin`) → an `Outcome`
 /// (the reply, and the journal record of what changed) plus the deliveries the hubs produced →
 /// `apply`, the one place that journals and queues. Nothing is sent during the turn: the
 /// end-of-turn step (`endOfTurn`) fans the outbox out, then writes the journal, before the loop

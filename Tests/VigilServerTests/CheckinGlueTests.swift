@@ -37,6 +37,19 @@ import VigilState
         }
         #expect(first.id == id && first.members.count == 2 && asked.requests.count == 1 && answered.answer?.answered.count == 1)
         #expect(s.log.records[3] == .circleRemove(id))
+        #expect(s.h.v1.stats.refusals[Refusal.checkinRequests.rawValue] == 0)
+    }
+
+    @Test func theMetricsCountCirclesAndRefusedRequests() throws {
+        let s = try U.Setup { $0.checkin.requestsPerMinute = 1 }
+        let owner = try s.h.open()
+        let c = try Self.create(s, owner)
+        for ref in 2...3 {
+            _ = try U.ask(s.h, owner, #"{"op":"checkin.request","ref":\#(ref),"circle":"\#(c.id)","member_token":"\#(c.members[0])"}"#)
+        }
+        let metrics = try s.h.get("/metrics", admin: true).body
+        #expect(OperatorGlueTests.sample(metrics, "vigil_checkin_circles") == 1)
+        #expect(OperatorGlueTests.sample(metrics, #"vigil_refusals_total{limit="checkin_member_requests"}"#) == 1)
     }
 
     @Test func aRequestTheJournalCouldNotRecordIsRefusedAndNobodyHearsOfIt() throws {

@@ -4,7 +4,7 @@ loopback, Python ``websockets`` clients (``pinclient.PinClient``).
 An owner creates a circle and shares member tokens; a member asks (`checkin.request`, a newer
 request replaces the member's older one); the owner hears it live, or reads it in the state
 when it opens the circle again; the owner answers "safe", and every member listening sees who
-asked and the answer. "Home safe" lapses at its time. Circles survive `kill -9`.
+asked and the answer. "Home safe" lapses at its time. Circles survive `kill -9`, and on a full disk their changes are refused unseen.
 
 One daemon is shared by most tests (each test makes its own circles, so they never see each
 other's news). Idle removal, capacity and the per-address budget need their own daemon.
@@ -20,6 +20,7 @@ import pytest
 
 import pinclient as pc
 from pinclient import PinClient, ProtocolViolation
+from test_disk_full import RECOVERY_TIMEOUT_S, assert_unavailable, fill, small_fs  # noqa: F401  (small_fs: a fixture)
 
 CHECKIN_EVENTS = {"checkin.requested", "checkin.answered", "checkin.home", "checkin.revoked", "checkin.closed"}
 REQUESTS_PER_MINUTE = 3
@@ -347,3 +348,39 @@ def test_kill_9_between_request_and_answer_keeps_the_circle_and_its_request(vigi
     with CheckinClient(d3.port) as mum:
         st = mum.ok("checkin.join", circle=circle, member_token=mum_token)["state"]
         assert st["requests"] == [] and st["answer"] == answer and st["home"] == home
+
+
+def test_on_a_full_disk_circle_changes_are_refused_unseen_and_joins_go_on(vigild, small_fs):
+    """The disk-full rule (docs/DURABILITY.md, "When the disk fails") for circles: while the journal
+    cannot be written, every circle change is answered `unavailable` and nobody hears of it."""
+    state = small_fs / "state"
+    d = vigild(config(state))
+    with CheckinClient(d.port) as owner, CheckinClient(d.port) as mum, PinClient(d.port) as writer:
+        created = owner.create(members=["Mum"])
+        circle, owner_token, token = created["circle"], created["owner_token"], tokens(created)[0]
+        mum.ok("checkin.join", circle=circle, member_token=token)
+        filler = fill(small_fs)
+        # Pins fill the journal's last page until the first write is refused: the outage.
+        for i in range(2000):
+            if writer.request("pin.create", pin={"lat": 52.3, "lon": 13.3, "title": f"full {i}"})["type"] == "error":
+                break
+        for op, fields in (("checkin.request", {"member_token": token}), ("checkin.answer", {"owner_token": owner_token}),
+                           ("checkin.home", {"owner_token": owner_token, "for_s": 60}),
+                           ("checkin.invite", {"owner_token": owner_token}), ("checkin.close", {"owner_token": owner_token})):
+            assert_unavailable(mum.request(op, circle=circle, **fields))
+        assert_unavailable(owner.request("checkin.create"))
+        # Reads go on, and show nothing refused.
+        state_now = mum.ok("checkin.join", circle=circle, member_token=token)["state"]
+        assert state_now["requests"] == [] and "answer" not in state_now and "home" not in state_now
+        owner.quiet(0.1)
+
+        filler.unlink()
+        d.wait_for_log(r"state writable again", RECOVERY_TIMEOUT_S)
+        asked = mum.ok("checkin.request", circle=circle, member_token=token)["at"]
+        assert owner.event_of("checkin.requested")["at"] == asked
+    assert d.stop() == 0, d.log_tail()
+    d2 = vigild(config(state))
+    with CheckinClient(d2.port) as owner:
+        st = owner.ok("checkin.open", circle=circle, owner_token=owner_token)["state"]
+        assert st["requests"] == [{"member": 1, "label": "Mum", "at": asked}] and "answer" not in st and "home" not in st
+        assert [m["member"] for m in st["members"]] == [1]
