@@ -13,7 +13,9 @@ other's news). Idle removal, capacity and the per-address budget need their own 
 
 from __future__ import annotations
 
+import json
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -314,7 +316,7 @@ def test_circle_capacity_and_the_per_address_budget(vigild):
         assert c.code("checkin.create") == "rate_limited"
 
 
-def test_kill_9_between_request_and_answer_keeps_the_circle_and_its_request(vigild, tmp_path):
+def test_kill_9_between_request_and_answer_keeps_the_circle_and_its_request(vigild, vigild_binary, tmp_path):
     state = tmp_path / "state"
     d = vigild(config(state))
     with CheckinClient(d.port) as owner, CheckinClient(d.port) as mum:
@@ -348,6 +350,18 @@ def test_kill_9_between_request_and_answer_keeps_the_circle_and_its_request(vigi
     with CheckinClient(d3.port) as mum:
         st = mum.ok("checkin.join", circle=circle, member_token=mum_token)["state"]
         assert st["requests"] == [] and st["answer"] == answer and st["home"] == home
+
+    # `vigild state inspect` shows the circle without its labels (unless asked) and never a token.
+    def inspect(*extra) -> list[dict]:
+        out = subprocess.run([str(vigild_binary), "state", "inspect", str(state), *extra], capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+        assert owner_token not in out.stdout and mum_token not in out.stdout
+        return [json.loads(line) for line in out.stdout.splitlines()]
+    lines = inspect()
+    circles = [line for line in lines if line["type"] == "circle" and line["id"] == circle]
+    assert circles and [m["member"] for m in circles[-1]["members"]] == [1, 3], circles
+    assert "Mum" not in json.dumps(lines) and "Alex" not in json.dumps(lines)
+    assert "Mum" in json.dumps(inspect("--show-content"))
 
 
 def test_on_a_full_disk_circle_changes_are_refused_unseen_and_joins_go_on(vigild, small_fs):

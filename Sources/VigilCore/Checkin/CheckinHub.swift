@@ -110,7 +110,8 @@ public struct CheckinHub: Sendable {
         -> Result<(member: CheckinMember, token: String, circle: CheckinCircle), CheckinFailure> {
         let maxMembers = settings.maxMembers
         return steer(id, ownerToken: ownerToken, secrets: secrets) { circle in
-            guard circle.members.count < maxMembers else { return .failure(.tooManyMembers) }
+            // Numbers are never reused: a circle that has given out every number takes no more.
+            guard circle.members.count < maxMembers, circle.nextMember < .max else { return .failure(.tooManyMembers) }
             let token = secrets.newToken()
             let member = CheckinMember(id: circle.nextMember, label: label, addedAt: now, digest: secrets.digest(ofToken: token))
             circle.members.append(member)

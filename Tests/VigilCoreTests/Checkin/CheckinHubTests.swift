@@ -133,6 +133,20 @@ import VigilTestSupport
         #expect(hub.tick(now: 19_000, out: &out) == [c.id])
     }
 
+    @Test func aCircleThatGaveOutEveryNumberTakesNoMoreMembers() throws {
+        var hub = CheckinHub(settings: Self.settings)
+        let c = circle(&hub)
+        let held = try #require(hub.circle(c.id))
+        let worn = CheckinCircle(id: held.id, createdAt: held.createdAt, activeAt: held.activeAt, ownerDigest: held.ownerTokenDigest,
+                                 members: held.members, nextMember: .max - 1, requests: [], answer: nil, home: nil)
+        var restored = CheckinHub(settings: Self.settings)
+        restored.restoreCircles([worn], now: held.activeAt)
+        #expect(try restored.invite(c.id, ownerToken: c.owner, label: nil, secrets: secrets, now: 2_000).get().member.id == .max - 1)
+        var out: [CheckinDelivery] = []
+        _ = try restored.revoke(c.id, ownerToken: c.owner, member: 1, secrets: secrets, now: 2_000, out: &out).get()
+        #expect(restored.invite(c.id, ownerToken: c.owner, label: nil, secrets: secrets, now: 2_000).failure == .tooManyMembers)
+    }
+
     @Test func capacityAndMembersAtCreate() {
         var hub = CheckinHub(settings: Self.settings)
         #expect(hub.create(owner: 1, labels: [nil, nil, nil, nil], secrets: secrets, now: 0).failure == .tooManyMembers)
