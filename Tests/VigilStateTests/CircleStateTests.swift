@@ -127,3 +127,78 @@ extension InspectorLine {
         d.bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
     }
 }
+
+/// Random sequences of circle operations: a snapshot taken part way plus the records journaled
+/// after it restore exactly the live hub's circles (the glue journals each change as the circle's
+/// whole state, a close or idle removal as its removal).
+@Suite struct CircleReplayTests {
+    @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
+    func snapshotPlusJournalRestoresTheLiveCircles(seed: UInt64) throws {
+        let secrets = TestSecrets(seed: seed)
+        let settings = CheckinSettings(maxCircles: 6, maxMembers: 4, requestsPerMinute: 3, idleLifetimeMs: 60_000, maxHomeMs: 20_000)
+        var hub = CheckinHub(settings: settings)
+        var owners: [CircleID: String] = [:]
+        var members: [CircleID: [String]] = [:]
+        var records: [JournalRecord] = []
+        var snapshot: StateSnapshot?
+        var now: Int64 = 1_000_000
+        var out: [CheckinDelivery] = []
+        for step in 0..<600 {
+            now += Int64(secrets.roll(3_000))
+            let ids = owners.keys.sorted()
+            let id = ids.isEmpty ? nil : ids[secrets.roll(ids.count)]
+            func put(_ changed: CheckinCircle?) { if let changed { records.append(.circlePut(changed)) } }
+            switch (secrets.roll(9), id) {
+            case (0, _), (_, nil):
+                if case .success(let c) = hub.create(owner: 1, labels: [nil, "L\(step)"], secrets: secrets, now: now) {
+                    owners[c.circle.id] = c.ownerToken
+                    members[c.circle.id] = c.memberTokens
+                    put(c.circle)
+                }
+            case (1, let id?):
+                if case .success(let i) = hub.invite(id, ownerToken: owners[id]!, label: nil, secrets: secrets, now: now) {
+                    members[id]!.append(i.token)
+                    put(i.circle)
+                }
+            case (2, let id?):
+                put(try? hub.revoke(id, ownerToken: owners[id]!, member: UInt32(1 + secrets.roll(5)), secrets: secrets, now: now, out: &out).get())
+            case (3, let id?), (4, let id?):
+                let tokens = members[id]!
+                put(try? hub.request(id, memberToken: tokens[secrets.roll(tokens.count)], secrets: secrets, now: now, out: &out).get().circle)
+            case (5, let id?):
+                put(try? hub.answer(id, ownerToken: owners[id]!, note: secrets.roll(2) == 0 ? nil : "n", secrets: secrets, now: now, out: &out).get())
+            case (6, let id?):
+                let change: CheckinHomeChange = secrets.roll(3) == 0 ? .clear : .forSeconds(Int64(1 + secrets.roll(20)))
+                put(try? hub.setHome(id, ownerToken: owners[id]!, change: change, secrets: secrets, now: now, out: &out).get())
+            case (7, let id?):
+                if secrets.roll(4) == 0, (try? hub.close(id, ownerToken: owners[id]!, secrets: secrets, out: &out).get()) != nil {
+                    records.append(.circleRemove(id))
+                    owners[id] = nil
+                }
+            default:
+                break
+            }
+            for gone in hub.tick(now: now, out: &out) {
+                records.append(.circleRemove(gone))
+                owners[gone] = nil
+            }
+            if step == 300 {
+                // A snapshot through the codec; the journal starts again after it.
+                snapshot = try SnapshotCodec.decode(SnapshotCodec.encode(StateSnapshot(takenAt: now, journalSegment: 1, map: MapHub(settings: PinSettings()),
+                                                                                     panic: PanicHub(settings: PanicSettings()), checkin: hub)))
+                records = []
+            }
+        }
+        var image = StateImage(try #require(snapshot))
+        image.apply(records)
+        #expect(image.issueCount == 0)
+        let restored = image.restoreCircles(settings: settings, now: now)
+        #expect(restored.exportCircles() == hub.exportCircles())
+        // The run went through every kind of change and time: lapses, idle removals, closes.
+        func count(_ match: (CheckinDelivery.Kind) -> Bool) -> Int { out.filter { match($0.kind) }.count }
+        #expect(count { if case .home(_, lapsed: true) = $0 { return true } else { return false } } > 0)
+        #expect(count { $0 == .closed(.idle) } > 0 && count { $0 == .closed(.closed) } > 0)
+        #expect(count { if case .requested = $0 { return true } else { return false } } > 10)
+        #expect(count { if case .answered = $0 { return true } else { return false } } > 10)
+    }
+}
