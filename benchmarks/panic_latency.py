@@ -15,7 +15,9 @@ is benchmarks/vigild-bench.yaml as it is, in memory; `interval` and `always` put
 the path of every update. `--vigild`/`--vigil-load` compare other builds with the same client
 or daemon. `--client-tick-ms` is passed to vigil-load as `--tick-ms` when given. `others %` is
 the machine's CPU time that went to other processes during the run (a neighbour's build moves
-the tail as steal does); `--nice -10` (as root) runs both ahead of such neighbours.
+the tail as steal does), and `runq ms/s` how long each process waited, runnable, for its CPU
+per second of the run (/proc/PID/schedstat): time spent waiting, not working, and not by
+Vigil's doing. `--nice -10` (as root) runs both ahead of such neighbours.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,6 +59,15 @@ def process_cpu_s(pid: int) -> float:
     """A process's CPU time so far (user + system), from /proc/PID/stat."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_delay_s(pid: int) -> float:
+    """Seconds the process has spent runnable but waiting for a CPU (/proc/PID/schedstat, its
+    main thread: both programs do their work on one thread); 0 once it is gone."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def children_cpu_s() -> float:
@@ -100,7 +112,15 @@ def run_once(args, workdir: Path) -> dict:
     if args.client_tick_ms is not None:
         argv += ["--tick-ms", str(args.client_tick_ms)]
     before, daemon_before, children_before = cpu_times(), process_cpu_s(daemon.pid), children_cpu_s()
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    daemon_wait, started = run_delay_s(daemon.pid), time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    client_wait = 0.0
+    while proc.poll() is None:  # the client's run-queue wait, read until it exits
+        client_wait = run_delay_s(proc.pid) or client_wait
+        time.sleep(0.2)
+    stderr = proc.stderr.read()
+    elapsed = time.monotonic() - started
+    daemon_wait = run_delay_s(daemon.pid) - daemon_wait
     after = cpu_times()
     steal = steal_share(before, after)
     others = others_share(before, after, process_cpu_s(daemon.pid) - daemon_before + children_cpu_s() - children_before)
@@ -108,7 +128,7 @@ def run_once(args, workdir: Path) -> dict:
     if state_dir is not None:
         shutil.rmtree(state_dir, ignore_errors=True)
     if not out.exists():
-        raise SystemExit(f"vigil-load wrote no report (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+        raise SystemExit(f"vigil-load wrote no report (exit {proc.returncode}):\n{stderr[-2000:]}")
     r = json.loads(out.read_text())
     loc, ack = r["latency_ns"]["panic location"], r["latency_ns"]["panic update ack"]
     checks_ok = all(c["errors"] == 0 for c in r["checks"])
@@ -117,13 +137,15 @@ def run_once(args, workdir: Path) -> dict:
                 server=r.get("server", {}).get("cpu_percent", float("nan")),
                 client=r.get("client", {}).get("cpu_percent", float("nan")),
                 rate=r["messages"]["delivered_per_s"], steal=steal * 100, others=others * 100,
+                server_wait=daemon_wait / elapsed * 1e3, client_wait=client_wait / elapsed * 1e3,
                 ok=checks_ok and proc.returncode == 0)
 
 
 COLUMNS = [("p50", "loc p50 ms", "{:.2f}"), ("p99", "loc p99 ms", "{:.2f}"), ("p999", "loc p99.9 ms", "{:.2f}"),
            ("ack50", "ack p50 ms", "{:.2f}"), ("ack99", "ack p99 ms", "{:.2f}"), ("server", "vigild %", "{:.0f}"),
            ("client", "client %", "{:.0f}"), ("rate", "deliveries/s", "{:,.0f}"), ("steal", "steal %", "{:.1f}"),
-           ("others", "others %", "{:.0f}")]
+           ("others", "others %", "{:.0f}"), ("server_wait", "vigild runq ms/s", "{:.0f}"),
+           ("client_wait", "client runq ms/s", "{:.0f}")]
 
 
 def row(label: str, r: dict) -> str:
