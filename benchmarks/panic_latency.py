@@ -13,11 +13,14 @@ every check passed (seq continuity, every watcher saw the end). `--state` gives 
 state directory (a fresh temporary one each run) with that fsync policy: `none` (the default)
 is benchmarks/vigild-bench.yaml as it is, in memory; `interval` and `always` put the journal on
 the path of every update. `--vigild`/`--vigil-load` compare other builds with the same client
-or daemon. `--client-tick-ms` is passed to vigil-load as `--tick-ms` when given. `others %` is
+or daemon. `--client-tick-ms` is passed to vigil-load as `--tick-ms` when given, and
+`--round-coordinates` as itself (the events' size then shrinks by the digits saved). The daemon's
+CPU per delivery (µs) is its CPU time over the measured window divided by the deliveries. `others %` is
 the machine's CPU time that went to other processes during the run (a neighbour's build moves
 the tail as steal does), and `runq ms/s` how long each process waited, runnable, for its CPU
 per second of the run (/proc/PID/schedstat): time spent waiting, not working, and not by
-Vigil's doing. `--nice -10` (as root) runs both ahead of such neighbours.
+Vigil's doing. `--nice -10` (as root) runs both ahead of such neighbours; `--realtime 10` (root)
+runs both SCHED_FIFO, so that no neighbour can delay them and what is left is Vigil's own.
 """
 
 from __future__ import annotations
@@ -106,11 +109,15 @@ def run_once(args, workdir: Path) -> dict:
     out = workdir / "run.json"
     if out.exists():
         out.unlink()
-    argv = ["taskset", "-c", "1", args.vigil_load, "panic", "--streams", str(args.streams), "--watchers", "3",
+    if args.realtime:
+        os.sched_setscheduler(daemon.pid, os.SCHED_FIFO, os.sched_param(args.realtime))
+    argv = (["chrt", "-f", str(args.realtime)] if args.realtime else []) + ["taskset", "-c", "1", args.vigil_load, "panic", "--streams", str(args.streams), "--watchers", "3",
             "--rate", str(args.rate), "--duration", str(args.duration), "--url", f"ws://127.0.0.1:{daemon.port}/v1",
             "--server-pid", str(daemon.pid), "--json", str(out), "--no-progress"]
     if args.client_tick_ms is not None:
         argv += ["--tick-ms", str(args.client_tick_ms)]
+    if args.round_coordinates:
+        argv.append("--round-coordinates")
     before, daemon_before, children_before = cpu_times(), process_cpu_s(daemon.pid), children_cpu_s()
     daemon_wait, started = run_delay_s(daemon.pid), time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -135,6 +142,8 @@ def run_once(args, workdir: Path) -> dict:
     return dict(p50=loc["p50"] / 1e6, p99=loc["p99"] / 1e6, p999=loc["p99_9"] / 1e6,
                 ack50=ack["p50"] / 1e6, ack99=ack["p99"] / 1e6,
                 server=r.get("server", {}).get("cpu_percent", float("nan")),
+                us_per_delivery=r.get("server", {}).get("cpu_s", float("nan"))
+                / max(1.0, r["messages"]["delivered_per_s"] * r["duration_s"]) * 1e6,
                 client=r.get("client", {}).get("cpu_percent", float("nan")),
                 rate=r["messages"]["delivered_per_s"], steal=steal * 100, others=others * 100,
                 server_wait=daemon_wait / elapsed * 1e3, client_wait=client_wait / elapsed * 1e3,
@@ -143,6 +152,7 @@ def run_once(args, workdir: Path) -> dict:
 
 COLUMNS = [("p50", "loc p50 ms", "{:.2f}"), ("p99", "loc p99 ms", "{:.2f}"), ("p999", "loc p99.9 ms", "{:.2f}"),
            ("ack50", "ack p50 ms", "{:.2f}"), ("ack99", "ack p99 ms", "{:.2f}"), ("server", "vigild %", "{:.0f}"),
+           ("us_per_delivery", "vigild µs/delivery", "{:.2f}"),
            ("client", "client %", "{:.0f}"), ("rate", "deliveries/s", "{:,.0f}"), ("steal", "steal %", "{:.1f}"),
            ("others", "others %", "{:.0f}"), ("server_wait", "vigild runq ms/s", "{:.0f}"),
            ("client_wait", "client runq ms/s", "{:.0f}")]
@@ -163,14 +173,19 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=10)
     ap.add_argument("--state", choices=["none", "interval", "always"], default="none")
     ap.add_argument("--client-tick-ms", type=int)
+    ap.add_argument("--round-coordinates", action="store_true",
+                    help="owners send 7-decimal coordinates (vigil-load --round-coordinates): smaller events")
     ap.add_argument("--nice", type=int, default=0,
                     help="run both at this nice value (root: e.g. -10 on a machine shared with builds; see 'others %%')")
+    ap.add_argument("--realtime", type=int, default=0, metavar="PRIORITY",
+                    help="run both SCHED_FIFO at this priority (root): what is left of the tail is Vigil's own")
     ap.add_argument("--vigild", default=str(BIN / "vigild"))
     ap.add_argument("--vigil-load", default=str(BIN / "vigil-load"))
     args = ap.parse_args()
     if args.nice:
         prioritise(args.nice)
     print(f"panic {args.streams} streams x 3 watchers at {args.rate:g} Hz, state: {args.state}, nice {args.nice}, "
+          f"{'SCHED_FIFO ' + str(args.realtime) if args.realtime else 'SCHED_OTHER'}, "
           f"vigild on CPU 0, vigil-load on CPU 1, {args.duration} s x {args.repeat}")
     print("| run | " + " | ".join(h for _, h, _ in COLUMNS) + " | checks |")
     print("|" + " --- |" * (len(COLUMNS) + 2))

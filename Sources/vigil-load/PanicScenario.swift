@@ -40,6 +40,9 @@ final class PanicScenario: Scenario {
         /// 50-update bursts at 1,000 streams × 10 Hz, and the last update of a burst waited for
         /// the daemon and this client to get through the other 49 (docs/BENCHMARKS.md, issue 13).
         var bucketNs: UInt64 = 1_000_000
+        /// Send coordinates rounded to 7 decimals (1e-7°, about 1 cm), as a phone's fix has no
+        /// more real precision; the default sends the random walk's full doubles (17 digits).
+        var roundCoordinates = false
     }
 
     let name = "panic"
@@ -254,8 +257,8 @@ final class PanicScenario: Scenario {
         writer.field("op", "panic.update")
         writer.field("ref", Int64(s))
         writer.field("stream", id)
-        writer.field("lat", positions[s].lat)
-        writer.field("lon", positions[s].lon)
+        writer.field("lat", sentCoordinate(positions[s].lat))
+        writer.field("lon", sentCoordinate(positions[s].lon))
         writer.field("accuracy_m", 6.0)
         writer.endObject()
         let slot = s * ring + Int(seq % UInt64(ring))
@@ -263,6 +266,10 @@ final class PanicScenario: Scenario {
         sentNs[slot] = Clock.nowNs()
         c.sendText(writer)
         counters.sent += 1
+    }
+
+    private func sentCoordinate(_ degrees: Double) -> Double {
+        config.roundCoordinates ? (degrees * 1e7).rounded() / 1e7 : degrees
     }
 
     private func reconnectOne() {

@@ -180,6 +180,8 @@ struct PanicCommand: ParsableCommand {
     @Option(name: .customLong("stalled-watches"), help: "Streams each stalled watcher watches (0: every stream).") var stalledWatches = 0
     @Flag(name: .customLong("owners-own-address"), help: "Each owner connects from an address of its own (127.200.x.y), as phones do: the daemon's per-address budgets then apply as in production.")
     var ownersOwnAddress = false
+    @Flag(name: .customLong("round-coordinates"), help: "Owners send coordinates rounded to 7 decimals (about 1 cm), as phones' fixes have no more precision; by default full doubles (17 digits).")
+    var roundCoordinates = false
 
     func validate() throws {
         guard streams >= 1, (1...16).contains(watchers), rate > 0, rate <= 100, streamsPerOwner >= 1, watchesPerConnection >= 1, reconnects >= 0,
@@ -196,7 +198,7 @@ struct PanicCommand: ParsableCommand {
         .init(streams: streams, watchersPerStream: watchers, rateHz: rate, streamsPerOwner: streamsPerOwner,
               watchesPerConnection: watchesPerConnection, reconnectsPerSecond: reconnects, seed: common.seed,
               stalledWatchers: stalledWatchers, stalledWatches: stalledWatches, ownersOwnAddress: ownersOwnAddress,
-              bucketNs: UInt64(common.tickMs) * 1_000_000)
+              bucketNs: UInt64(common.tickMs) * 1_000_000, roundCoordinates: roundCoordinates)
     }
 }
 
