@@ -1,3 +1,4 @@
+import CLinux
 import Dispatch
 import Glibc
 import VigilLoop
@@ -42,6 +43,9 @@ final class IntervalSync {
         running = true
         let outcomes = self.outcomes
         queue.async {
+            // The sync's own CPU work (allocating and submitting the dirty pages) must not take
+            // the loop's: lowest priority for this thread, as the snapshot writer.
+            _ = vigil_lower_thread_priority()
             let start = DispatchTime.now().uptimeNanoseconds
             var rc = fdatasync(fd)
             while rc != 0 && errno == EINTR { rc = fdatasync(fd) }
