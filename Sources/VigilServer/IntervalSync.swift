@@ -6,8 +6,8 @@ import VigilState
 
 /// The `fsync: interval` policy's periodic fdatasync, off the loop thread.
 ///
-/// Why: an fdatasync of the journal takes milliseconds (4 ms typical and 26 ms at worst on this
-/// project's machine), and run by the loop it held every read, update and event of those
+/// Why: an fdatasync of the journal takes milliseconds (median 3.7 ms, up to ~15 ms on this
+/// project's machine: benchmarks/fsync_latency.py, and `perf trace` of a loaded vigild), and run by the loop it held every read, update and event of those
 /// milliseconds back: with 10,000 panic updates a second, the p99 of update-to-watcher followed
 /// the disk (docs/BENCHMARKS.md, "Panic latency under load"). The interval policy promises only
 /// that a power cut loses at most about that interval of acknowledged pin writes and locations,

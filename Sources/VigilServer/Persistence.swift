@@ -275,8 +275,8 @@ final class Persistence: ChangeLog {
             retryIfDue(map: map, now: now)
         } else {
             if case .interval(let ms) = policy, let since = unsyncedSinceMs, now - since >= ms, let journal, !intervalSync.running {
-                // Off the loop: an fdatasync takes milliseconds (4 ms typical, 26 ms seen on this
-                // project's machine), and on the loop it held every update and event of those
+                // Off the loop: an fdatasync takes milliseconds (benchmarks/fsync_latency.py),
+                // and on the loop it held every update and event of those
                 // milliseconds back (docs/BENCHMARKS.md, "Panic latency under load"). Everything
                 // written so far is covered; what is appended meanwhile sets `unsyncedSinceMs`
                 // again and waits for the next one. Critical records and `always` are still synced
