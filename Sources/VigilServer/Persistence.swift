@@ -283,9 +283,11 @@ final class Persistence: ChangeLog {
                 // on the loop, before their replies (`commitTurn`).
                 do throws(StateError) {
                     try writeJournal(journal)
+                    try intervalSync.start(journal)
+                    // Not before: a failed start cuts the segment back to what was acknowledged,
+                    // without this turn's records (they are taken back).
                     acknowledgedBytes = journal.writtenBytes
                     unsyncedSinceMs = nil
-                    try intervalSync.start(journal)
                 } catch {
                     fail(error, during: "journal fsync")
                 }
