@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <sched.h>
 #include "CLinux.h"
 #include <string.h>
 #include <pthread.h>
@@ -113,6 +114,11 @@ int64_t vigil_raise_nofile_limit(void) {
 }
 
 int vigil_lower_thread_priority(void) {
+    // A thread inherits its creator's policy: under a real-time policy (chrt, or a benchmark's
+    // SCHED_FIFO) it would run ahead of the loop until it blocks. Back to SCHED_OTHER first
+    // (pid 0: the calling thread only).
+    struct sched_param none = {0};
+    (void)sched_setscheduler(0, SCHED_OTHER, &none);
     // nice is per thread on Linux: this lowers only the calling thread (gettid, not getpid).
     return setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
 }

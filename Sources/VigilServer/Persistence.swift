@@ -30,6 +30,8 @@ struct JournalStats {
     var bytes = 0
     var fsyncs = 0
     var fsyncNanoseconds: UInt64 = 0
+    /// Of `fsyncs`: the interval policy's periodic ones, run off the loop (`IntervalSync`).
+    var backgroundFsyncs = 0
 }
 
 /// The local journal and the snapshots, on the loop thread: the `ChangeLog` of a single node.
@@ -62,6 +64,9 @@ final class Persistence: ChangeLog {
     private var syncDue = false
     private var unsyncedSinceMs: Int64?
     private var snapshots: SnapshotSchedule
+    /// The interval policy's fdatasync, on a thread of its own (see `tick`).
+    private let intervalSync: IntervalSync
+    private var intervalSyncReceiver: InboxReceiver<IntervalSync.Outcome>?
     private(set) var journalStats = JournalStats()
     var snapshotStats: SnapshotStats { snapshots.stats }
     /// Failed writes, fsyncs and file creations of the state, by `StateError.storageErrorKind`.
@@ -94,6 +99,7 @@ final class Persistence: ChangeLog {
         }
         recovered = state
         snapshots = try SnapshotSchedule(directory: directory, intervalSeconds: snapshotIntervalSeconds, logger: logger, loop: loop)
+        intervalSync = try IntervalSync()
         do throws(StateError) {
             try directory.proveWritable()
             let bytes = try startJournal(state, now: now)
@@ -106,6 +112,7 @@ final class Persistence: ChangeLog {
         } catch {
             throw PersistenceError("state directory \(path): \(error)")
         }
+        intervalSyncReceiver = try intervalSync.outcomes.receive(on: loop) { [unowned self] in self.intervalSynced($0) }
     }
 
     /// The journal segment after the recovered ones, and a snapshot of the recovered state
@@ -268,12 +275,20 @@ final class Persistence: ChangeLog {
         if outage != nil {
             retryIfDue(map: map, now: now)
         } else {
-            if case .interval(let ms) = policy, let since = unsyncedSinceMs, now - since >= ms, let journal {
+            if case .interval(let ms) = policy, let since = unsyncedSinceMs, now - since >= ms, let journal, !intervalSync.running {
+                // Off the loop: an fdatasync takes milliseconds (benchmarks/fsync_latency.py),
+                // and on the loop it held every update and event of those
+                // milliseconds back (docs/BENCHMARKS.md, "Panic latency under load"). Everything
+                // written so far is covered; what is appended meanwhile sets `unsyncedSinceMs`
+                // again and waits for the next one. Critical records and `always` are still synced
+                // on the loop, before their replies (`commitTurn`).
                 do throws(StateError) {
                     try writeJournal(journal)
-                    try syncJournal(journal)
-                    unsyncedSinceMs = nil
+                    try intervalSync.start(journal)
+                    // Not before: a failed start cuts the segment back to what was acknowledged,
+                    // without this turn's records (they are taken back).
                     acknowledgedBytes = journal.writtenBytes
+                    unsyncedSinceMs = nil
                 } catch {
                     fail(error, during: "journal fsync")
                 }
@@ -283,6 +298,22 @@ final class Persistence: ChangeLog {
             }
         }
         snapshots.advance(map: map, panic: panic, checkin: checkin)
+    }
+
+    /// The interval sync's outcome, on the loop. A failure fails the segment it synced if that is
+    /// still the open one (the sync ran on a descriptor of its own, so the loop's descriptor sees
+    /// the same error at its next sync: a rotated segment's closing sync has already reported it).
+    private func intervalSynced(_ outcome: IntervalSync.Outcome) {
+        intervalSync.handled()
+        switch outcome.result {
+        case .success(let ns):
+            journalStats.fsyncs += 1
+            journalStats.backgroundFsyncs += 1
+            journalStats.fsyncNanoseconds += ns
+        case .failure(let error):
+            guard let journal, journal.segment == outcome.segment else { return count(error) }
+            fail(error, during: "journal fsync")
+        }
     }
 
     /// Moves the journal to a new segment, everything before it synced first, so that a crash at

@@ -61,7 +61,7 @@ public final class V1Application: WebSocketApplication {
     let maxReplyBytes: Int
     /// Where changes are recorded (nil: state in memory only).
     var log: (any ChangeLog)?
-    private var persistence: Persistence?
+    private(set) var persistence: Persistence?
     /// This turn's changes not recorded yet, to take back if the journal cannot record them.
     var pending = PendingChanges()
 

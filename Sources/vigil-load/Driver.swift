@@ -73,6 +73,8 @@ final class Driver {
         var connectRate: Int
         var maxConnecting: Int
         var serverPID: Int32?
+        /// The pacing tick (`--tick-ms`): scenarios send what fell due since the last one.
+        var tickMs = 1
         var progress: Bool
         var progressNewlines = false
     }
@@ -126,7 +128,7 @@ final class Driver {
         signals = try SignalSource(signals: [SIGINT, SIGTERM], loop: pool.loop) { [unowned self] _ in
             self.interrupted = true
         }
-        timer = try PeriodicTimer(intervalMs: 5, loop: pool.loop) { [unowned self] in self.onTick() }
+        timer = try PeriodicTimer(intervalMs: options.tickMs, loop: pool.loop) { [unowned self] in self.onTick() }
         try pool.loop.run()
         if options.progress && !options.progressNewlines { writeStandardError("\n") }
     }

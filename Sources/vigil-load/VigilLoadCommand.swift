@@ -56,6 +56,9 @@ struct CommonOptions: ParsableArguments {
     @Option(name: .customLong("drain-timeout"), help: "Seconds to wait for outstanding answers and events after the traffic stops.")
     var drainTimeout: Double = 15
 
+    @Option(name: .customLong("tick-ms"), help: "Milliseconds between the client's pacing ticks: requests due since the last tick go out together, so a tick of T sends its traffic in bursts T apart (5 before issue 13 made the default 1).")
+    var tickMs = 1
+
     @Flag(name: .customLong("no-progress"), help: "No progress line (it is shown only on a terminal anyway).")
     var noProgress = false
 
@@ -66,6 +69,7 @@ struct CommonOptions: ParsableArguments {
         guard LoadURL(url) != nil else { throw ValidationError("--url must look like ws://127.0.0.1:8080/v1 or wss://127.0.0.1:8443/v1") }
         guard duration > 0 else { throw ValidationError("--duration must be positive") }
         guard connectRate > 0, maxConnecting > 0 else { throw ValidationError("--connect-rate and --max-connecting must be positive") }
+        guard (1...100).contains(tickMs) else { throw ValidationError("--tick-ms must be 1...100") }
     }
 
     /// Runs a scenario to the end, prints the table, writes the files, and exits 1 on any error.
@@ -90,7 +94,7 @@ struct CommonOptions: ParsableArguments {
         pool.offerDeflate = deflate
         let driver = Driver(pool: pool, scenario: scenario, options: .init(
             durationSeconds: duration, rampTimeoutSeconds: rampTimeout, drainTimeoutSeconds: drainTimeout,
-            connectRate: connectRate, maxConnecting: maxConnecting, serverPID: serverPID,
+            connectRate: connectRate, maxConnecting: maxConnecting, serverPID: serverPID, tickMs: tickMs,
             progress: !noProgress && (progressLines || isatty(STDERR_FILENO) == 1), progressNewlines: progressLines))
         try driver.run()
         let report = ReportBuilder.build(driver: driver, scenario: scenario, url: target, fdLimit: fdLimit)
@@ -176,6 +180,8 @@ struct PanicCommand: ParsableCommand {
     @Option(name: .customLong("stalled-watches"), help: "Streams each stalled watcher watches (0: every stream).") var stalledWatches = 0
     @Flag(name: .customLong("owners-own-address"), help: "Each owner connects from an address of its own (127.200.x.y), as phones do: the daemon's per-address budgets then apply as in production.")
     var ownersOwnAddress = false
+    @Flag(name: .customLong("round-coordinates"), help: "Owners send coordinates rounded to 7 decimals (about 1 cm), as phones' fixes have no more precision; by default full doubles (17 digits).")
+    var roundCoordinates = false
 
     func validate() throws {
         guard streams >= 1, (1...16).contains(watchers), rate > 0, rate <= 100, streamsPerOwner >= 1, watchesPerConnection >= 1, reconnects >= 0,
@@ -191,7 +197,8 @@ struct PanicCommand: ParsableCommand {
     var panicConfig: PanicScenario.Config {
         .init(streams: streams, watchersPerStream: watchers, rateHz: rate, streamsPerOwner: streamsPerOwner,
               watchesPerConnection: watchesPerConnection, reconnectsPerSecond: reconnects, seed: common.seed,
-              stalledWatchers: stalledWatchers, stalledWatches: stalledWatches, ownersOwnAddress: ownersOwnAddress)
+              stalledWatchers: stalledWatchers, stalledWatches: stalledWatches, ownersOwnAddress: ownersOwnAddress,
+              bucketNs: UInt64(common.tickMs) * 1_000_000, roundCoordinates: roundCoordinates)
     }
 }
 
@@ -240,7 +247,7 @@ struct MixedCommand: ParsableCommand {
             panIntervalSeconds: 5, prefill: false, checkSubscribers: 20, latencySubscribers: 100, seed: common.seed)
         let panic = PanicScenario.Config(
             streams: streams, watchersPerStream: watchers, rateHz: panicRate, streamsPerOwner: 1,
-            watchesPerConnection: 1, reconnectsPerSecond: 1, seed: common.seed &+ 1)
+            watchesPerConnection: 1, reconnectsPerSecond: 1, seed: common.seed &+ 1, bucketNs: UInt64(common.tickMs) * 1_000_000)
         try common.run { MixedScenario(map: MapScenario(config: map), panic: PanicScenario(config: panic)) }
     }
 }

@@ -194,6 +194,30 @@ import VigilWire
         #expect(witness.clientHadBytesAtCommit == false)
         #expect(try #require(witness.sizeAfterCommit) > sizeBefore)
     }
+
+    /// Under `fsync: interval`, the periodic fdatasync runs off the loop (`IntervalSync`): the
+    /// acknowledged pin's record is synced by the background sync, and no sync ran on the loop.
+    @Test func theIntervalSyncRunsOffTheLoop() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("vigil-glue-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let h = try ServerHarness {
+            $0.stateDirectory = directory
+            $0.fsyncPolicy = "interval"
+            $0.fsyncIntervalMs = 1
+        }
+        let persistence = try #require(h.v1.persistence)
+        let before = persistence.journalStats
+        let client = try h.open()
+        client.send(#"{"op":"pin.create","ref":1,"pin":{"lat":52.5,"lon":13.4,"title":"t"}}"#)
+        try h.read(client, count: 1)
+        #expect(client.messages.first?.type == "ok")
+        // The next tick (50 ms) starts the sync; its outcome wakes the loop through the inbox.
+        try h.run(until: { persistence.journalStats.backgroundFsyncs > before.backgroundFsyncs })
+        let after = persistence.journalStats
+        #expect(after.records > before.records)
+        #expect(after.fsyncs - before.fsyncs == after.backgroundFsyncs - before.backgroundFsyncs)
+        #expect(persistence.outage == nil)
+    }
 }
 
 /// A `ChangeLog` that checks, at each commit, that no reply has reached the client yet, then
