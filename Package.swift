@@ -54,6 +54,9 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
+        // Pure NATS client protocol over bytes (the codec, INFO/CONNECT, headers) and the JetStream
+        // API's JSON and rules (stream config, publish acks, ordered consumption); JSON from VigilCore.
+        .target(name: "VigilNATS", dependencies: ["VigilCore"]),
         // Durable state: snapshot and journal codecs (pure), the state directory's files, recovery.
         .target(name: "VigilState", dependencies: ["VigilCore", "VigilGeo"]),
         // Glue: connection state machine, routing, configuration.
@@ -121,6 +124,7 @@ let package = Package(
         .testTarget(name: "VigilGeoTests", dependencies: ["VigilGeo", "VigilTestSupport"]),
         .testTarget(name: "VigilCoreTests", dependencies: ["VigilCore", "VigilBytes", "VigilTestSupport"]),
         .testTarget(name: "VigilStateTests", dependencies: ["VigilState", "VigilCore", "VigilGeo", "VigilTestSupport"]),
+        .testTarget(name: "VigilNATSTests", dependencies: ["VigilNATS", "VigilCore"]),
         .testTarget(name: "VigilLoadTests", dependencies: ["VigilLoad", "VigilCore", "VigilGeo"]),
     ],
     swiftLanguageModes: [.v6]
