@@ -57,6 +57,9 @@ let package = Package(
         // Pure NATS client protocol over bytes (the codec, INFO/CONNECT, headers) and the JetStream
         // API's JSON and rules (stream config, publish acks, ordered consumption); JSON from VigilCore.
         .target(name: "VigilNATS", dependencies: ["VigilCore"]),
+        // The NATS client on the loop (connection, reconnects, request/reply) and the JetStream calls
+        // a cluster needs. Knows the loop and the NATS codec, nothing of WebSocket or the hubs.
+        .target(name: "VigilCluster", dependencies: ["VigilLoop", "VigilNATS"]),
         // Durable state: snapshot and journal codecs (pure), the state directory's files, recovery.
         .target(name: "VigilState", dependencies: ["VigilCore", "VigilGeo"]),
         // Glue: connection state machine, routing, configuration.
@@ -125,6 +128,8 @@ let package = Package(
         .testTarget(name: "VigilCoreTests", dependencies: ["VigilCore", "VigilBytes", "VigilTestSupport"]),
         .testTarget(name: "VigilStateTests", dependencies: ["VigilState", "VigilCore", "VigilGeo", "VigilTestSupport"]),
         .testTarget(name: "VigilNATSTests", dependencies: ["VigilNATS", "VigilCore"]),
+        // Against a real `nats-server -js` the tests start on loopback ports (Tests/setup-deps installs it).
+        .testTarget(name: "VigilClusterTests", dependencies: ["VigilCluster", "VigilNATS", "VigilLoop"]),
         .testTarget(name: "VigilLoadTests", dependencies: ["VigilLoad", "VigilCore", "VigilGeo"]),
     ],
     swiftLanguageModes: [.v6]
