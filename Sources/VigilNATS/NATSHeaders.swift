@@ -94,7 +94,7 @@ public struct NATSHeaders: Equatable, Sendable {
             guard rest.first == 0x20 else { throw .badHeaders("version not followed by a space") }
             let statusPart = rest.dropFirst().drop { $0 == 0x20 }
             let digits = statusPart.prefix { $0 != 0x20 }
-            guard digits.count == 3, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+            guard digits.count == 3, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), digits.first != 0x30 else {
                 throw .badHeaders("status is not three digits")
             }
             headers.status = Int(String(decoding: digits, as: UTF8.self))

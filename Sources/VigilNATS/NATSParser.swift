@@ -94,28 +94,32 @@ public struct NATSParser {
             return .message(NATSMessage(subject: message.subject, sid: message.sid, replyTo: message.replyTo,
                                         headers: headers, payload: payload))
         }
-        guard let lineEnd = try findLineEnd() else {
-            let limit = looksLikeInfo() ? maxInfoLine : maxControlLine
-            if buffer.count - start > limit { throw .controlLineTooLong(limit: limit) }
-            return nil
-        }
+        let limit = looksLikeInfo() ? maxInfoLine : maxControlLine
+        guard let lineEnd = try findLineEnd(limit: limit) else { return nil }
         let line = buffer[start..<lineEnd]
         start = lineEnd + 2
         scanned = 0
         return try parseLine(line)
     }
 
-    /// The index of the CR of the first CRLF after `start`; a bare LF is an error.
-    private mutating func findLineEnd() throws(NATSProtocolError) -> Int? {
+    /// The index of the CR of the first CRLF after `start`; nil while more bytes are needed.
+    /// Only the first `limit + 2` bytes of a line are ever looked at, so the verdict (a line, too
+    /// long, a bare LF) is the same however the bytes were split.
+    private mutating func findLineEnd(limit: Int) throws(NATSProtocolError) -> Int? {
+        let end = min(buffer.count, start + limit + 2)
         var i = start + scanned
-        while i < buffer.count {
+        while i < end {
             if buffer[i] == NATSHeaders.lf {
-                if i > start, buffer[i - 1] == NATSHeaders.cr { return i - 1 }
-                throw .malformed(operation: "line", reason: "LF without CR")
+                guard i > start, buffer[i - 1] == NATSHeaders.cr else {
+                    throw .malformed(operation: "line", reason: "LF without CR")
+                }
+                if i - 1 - start > limit { throw .controlLineTooLong(limit: limit) }
+                return i - 1
             }
             i += 1
         }
-        scanned = max(0, buffer.count - start - 1)  // the last byte may be a CR whose LF is coming
+        if end - start >= limit + 2 { throw .controlLineTooLong(limit: limit) }
+        scanned = max(0, end - start - 1)  // the last byte may be a CR whose LF is coming
         return nil
     }
 

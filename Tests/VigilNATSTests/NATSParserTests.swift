@@ -77,6 +77,8 @@ private let stream: [UInt8] = Array((info
         // INFO may be longer (a cluster's URL list), up to its own bound.
         let longInfo = Array("INFO {\"max_payload\":1,\"x\":\"".utf8) + long + Array("\"}\r\n".utf8)
         #expect(parseAll(longInfo).error == nil)
+        // Found by the fuzzer: a long line that arrives whole, CRLF included, is refused too.
+        #expect(parseAll(Array("MSG ".utf8) + long + Array(" 1 0\r\n\r\n".utf8)).error == .controlLineTooLong(limit: 4096))
         let tooLongInfo = Array("INFO ".utf8) + [UInt8](repeating: 0x20, count: 70_000)
         #expect(parseAll(tooLongInfo).error == .controlLineTooLong(limit: 65_536))
     }
@@ -94,6 +96,8 @@ private let stream: [UInt8] = Array((info
         ("HMSG a 1 12 12\r\nHTTP/1.1\r\n\r\n\r\n", .badHeaders("does not start with NATS/1.0")),
         ("HMSG a 1 15 15\r\nNATS/1.0\r\nK\r\n\r\n\r\n", .badHeaders("line without ':'")),
         ("HMSG a 1 16 16\r\nNATS/1.0 5x3\r\n\r\n\r\n", .badHeaders("status is not three digits")),
+        // Found by the fuzzer: a status with a leading zero decoded, then failed to re-encode.
+        ("HMSG a 1 16 16\r\nNATS/1.0 006\r\n\r\n\r\n", .badHeaders("status is not three digits")),
         ("INFO {}\r\n", .badInfo("max_payload missing or not a positive integer")),
         ("INFO [1]\r\n", .badInfo("not a JSON object")),
         ("MSG a\u{1}b 1 0\r\n\r\n", .malformed(operation: "MSG", reason: "subject is not printable UTF-8 within 1024 bytes")),
