@@ -67,6 +67,7 @@ let package = Package(
             name: "VigilServer",
             dependencies: [
                 "VigilLoop", "VigilWire", "VigilCore", "VigilGeo", "VigilState", "VigilBytes", "CLinux",
+                "VigilNATS", "VigilCluster",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -76,7 +77,7 @@ let package = Package(
         .executableTarget(
             name: "vigild",
             dependencies: [
-                "VigilServer", "VigilState", "VigilLoop",
+                "VigilServer", "VigilState", "VigilLoop", "VigilCluster", "VigilNATS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
