@@ -33,9 +33,10 @@ extension NATSClient {
         guard source === stream, let stream else { return }
         switch op {
         case .info(let info):
-            let first = serverInfo == nil || { if case .handshaking = phase { return true } else { return false } }()
+            let firstOnThisConnection = serverInfo == nil
             serverInfo = info
-            guard first, case .handshaking = phase else { return }  // a later INFO: the cluster changed
+            // A later INFO only updates what the server told us (its cluster changed).
+            guard firstOnThisConnection, case .handshaking = phase else { return }
             guard info.headers else { return lose(reason: "the server does not support headers (NATS 2.2 or later needed)") }
             guard !info.tlsRequired else { return lose(reason: "the server requires TLS, which Vigil's NATS client does not speak yet") }
             scratch.removeAll(keepingCapacity: true)

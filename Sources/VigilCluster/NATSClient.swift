@@ -90,12 +90,19 @@ public final class NATSClient {
         requestTimers = TimerWheel(tickMs: settings.tickMs, slots: 256, nowMs: monotonicMilliseconds())
     }
 
-    /// Starts the clock and the first connection attempt (in the next tick).
+    /// A client let go without `close()` still releases its socket and its clock (the stream's
+    /// `unowned` reference to the client must never outlive it).
+    deinit {
+        stream?.close()
+        if let timer { loop.closeAfterTurn(timer.fd) }
+    }
+
+    /// Starts the clock and the first connection attempt.
     public func start() throws(SystemError) {
         guard timer == nil else { return }
         do {
-            timer = try PeriodicTimer(intervalMs: Int(settings.tickMs), loop: loop) { [unowned self] in
-                self.tick(nowMs: monotonicMilliseconds())
+            timer = try PeriodicTimer(intervalMs: Int(settings.tickMs), loop: loop) { [weak self] in
+                self?.tick(nowMs: monotonicMilliseconds())
             }
         } catch let error as SystemError {
             throw error
