@@ -1,3 +1,4 @@
+import Glibc
 import VigilLoop
 import VigilNATS
 
@@ -123,7 +124,3 @@ extension NATSClient {
         setState(.disconnected, reason: reason)
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif

@@ -1,3 +1,4 @@
+import Glibc
 import VigilLoop
 import VigilNATS
 
@@ -37,7 +38,3 @@ final class NATSStream: ByteStream {
         client.streamLost(self, reason: "\(error.call.prefix { $0 != "(" }): \(String(cString: strerror(error.errno)))")
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif
