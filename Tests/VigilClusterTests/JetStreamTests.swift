@@ -48,7 +48,7 @@ import VigilNATS
         #expect(stray == .failure(.client(.noResponders)))
 
         var seen: [(UInt64, String)] = []
-        let consumer = OrderedConsumer(jetStream: js, stream: "VIGILTEST", startAfter: 2, heartbeatMs: 500) { seq, message in
+        let consumer = OrderedConsumer(jetStream: js, stream: "VIGILTEST", startAfter: 2, heartbeatMs: 1_000) { seq, message in
             seen.append((seq, String(decoding: message.payload, as: UTF8.self)))
         }
         defer { consumer.stop() }
@@ -57,9 +57,10 @@ import VigilNATS
         #expect(try publish(js, loop, "p6", id: "n1-6").get().sequence == 6)
         #expect(try turn(loop, until: { seen.count == 4 }))
         #expect(seen.last?.0 == 6)
-        // Idle: heartbeats keep the consumer; no reset, no duplicate.
+        // Idle for more than the 3 heartbeat intervals that would presume the consumer lost:
+        // the heartbeats keep it; no reset, no duplicate.
         let idle = monotonicMilliseconds()
-        #expect(try turn(loop, until: { monotonicMilliseconds() - idle > 1_600 }, timeoutMs: 3_000))
+        #expect(try turn(loop, until: { monotonicMilliseconds() - idle > 3_500 }, timeoutMs: 5_000))
         #expect(consumer.resets == 0 && consumer.consumersCreated == 1 && seen.count == 4)
     }
 
