@@ -40,6 +40,9 @@ import VigilNATS
         var lastAckMs = monotonicMilliseconds()
         var longestPauseMs: Int64 = 0
         var killedAtAck: Int?
+        var leaderBeforeKill: Result<JSStreamInfo, JetStreamError>?
+        try js.streamInfo("R3") { leaderBeforeKill = $0 }
+        _ = try turn(loop, until: { leaderBeforeKill != nil })
         var retryAtMs: Int64 = 0
         let deadline = monotonicMilliseconds() + 40_000
         while acked.count < total && monotonicMilliseconds() < deadline {
@@ -75,7 +78,9 @@ import VigilNATS
         #expect(acked == (1...UInt64(total)).map { $0 })
         // A new RAFT leader for the stream takes seconds when the killed server led it.
         #expect(longestPauseMs < 15_000, "writes paused \(longestPauseMs) ms")
-        print("JetStreamClusterTests: the longest pause between acknowledged writes around the kill was \(longestPauseMs) ms")
+        let killedLed = (try? leaderBeforeKill?.get().leader) == "s1"
+        print("JetStreamClusterTests: the longest pause between acknowledged writes around the kill was \(longestPauseMs) ms"
+              + " (the killed server \(killedLed ? "led" : "did not lead") the stream)")
 
         // And the stream holds exactly them, in order, readable from any surviving server.
         var read: [String] = []

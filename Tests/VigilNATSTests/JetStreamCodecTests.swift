@@ -13,9 +13,9 @@ import VigilCore
     }
 
     @Test func decodesStreamInfoAndErrors() throws {
-        let reply = #"{"type":"io.nats.jetstream.api.v1.stream_info_response","config":{"name":"V","subjects":["V.>"],"num_replicas":1},"state":{"messages":3,"bytes":120,"first_seq":1,"last_seq":3}}"#
+        let reply = #"{"type":"io.nats.jetstream.api.v1.stream_info_response","config":{"name":"V","subjects":["V.>"],"num_replicas":3},"state":{"messages":3,"bytes":120,"first_seq":1,"last_seq":3},"cluster":{"name":"C","leader":"s2"}}"#
         #expect(try JSStreamInfo.decode(Array(reply.utf8)).get() == JSStreamInfo(
-            name: "V", subjects: ["V.>"], replicas: 1, messages: 3, bytes: 120, firstSequence: 1, lastSequence: 3))
+            name: "V", subjects: ["V.>"], replicas: 3, messages: 3, bytes: 120, firstSequence: 1, lastSequence: 3, leader: "s2"))
         let missing = #"{"type":"x","error":{"code":404,"err_code":10059,"description":"stream not found"}}"#
         guard case .failure(let error) = JSStreamInfo.decode(Array(missing.utf8)) else { Issue.record("no error"); return }
         #expect(error == JSAPIError(code: 404, errorCode: JSAPI.streamNotFound, description: "stream not found"))

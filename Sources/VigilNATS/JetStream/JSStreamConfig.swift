@@ -56,6 +56,8 @@ public struct JSStreamInfo: Equatable, Sendable {
     public var bytes: UInt64
     public var firstSequence: UInt64
     public var lastSequence: UInt64
+    /// The server leading the stream's replicas (`cluster.leader`), empty outside a NATS cluster.
+    public var leader = ""
 
     public static func decode(_ payload: [UInt8]) -> Result<JSStreamInfo, JSAPIError> {
         switch JSAPI.object(payload) {
@@ -71,7 +73,8 @@ public struct JSStreamInfo: Equatable, Sendable {
                 name: name, subjects: (config["subjects"]?.array ?? []).compactMap(\.string),
                 replicas: Int(config["num_replicas"]?.int64 ?? 1),
                 messages: JSAPI.sequence(state["messages"]) ?? 0, bytes: JSAPI.sequence(state["bytes"]) ?? 0,
-                firstSequence: first, lastSequence: last))
+                firstSequence: first, lastSequence: last,
+                leader: String((object["cluster"]?.object?["leader"]?.string ?? "").prefix(64))))
         }
     }
 }
