@@ -54,6 +54,12 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
+        // Pure NATS client protocol over bytes (the codec, INFO/CONNECT, headers) and the JetStream
+        // API's JSON and rules (stream config, publish acks, ordered consumption); JSON from VigilCore.
+        .target(name: "VigilNATS", dependencies: ["VigilCore"]),
+        // The NATS client on the loop (connection, reconnects, request/reply) and the JetStream calls
+        // a cluster needs. Knows the loop and the NATS codec, nothing of WebSocket or the hubs.
+        .target(name: "VigilCluster", dependencies: ["VigilLoop", "VigilNATS"]),
         // Durable state: snapshot and journal codecs (pure), the state directory's files, recovery.
         .target(name: "VigilState", dependencies: ["VigilCore", "VigilGeo"]),
         // Glue: connection state machine, routing, configuration.
@@ -61,6 +67,7 @@ let package = Package(
             name: "VigilServer",
             dependencies: [
                 "VigilLoop", "VigilWire", "VigilCore", "VigilGeo", "VigilState", "VigilBytes", "CLinux",
+                "VigilNATS", "VigilCluster",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -70,7 +77,7 @@ let package = Package(
         .executableTarget(
             name: "vigild",
             dependencies: [
-                "VigilServer", "VigilState", "VigilLoop",
+                "VigilServer", "VigilState", "VigilLoop", "VigilCluster", "VigilNATS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -121,6 +128,9 @@ let package = Package(
         .testTarget(name: "VigilGeoTests", dependencies: ["VigilGeo", "VigilTestSupport"]),
         .testTarget(name: "VigilCoreTests", dependencies: ["VigilCore", "VigilBytes", "VigilTestSupport"]),
         .testTarget(name: "VigilStateTests", dependencies: ["VigilState", "VigilCore", "VigilGeo", "VigilTestSupport"]),
+        .testTarget(name: "VigilNATSTests", dependencies: ["VigilNATS", "VigilCore"]),
+        // Against a real `nats-server -js` the tests start on loopback ports (Tests/setup-deps installs it).
+        .testTarget(name: "VigilClusterTests", dependencies: ["VigilCluster", "VigilNATS", "VigilLoop"]),
         .testTarget(name: "VigilLoadTests", dependencies: ["VigilLoad", "VigilCore", "VigilGeo"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,6 @@
+import VigilCluster
 import VigilLoop
+import VigilNATS
 import Yams
 
 /// One invalid value in a config file, named by its dotted key.
@@ -48,6 +50,14 @@ public enum ConfigLoader {
         case names(ClosedRange<Int>, Path<[String]>)
         case integer64(ClosedRange<Int64>, Path<Int64>)
         case path(Path<String>)
+        /// A list of NATS server URLs with numeric addresses (`nats://10.0.0.5:4222`).
+        case natsURLs(Path<[String]>)
+        /// One name: 1 to 32 of a-z, 0-9, '_', '-' (`isName`).
+        case name(Path<String>)
+        /// A NATS cluster name (stream name and subject prefix).
+        case clusterName(Path<String>)
+        /// A key that is known but whose feature is not built yet: always an error, with the reason.
+        case unsupported(String)
     }
 
     /// The schema: section → key → kind. `config/vigild.yaml` documents the same keys.
@@ -162,6 +172,21 @@ public enum ConfigLoader {
             ("tile_url", .text(\.webTileURL)),
             ("tile_attribution", .text(\.webTileAttribution)),
         ]),
+        ("cluster", [
+            ("urls", .natsURLs(\.cluster.urls)),
+            ("name", .clusterName(\.cluster.name)),
+            ("node_id", .name(\.cluster.nodeID)),
+            ("user", .text(\.cluster.user)),
+            ("password", .text(\.cluster.password)),
+            ("token", .text(\.cluster.token)),
+            ("nkey_file", .unsupported("NATS nkey authentication is not supported yet: use user/password or token")),
+            ("creds_file", .unsupported("NATS .creds files are not supported yet: use user/password or token")),
+            ("tls", .unsupported("TLS to NATS is not supported yet (the loop's TLS starts at the first byte; NATS sends INFO in plaintext first)")),
+            ("replicas", .integer(1...5, \.cluster.replicas)),
+            ("max_age_s", .integer(60...31_536_000, \.cluster.maxAgeSeconds)),
+            ("max_bytes", .integer64(1_048_576...(1 << 40), \.cluster.maxBytes)),
+            ("request_timeout_ms", .integer(100...60_000, \.cluster.requestTimeoutMs)),
+        ]),
         ("log", [
             ("level", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"], \.logLevel)),
             ("summary_interval_s", .integer(0...86_400, \.summaryIntervalSeconds)),
@@ -189,6 +214,8 @@ public enum ConfigLoader {
                 issues.append(ConfigIssue(key: sectionName, message: "unknown section (known: \(known))", line: line(sectionNode)))
                 continue
             }
+            // `cluster:` turns clustering on, even empty (then its required keys are reported missing).
+            if sectionName == "cluster" { config.cluster.enabled = true }
             if case .scalar(let s) = body, s.string.isEmpty || s.string == "~" || s.string == "null" { continue }
             guard let entries = body.mapping else {
                 issues.append(ConfigIssue(key: sectionName, message: "must be a mapping of keys", line: line(body)))
@@ -208,6 +235,8 @@ public enum ConfigLoader {
             }
         }
         issues.append(contentsOf: crossCheck(config))
+        // A key already refused for its value is not also reported missing.
+        issues.append(contentsOf: crossCheckCluster(config.cluster).filter { rule in !issues.contains { $0.key == rule.key } })
         if !issues.isEmpty { throw ConfigError(issues: issues) }
         return config
     }
@@ -241,6 +270,10 @@ public enum ConfigLoader {
             config[keyPath: path] = names
             return nil
         }
+        if case .natsURLs(let path) = kind {
+            return applyNATSURLs(node, to: &config, path)
+        }
+        if case .unsupported(let reason) = kind { return reason }
         guard let scalar = node.scalar else { return "must be a single value, not a list or mapping" }
         let text = scalar.string
         switch kind {
@@ -283,9 +316,38 @@ public enum ConfigLoader {
         case .path(let path):
             guard text.utf8.count <= 4096, !text.utf8.contains(0) else { return "must be a file system path of at most 4096 bytes" }
             config[keyPath: path] = text
-        case .names, .prefixes:
+        case .name(let path):
+            guard isName(text) else { return "must be 1 to 32 characters a-z, 0-9, '_' or '-', got \"\(text.prefix(40))\"" }
+            config[keyPath: path] = text
+        case .clusterName(let path):
+            guard ClusterSettings.isClusterName(text) else {
+                return "must be 1 to 32 characters A-Z, a-z, 0-9, '_' or '-' (it names the JetStream stream and leads its subjects)"
+            }
+            config[keyPath: path] = text
+        case .names, .prefixes, .natsURLs, .unsupported:
             break  // handled above
         }
+        return nil
+    }
+
+    /// `cluster.urls`: every entry a NATS URL with a numeric address (no DNS on the loop).
+    static func applyNATSURLs(_ node: Node, to config: inout ServerConfig, _ path: Path<[String]>) -> String? {
+        guard let items = node.sequence else { return "must be a list of NATS URLs such as nats://127.0.0.1:4222" }
+        var urls: [String] = []
+        for item in items {
+            guard let text = item.scalar?.string else { return "each entry must be a URL, not a list or mapping" }
+            switch NATSServerURL.parse(text) {
+            case .failure(let error):
+                return "\"\(text.prefix(64))\": \(error)"
+            case .success(let url):
+                guard SocketAddress(host: url.host, port: url.port) != nil else {
+                    return "\"\(text.prefix(64))\": the host must be a numeric IPv4 or bracketed IPv6 address (names are not resolved)"
+                }
+            }
+            urls.append(text)
+        }
+        guard (1...32).contains(urls.count) else { return "must list 1 to 32 NATS servers" }
+        config[keyPath: path] = urls
         return nil
     }
 
@@ -332,6 +394,24 @@ public enum ConfigLoader {
         }
         if c.maxOutputBufferBytes < c.maxMessageBytes {
             issues.append(ConfigIssue(key: "websocket.max_output_buffer_bytes", message: "must be at least websocket.max_message_bytes (\(c.maxMessageBytes))"))
+        }
+        return issues
+    }
+
+    static func crossCheckCluster(_ c: ClusterSettings) -> [ConfigIssue] {
+        guard c.enabled else { return [] }
+        var issues: [ConfigIssue] = []
+        if c.urls.isEmpty {
+            issues.append(ConfigIssue(key: "cluster.urls", message: "must list at least one NATS server (nats://HOST:PORT)"))
+        }
+        if c.nodeID.isEmpty {
+            issues.append(ConfigIssue(key: "cluster.node_id", message: "must name this node (1 to 32 characters a-z, 0-9, '_' or '-'), unique in the cluster"))
+        }
+        if !c.token.isEmpty && (!c.user.isEmpty || !c.password.isEmpty) {
+            issues.append(ConfigIssue(key: "cluster.token", message: "must not be set together with cluster.user/password: choose one"))
+        }
+        if c.user.isEmpty != c.password.isEmpty {
+            issues.append(ConfigIssue(key: c.user.isEmpty ? "cluster.user" : "cluster.password", message: "cluster.user and cluster.password go together"))
         }
         return issues
     }

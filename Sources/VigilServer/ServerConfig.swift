@@ -1,3 +1,4 @@
+import VigilCluster
 import VigilCore
 import VigilLoop
 
@@ -81,6 +82,8 @@ public struct ServerConfig: Equatable, Sendable {
     /// The map tiles (`{z}`, `{x}`, `{y}`, optionally `{s}`), empty for none: a plain background.
     public var webTileURL = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
     public var webTileAttribution = "© OpenStreetMap contributors"
+    // cluster (issue 16): NATS JetStream; `enabled` only with a `cluster:` section
+    public var cluster = ClusterSettings()
     // log
     public var logLevel = "info"
     /// Seconds between the summary lines at info level (0: none).

@@ -5,7 +5,7 @@
 # Corpora persist in .build/fuzz-corpus-TARGET; targets with seeds in Tests/fuzz/seeds/TARGET start
 # from them.
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-FUZZ_TARGETS=(wire json hub deflate decoder snapshot journal)
+FUZZ_TARGETS=(wire json hub deflate decoder snapshot journal nats)
 OUT="$ROOT/.build/fuzz"
 # Swift's own crash backtracer would take over a trap (and can sit for minutes symbolicating a
 # sanitizer-sized process); libFuzzer's handler reports it and writes the input instead.
@@ -41,6 +41,9 @@ fuzz_build() {
   local SPM=(swift build --package-path "$ROOT" -c release --target VigilState --scratch-path "$ROOT/.build/fuzz-spm"
        -Xswiftc -sanitize=fuzzer,address)
   quietly state-modules "${SPM[@]}"
+  # The NATS codec: a second target in the same scratch directory (VigilCore's objects are shared).
+  quietly nats-modules swift build --package-path "$ROOT" -c release --target VigilNATS --scratch-path "$ROOT/.build/fuzz-spm" \
+      -Xswiftc -sanitize=fuzzer,address
   local BIN OBJECTS=() STATE_OBJECTS=() module
   BIN="$("${SPM[@]}" --show-bin-path)"
   for module in VigilCore VigilGeo VigilBytes HeapModule InternalCollectionsUtilities; do OBJECTS+=("$BIN/$module.build"/*.o); done
@@ -53,6 +56,8 @@ fuzz_build() {
       "${OBJECTS[@]}" -o "$OUT/hubfuzz"
   quietly snapshot-build swiftc "${FLAGS[@]}" -I "$BIN/Modules" -I "$BIN" -module-name SnapshotFuzz \
       "$ROOT/Tests/fuzz/SnapshotFuzz.swift" "${STATE_OBJECTS[@]}" -o "$OUT/snapshotfuzz"
+  quietly nats-build swiftc "${FLAGS[@]}" -I "$BIN/Modules" -I "$BIN" -module-name NATSFuzz \
+      "$ROOT/Tests/fuzz/FuzzChunks.swift" "$ROOT/Tests/fuzz/NATSFuzz.swift" "${OBJECTS[@]}" "$BIN/VigilNATS.build"/*.o -o "$OUT/natsfuzz"
   quietly journal-build swiftc "${FLAGS[@]}" -I "$BIN/Modules" -I "$BIN" -module-name JournalFuzz \
       "$ROOT/Tests/fuzz/JournalFuzz.swift" "${STATE_OBJECTS[@]}" -o "$OUT/journalfuzz"
 }

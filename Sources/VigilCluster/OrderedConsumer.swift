@@ -1,0 +1,154 @@
+import VigilLoop
+import VigilNATS
+
+/// Reads a stream in stream-sequence order, each message once, from a given sequence, and keeps
+/// reading across lost messages, lost consumers and reconnections (the rules are
+/// `JSOrderedConsumption`'s; this class does their I/O).
+///
+/// Behind it is an ephemeral push consumer (`JSOrderedConsumerConfig`) delivering to a fresh
+/// `_INBOX.<random>` subject. A reset (a gap, a heartbeat that shows one, heartbeats that stop,
+/// a reconnection) drops that subscription, asks the server to delete the old consumer (best
+/// effort: it also expires by itself) and creates a new one from the sequence after the last one
+/// delivered. A creation that fails is retried every `retryMs`. Nothing is buffered here: each
+/// message goes to `deliver` as it arrives, in order.
+public final class OrderedConsumer {
+    public typealias Delivery = (_ streamSequence: UInt64, _ message: NATSMessage) -> Void
+
+    private let jetStream: JetStream
+    private let stream: String
+    private let filterSubject: String?
+    private let heartbeatMs: Int64
+    private let retryMs: Int64
+    private let deliver: Delivery
+    private var consumption: JSOrderedConsumption
+    /// The current consumer's subscription, and its name once the server created it.
+    private var sid: UInt64?
+    private var consumerName: String?
+    /// Bumped by every reset: a creation reply for an older attempt is ignored.
+    private var attempt = 0
+    private var lastActivityMs: Int64 = 0
+    private var retryAtMs: Int64?
+    private var stopped = false
+
+    /// Why the last creation failed, nil while consuming (for `/healthz` and logs).
+    public private(set) var lastError: String?
+    /// Consumers created so far (1 after a clean start; each reset adds one).
+    public private(set) var consumersCreated = 0
+
+    public init(jetStream: JetStream, stream: String, startAfter lastApplied: UInt64, filterSubject: String? = nil,
+                heartbeatMs: Int64 = 5_000, retryMs: Int64 = 1_000, deliver: @escaping Delivery) {
+        self.jetStream = jetStream
+        self.stream = stream
+        self.filterSubject = filterSubject
+        self.heartbeatMs = heartbeatMs
+        self.retryMs = retryMs
+        self.deliver = deliver
+        consumption = JSOrderedConsumption(startAfter: lastApplied)
+        let client = jetStream.client
+        client.addStateObserver { [weak self] state, _ in
+            guard let self, !self.stopped else { return }
+            // A new connection: the old consumer's deliveries went to a subscription the server
+            // forgot (and after a server restart the consumer itself is gone). Start over.
+            if state == .connected { self.recreate() }
+        }
+        client.addTickHandler { [weak self] now in self?.tick(nowMs: now) }
+        if client.state == .connected { recreate() }
+    }
+
+    /// The last stream sequence delivered.
+    public var lastStreamSequence: UInt64 { consumption.lastStreamSequence }
+    public var resets: Int { consumption.resets }
+
+    /// Stops delivering and deletes the consumer (best effort).
+    public func stop() {
+        stopped = true
+        dropConsumer()
+    }
+
+    private func tick(nowMs: Int64) {
+        guard !stopped, jetStream.client.state == .connected else { return }
+        if let retryAt = retryAtMs {
+            if nowMs >= retryAt { recreate() }
+            return
+        }
+        // Three heartbeat intervals without a message or a heartbeat: the consumer is lost.
+        if consumerName != nil, nowMs - lastActivityMs > 3 * heartbeatMs {
+            apply(consumption.heartbeatsMissed())
+        }
+    }
+
+    private func received(_ message: NATSMessage, attempt: Int) {
+        guard !stopped, attempt == self.attempt else { return }
+        lastActivityMs = monotonicMilliseconds()
+        let verdict = consumption.received(message)
+        if case .apply(let sequence) = verdict {
+            deliver(sequence, message)
+        } else {
+            apply(verdict)
+        }
+    }
+
+    private func apply(_ verdict: JSOrderedConsumption.Verdict) {
+        switch verdict {
+        case .apply, .none:
+            break
+        case .respond(let subject):
+            try? jetStream.client.publish(subject: subject, payload: [])
+        case .reset:
+            recreate()
+        }
+    }
+
+    private func dropConsumer() {
+        if let sid { jetStream.client.unsubscribe(sid) }
+        sid = nil
+        if let name = consumerName {
+            try? jetStream.client.request(subject: JSAPI.consumerDelete(stream, name), payload: [],
+                                          timeoutMs: jetStream.timeoutMs) { _ in }
+        }
+        consumerName = nil
+    }
+
+    /// A new subscription and a new consumer from the sequence after the last one delivered.
+    private func recreate() {
+        dropConsumer()
+        attempt += 1
+        let attempt = self.attempt
+        retryAtMs = nil
+        let client = jetStream.client
+        let deliverSubject = "_INBOX." + client.randomToken(length: 22)
+        let config = JSOrderedConsumerConfig(stream: stream, deliverSubject: deliverSubject,
+                                             startSequence: consumption.nextStreamSequence,
+                                             filterSubject: filterSubject, heartbeatMs: heartbeatMs)
+        do throws(NATSClientError) {
+            sid = try client.subscribe(subject: deliverSubject) { [weak self] message in
+                self?.received(message, attempt: attempt)
+            }
+            try client.request(subject: JSAPI.consumerCreate(stream), payload: config.encode(),
+                               timeoutMs: jetStream.timeoutMs) { [weak self] result in
+                self?.created(result, attempt: attempt)
+            }
+        } catch {
+            failed(error.description)
+        }
+    }
+
+    private func created(_ result: Result<NATSMessage, NATSClientError>, attempt: Int) {
+        guard !stopped, attempt == self.attempt else { return }
+        switch JetStream.decode(result, JSOrderedConsumerConfig.decodeName) {
+        case .success(let name):
+            consumerName = name
+            consumersCreated += 1
+            lastError = nil
+            lastActivityMs = monotonicMilliseconds()
+        case .failure(let error):
+            failed(error.description)
+        }
+    }
+
+    private func failed(_ reason: String) {
+        lastError = reason
+        dropConsumer()
+        retryAtMs = monotonicMilliseconds() + retryMs
+    }
+}

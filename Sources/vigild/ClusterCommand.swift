@@ -1,0 +1,85 @@
+import ArgumentParser
+import Foundation
+import VigilCluster
+import VigilLoop
+import VigilNATS
+
+/// `vigild cluster ...`: the NATS side of a cluster, checked from the command line.
+struct ClusterCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cluster",
+        abstract: "Tools for the cluster: section (NATS JetStream).",
+        subcommands: [Check.self])
+
+    /// Connects as the node would, and reports the server and the stream: the operator's first
+    /// look before a node joins, and the end-to-end tests' handle on the client in this binary.
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Connect to the config's NATS servers and report the cluster's JetStream stream (exit 0 ok, 1 not).",
+            discussion: """
+            Tries the servers of cluster.urls in order, with the configured credentials; asks JetStream for the stream
+            named cluster.name. With --create-stream, creates it when missing (subjects NAME.>, file storage,
+            cluster.replicas copies, bounded by cluster.max_age_s and cluster.max_bytes). Prints one line of JSON.
+            """)
+
+        @Argument(help: ArgumentHelp("YAML config file with a cluster: section.", valueName: "config-file"))
+        var config: String
+
+        @Flag(name: .customLong("create-stream"), help: "Create the stream when it does not exist.")
+        var createStream = false
+
+        @Option(name: .customLong("timeout-ms"), help: "Give up after this long without a connection and an answer.")
+        var timeoutMs: Int = 10_000
+
+        func run() throws {
+            let settings: ClusterSettings
+            do {
+                settings = try Vigild.loadConfig(path: config).cluster
+            } catch {
+                FileHandle.standardError.write(Data("\(config): invalid\n\(Vigild.indent(error))\n".utf8))
+                throw ExitCode(1)
+            }
+            guard settings.enabled else {
+                FileHandle.standardError.write(Data("\(config): no cluster: section\n".utf8))
+                throw ExitCode(1)
+            }
+            ProcessLimits.ignoreSIGPIPE()
+            let loop = try EventLoop()
+            let client = NATSClient(urls: settings.serverURLs, options: settings.connectOptions, loop: loop)
+            var lastReason = "no answer"
+            client.addStateObserver { state, reason in if state == .disconnected { lastReason = reason } }
+            try client.start()
+            let jetStream = JetStream(client: client, timeoutMs: Int64(settings.requestTimeoutMs))
+            let deadline = monotonicMilliseconds() + Int64(timeoutMs)
+            var outcome: Result<JSStreamInfo, JetStreamError>?
+            var asked = false
+            while outcome == nil && monotonicMilliseconds() < deadline {
+                try loop.turn(timeoutMs: 50)
+                guard client.state == .connected, !asked else { continue }
+                asked = true
+                do {
+                    if createStream {
+                        try jetStream.ensureStream(settings.streamConfig) { outcome = $0 }
+                    } else {
+                        try jetStream.streamInfo(settings.name) { outcome = $0 }
+                    }
+                } catch {
+                    outcome = .failure(.client(error))
+                }
+            }
+            let server = client.serverInfo
+            client.close()
+            try loop.turn(timeoutMs: 0)
+            switch outcome {
+            case .success(let info)?:
+                print(#"{"ok":true,"cluster":"\#(settings.name)","node":"\#(settings.nodeID)","server_version":"\#((server?.version ?? "").filter { $0.isASCII && $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" })","jetstream":\#(server?.jetStream ?? false),"stream":{"name":"\#(info.name)","messages":\#(info.messages),"bytes":\#(info.bytes),"first_seq":\#(info.firstSequence),"last_seq":\#(info.lastSequence),"replicas":\#(info.replicas)}}"#)
+            case .failure(let error)?:
+                FileHandle.standardError.write(Data("vigild cluster check: \(error)\n".utf8))
+                throw ExitCode(1)
+            case nil:
+                FileHandle.standardError.write(Data("vigild cluster check: no answer within \(timeoutMs) ms (last: \(lastReason))\n".utf8))
+                throw ExitCode(1)
+            }
+        }
+    }
+}

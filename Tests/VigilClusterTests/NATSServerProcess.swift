@@ -1,0 +1,95 @@
+import Foundation
+import Glibc
+import VigilLoop
+
+/// A `nats-server -js` of the test's own, on a loopback port, storing in a temporary directory
+/// (installed by Tests/setup-deps). Killed, restarted and removed by the test.
+final class NATSServerProcess {
+    let port: UInt16
+    let storeDirectory: String
+    let extraArguments: [String]
+    private var process: Process?
+
+    static let executable = ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"]
+        .first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    init(port: UInt16? = nil, extraArguments: [String] = []) throws {
+        self.port = try port ?? Self.freePort()
+        storeDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("vigil-nats-\(getpid())-\(self.port)").path
+        self.extraArguments = extraArguments
+        try FileManager.default.createDirectory(atPath: storeDirectory, withIntermediateDirectories: true)
+    }
+
+    var url: String { "nats://127.0.0.1:\(port)" }
+
+    /// Starts the server and returns once it accepts connections (at most 10 s).
+    func start() throws {
+        guard let executable = Self.executable else {
+            throw TestFailure("nats-server is not installed (Tests/setup-deps installs it)")
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: executable)
+        p.arguments = ["-js", "-a", "127.0.0.1", "-p", String(port), "-sd", storeDirectory,
+                       "-l", storeDirectory + "/server.log"] + extraArguments
+        try p.run()
+        process = p
+        // The server has no readiness signal to wait on but its port: try connecting, 20 ms apart.
+        let deadline = monotonicMilliseconds() + 10_000
+        while monotonicMilliseconds() < deadline {
+            if Self.accepts(port) { return }
+            guard p.isRunning else { throw TestFailure("nats-server exited at start: \(log.suffix(500))") }
+            usleep(20_000)
+        }
+        throw TestFailure("nats-server did not listen on port \(port) within 10 s")
+    }
+
+    /// SIGKILL, as a crash: nothing flushed, no goodbye to clients.
+    func kill() {
+        guard let p = process else { return }
+        Glibc.kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+        process = nil
+    }
+
+    var log: String { (try? String(contentsOfFile: storeDirectory + "/server.log", encoding: .utf8)) ?? "" }
+
+    deinit {
+        kill()
+        try? FileManager.default.removeItem(atPath: storeDirectory)
+    }
+
+    static func accepts(_ port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var sin = sockaddr_in()
+        sin.sin_family = sa_family_t(AF_INET)
+        sin.sin_port = port.bigEndian
+        sin.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &sin) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+
+    /// A port the kernel just handed out on loopback (free unless someone takes it in between).
+    static func freePort() throws -> UInt16 {
+        let fd = try Socket.listen(on: ListenAddress(host: "127.0.0.1", port: 0), backlog: 1)
+        defer { close(fd) }
+        guard let port = Socket.localPort(fd) else { throw TestFailure("getsockname") }
+        return port
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Turns `loop` until `condition` holds; false when `timeoutMs` passed first.
+func turn(_ loop: EventLoop, until condition: () -> Bool, timeoutMs: Int64 = 5_000) throws -> Bool {
+    let deadline = monotonicMilliseconds() + timeoutMs
+    while !condition() {
+        if monotonicMilliseconds() >= deadline { return false }
+        try loop.turn(timeoutMs: 20)
+    }
+    return true
+}

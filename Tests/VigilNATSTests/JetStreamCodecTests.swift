@@ -1,0 +1,54 @@
+import Testing
+import VigilCore
+@testable import VigilNATS
+
+@Suite struct JetStreamCodecTests {
+    @Test func streamConfigNamesItsSubjectsAndBounds() throws {
+        let config = JSStreamConfig(name: "VIGIL", subjects: ["VIGIL.>"], replicas: 3, maxAgeSeconds: 86_400, maxBytes: 1 << 30)
+        let object = try #require(try JSONParser.parse(config.encode()).object)
+        #expect(object["name"] == .string("VIGIL") && object["subjects"] == .array([.string("VIGIL.>")]))
+        #expect(object["storage"] == .string("file") && object["num_replicas"]?.int64 == 3)
+        #expect(object["max_age"]?.int64 == 86_400_000_000_000 && object["max_bytes"]?.int64 == 1 << 30)
+        #expect(object["discard"] == .string("old") && object["retention"] == .string("limits"))
+    }
+
+    @Test func decodesStreamInfoAndErrors() throws {
+        let reply = #"{"type":"io.nats.jetstream.api.v1.stream_info_response","config":{"name":"V","subjects":["V.>"],"num_replicas":3},"state":{"messages":3,"bytes":120,"first_seq":1,"last_seq":3},"cluster":{"name":"C","leader":"s2"}}"#
+        #expect(try JSStreamInfo.decode(Array(reply.utf8)).get() == JSStreamInfo(
+            name: "V", subjects: ["V.>"], replicas: 3, messages: 3, bytes: 120, firstSequence: 1, lastSequence: 3, leader: "s2"))
+        let missing = #"{"type":"x","error":{"code":404,"err_code":10059,"description":"stream not found"}}"#
+        guard case .failure(let error) = JSStreamInfo.decode(Array(missing.utf8)) else { Issue.record("no error"); return }
+        #expect(error == JSAPIError(code: 404, errorCode: JSAPI.streamNotFound, description: "stream not found"))
+        guard case .failure(let garbage) = JSStreamInfo.decode(Array("nope".utf8)) else { Issue.record("no error"); return }
+        #expect(garbage.code == 0)
+    }
+
+    @Test func decodesPublishAcks() throws {
+        #expect(try JSPubAck.decode(Array(#"{"stream":"V","seq":42}"#.utf8)).get() == JSPubAck(stream: "V", sequence: 42))
+        #expect(try JSPubAck.decode(Array(#"{"stream":"V","seq":42,"duplicate":true}"#.utf8)).get().duplicate)
+        guard case .failure = JSPubAck.decode(Array(#"{"stream":"V"}"#.utf8)) else { Issue.record("accepted an ack without seq"); return }
+        guard case .failure(let e) = JSPubAck.decode(Array(#"{"error":{"code":503,"err_code":10077,"description":"maximum messages exceeded"}}"#.utf8)) else {
+            Issue.record("accepted an error"); return
+        }
+        #expect(e.code == 503)
+    }
+
+    @Test func orderedConsumerConfigStartsWhereAsked() throws {
+        let fromStart = try #require(try JSONParser.parse(JSOrderedConsumerConfig(stream: "V", deliverSubject: "_INBOX.a", startSequence: 1).encode()).object)
+        #expect(fromStart["config"]?.object?["deliver_policy"] == .string("all"))
+        let config = JSOrderedConsumerConfig(stream: "V", deliverSubject: "_INBOX.a", startSequence: 17, heartbeatMs: 2000)
+        let object = try #require(try JSONParser.parse(config.encode()).object?["config"]?.object)
+        #expect(object["deliver_policy"] == .string("by_start_sequence") && object["opt_start_seq"]?.int64 == 17)
+        #expect(object["ack_policy"] == .string("none") && object["flow_control"] == .bool(true))
+        #expect(object["idle_heartbeat"]?.int64 == 2_000_000_000 && object["mem_storage"] == .bool(true))
+    }
+
+    @Test func readsDeliveryInfoFromBothReplyForms() throws {
+        let v1 = try #require(JSDeliveryInfo(replySubject: "$JS.ACK.V.c1.1.40.3.1700000000000000000.7"))
+        #expect(v1.stream == "V" && v1.consumer == "c1" && v1.streamSequence == 40 && v1.consumerSequence == 3 && v1.pending == 7)
+        let v2 = try #require(JSDeliveryInfo(replySubject: "$JS.ACK.dom.ACCHASH.V.c1.1.41.4.1700000000000000000.6.rnd"))
+        #expect(v2.streamSequence == 41 && v2.consumerSequence == 4)
+        #expect(JSDeliveryInfo(replySubject: "$JS.ACK.V.c1.1.x.3.1.7") == nil)
+        #expect(JSDeliveryInfo(replySubject: "_INBOX.a.b") == nil)
+    }
+}
