@@ -1,14 +1,15 @@
 import VigilCore
 
-/// The snapshot file format, version 2:
+/// The snapshot file format, version 3:
 ///
 ///     magic           8 bytes  89 'V' 'G' 'S' 0D 0A 1A 0A
-///     version         u16      2 (1 is read too: its streams lack the safety timer's fields)
+///     version         u16      3 (1 and 2 are read too: 1's streams lack the safety timer's
+///                              fields, and the pins of both lack range_m)
 ///     flags           u16      0 (reserved: a reader refuses what it does not know)
 ///     takenAt         i64      unix ms
 ///     journalSegment  u64
 ///     pin count       u32,  stream count u32
-///     pins            (see `PinFields`)
+///     pins            (see `PinFields`), each followed by range_m u32 (0: none) since version 3
 ///     streams         (see `PanicFields`)
 ///     crc32c          u32      CRC-32C of every byte before it
 ///
@@ -18,7 +19,7 @@ import VigilCore
 public enum SnapshotCodec {
     public static let magic: [UInt8] = [0x89, 0x56, 0x47, 0x53, 0x0D, 0x0A, 0x1A, 0x0A]
     /// The version written. Every version from `oldestReadable` up is read.
-    public static let version: UInt16 = 2
+    public static let version: UInt16 = 3
     public static let oldestReadable: UInt16 = 1
     static let headerBytes = 8 + 2 + 2 + 8 + 8 + 4 + 4
     static let checksumBytes = 4
@@ -70,7 +71,11 @@ public enum SnapshotCodec {
         body.what = "pin"
         var pins: [Pin] = []
         pins.reserveCapacity(pinCount)
-        for _ in 0..<pinCount { pins.append(try PinFields.read(from: &body)) }
+        for _ in 0..<pinCount {
+            var pin = try PinFields.read(from: &body)
+            if found >= 3 { pin.rangeMeters = try PinFields.readRange(&body) }
+            pins.append(pin)
+        }
         body.what = "panic stream"
         var streams: [PanicStream] = []
         streams.reserveCapacity(streamCount)

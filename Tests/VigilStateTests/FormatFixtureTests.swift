@@ -62,10 +62,11 @@ import VigilGeo
         #expect(stream.ended == PanicEnd(reason: .safe, at: 1_795_000_007_000))
         #expect(stream.history.all.map(\.seq) == [1, 2, 3, 4] && stream.watchTokenDigests.count == 2)
         // Version 1 has no timer fields: its streams read as without a timer, and are written
-        // back as version 2 (the same bytes but for the version and two absent timer fields).
-        #expect(stream.dueAt == nil && stream.missedCheckInAt == nil)
+        // back as version 3 (the same bytes but for the version, two absent timer fields and the
+        // pin's absent range, 4 bytes).
+        #expect(stream.dueAt == nil && stream.missedCheckInAt == nil && pin.rangeMeters == nil)
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 2 && again.count == Self.snapshot.count + 2)
+        #expect(again[8] == 3 && again.count == Self.snapshot.count + 2 + 4)
         expectSameStreams(try SnapshotCodec.decode(again).streams, snapshot.streams)
 
         // Votes kept by session number are votes by voter number now; new voters number on above them.

@@ -39,6 +39,12 @@ import VigilTestSupport
                                                     watchTokens: escalated.watchTokenDigests, historyCapacity: escalated.history.capacity,
                                                     dueAt: escalated.startedAt + 600_000)))
         records += escalated.history.all.dropFirst().map { .panicEvent(escalated.id, $0) }
+        // A pin with a reach: journal record kind 10, and a snapshot pin with a range.
+        var ranged = pins[2]
+        ranged.rangeMeters = 1_500
+        records.append(.pinPut(ranged))
+        out.append(("snapshot", "ranges.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 5,
+                                                                                 pins: [pins[0], ranged], streams: []))))
         var segment = JournalCodec.header(segment: 3)
         for (index, record) in records.enumerated() {
             // One payload on its own per record (the fuzzer's `decodeRecord` path) ...

@@ -87,12 +87,12 @@ import VigilTestSupport
 
     @Test func unknownVersionIsRefusedByName() {
         var bytes = SnapshotCodec.encode(Self.sample())
-        bytes[8] = 3
-        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 3, supported: 2)) { try SnapshotCodec.decode(bytes) }
+        bytes[8] = 4
+        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 4, supported: 3)) { try SnapshotCodec.decode(bytes) }
         bytes[8] = 0
-        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 0, supported: 2)) { try SnapshotCodec.decode(bytes) }
-        let message = StateError.unsupportedVersion(kind: "snapshot", found: 3, supported: 2).description
-        #expect(message == "snapshot format version 3 is not supported (this build reads version 2)")
+        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 0, supported: 3)) { try SnapshotCodec.decode(bytes) }
+        let message = StateError.unsupportedVersion(kind: "snapshot", found: 4, supported: 3).description
+        #expect(message == "snapshot format version 4 is not supported (this build reads version 3)")
     }
 
     @Test func wrongMagicAndChecksumAreNamed() {
