@@ -16,6 +16,7 @@ import struct
 
 import pinclient as pc
 from pinclient import PinClient, deg_lat
+from test_load import LIFTED, assert_clean, check, load_binary, run_load  # noqa: F401  (load_binary: a fixture)
 
 CITY = (52.0, 13.0, 53.0, 14.0)
 HOME = (52.5, 13.5)
@@ -158,7 +159,7 @@ def test_restart_keeps_range_and_the_viewer_is_never_written_or_logged(vigild, t
     cfg = config()
     cfg["state"] = {"directory": str(state)}
     # A viewer position no pin, area or other message uses: its digits and its f64 bytes are searched for.
-    secret = (52.51234567, 13.48765432)
+    secret = (52.50123457, 13.49876543)
     d = vigild(cfg, extra_args=["--log-level", "debug"])
     with PinClient(d.port) as pub, PinClient(d.port) as me:
         kept, token = pub.create(*HOME, "kept", range_m=1500)
@@ -187,7 +188,7 @@ def test_restart_keeps_range_and_the_viewer_is_never_written_or_logged(vigild, t
 
     files = [f for f in state.iterdir() if f.is_file()]
     assert any(f.name.startswith("journal-") for f in files) and any(f.name.startswith("snapshot-") for f in files)
-    needles = [struct.pack("<d", v) for v in secret] + [repr(v).encode() for v in secret] + [b"5123456", b"8765432"]
+    needles = [struct.pack("<d", v) for v in secret] + [repr(v).encode() for v in secret] + [b"50123457", b"49876543"]
     for f in files:
         data = f.read_bytes()
         for n in needles:
@@ -195,4 +196,18 @@ def test_restart_keeps_range_and_the_viewer_is_never_written_or_logged(vigild, t
     assert any("connection closed" in line for line in d._lines), "the debug log was on"
     for daemon in (d, d2, d3):
         for line in daemon._lines:
-            assert "5123456" not in line and "8765432" not in line, f"the viewer position is logged: {line}"
+            assert "50123457" not in line and "49876543" not in line, f"the viewer position is logged: {line}"
+
+
+def test_vigil_load_range_checks_the_reach_rule(vigild, load_binary, tmp_path):
+    """`vigil-load map --range`: ranged pins, viewers, range changes; its oracle applies the reach rule."""
+    daemon = vigild(LIFTED)
+    proc, result = run_load(load_binary, daemon, tmp_path, "map", "--subscribers", "200", "--publishers", "4",
+                            "--rate", "400", "--region", "52.3,13.0,52.7,13.8", "--viewport-km", "8",
+                            "--panning", "0.5", "--pan-interval", "0.5", "--check-subscribers", "20",
+                            "--range", "0.5", "--duration", "2")
+    assert_clean(proc, result)
+    exact = check(result, "viewport exactness")
+    assert exact["checked"] == 20
+    assert exact["counters"]["certain"] > 0 and exact["counters"]["events"] > 0
+    assert "pins with a range=0.5" in proc.stdout
