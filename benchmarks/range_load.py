@@ -60,8 +60,10 @@ def main() -> int:
     ap.add_argument("--cpus", default="0,1", help="CPU for the daemon, CPU for the client")
     opts = ap.parse_args()
     cpus = tuple(opts.cpus.split(","))
-    subscribers, rate, duration, checked = ("500", "300", "3", "40") if opts.quick else ("5000", "2000", "15", "100")
-    base = ["map", "--subscribers", subscribers, "--publishers", "20", "--rate", rate, "--pins-per-publisher", "500",
+    subscribers, rate, duration, checked = ("500", "300", "3", "40") if opts.quick else ("5000", "500", "15", "100")
+    # --prefill: the pins are made before the window, so the window is moves (a quarter of them
+    # changing the range), votes and deletes.
+    base = ["map", "--subscribers", subscribers, "--publishers", "20", "--rate", rate, "--pins-per-publisher", "250", "--prefill",
             "--region", "52.3,13.0,52.7,13.8", "--viewport-km", "8", "--panning", "0.2", "--pan-interval", "2",
             "--check-subscribers", checked, "--duration", duration]
     variants = [("with ranges", base + ["--range", opts.range]), ("without ranges", base)]

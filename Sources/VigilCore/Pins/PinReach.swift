@@ -32,23 +32,28 @@ public enum PinReach {
 extension SubscriptionIndex {
     /// Calls `body` for every subscriber that sees `pin` (category bit `categoryBit`): those whose
     /// subscription holds its position and category and, for a pin with a range, whose viewer it
-    /// reaches. A pin without a range takes exactly `forEachSubscriber`'s path: ranges cost the
-    /// fan-out of other pins one test of an optional. A ranged pin costs one subscription lookup
-    /// and one distance per candidate the area accepts.
+    /// reaches. A pin without a range takes `forEachSubscriber`'s path with one test of an
+    /// optional per recipient. A ranged pin costs one subscription lookup and one distance per
+    /// candidate the area accepts.
     @inline(__always)
     func forEachRecipient(of pin: Pin, categoryBit: Int, _ body: (SubscriberID) -> Void) {
-        guard let range = pin.rangeMeters else {
-            forEachSubscriber(at: pin.point, cell: pin.cell, categoryBit: categoryBit, body)
-            return
-        }
+        // One loop and one call of `body` for both kinds of pin (two call sites measured dearer:
+        // the closure was no longer inlined into the loop).
+        let range = pin.rangeMeters
         forEachSubscriber(at: pin.point, cell: pin.cell, categoryBit: categoryBit) { subscriber in
-            if PinReach.reaches(pin.point, rangeMeters: range, viewer: subscriptions[subscriber]?.viewer) { body(subscriber) }
+            if let range, !PinReach.reaches(pin.point, rangeMeters: range, viewer: subscriptions[subscriber]?.viewer) { return }
+            body(subscriber)
         }
     }
 
     /// Whether `subscriber` sees `pin` (category bit `categoryBit`): area, category and reach.
+    /// A pin without a range takes `wants`, today's path, exactly: reading the whole subscription
+    /// out of the dictionary instead (to reach its viewer) copies it, retaining and releasing its
+    /// cells, which made a move's fan-out 40% dearer when measured.
+    @inline(__always)
     func sees(_ subscriber: SubscriberID, _ pin: Pin, categoryBit: Int) -> Bool {
+        guard let range = pin.rangeMeters else { return wants(subscriber, pin.point, categoryBit: categoryBit) }
         guard let subscription = subscriptions[subscriber], subscription.wants(pin.point, categoryBit: categoryBit) else { return false }
-        return PinReach.shows(pin.point, rangeMeters: pin.rangeMeters, to: subscription.viewer)
+        return PinReach.reaches(pin.point, rangeMeters: range, viewer: subscription.viewer)
     }
 }
