@@ -41,12 +41,13 @@ def run_once(args: list[str], out: Path, cpus: tuple[str, str]) -> dict:
     before = cpu_times()
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     steal = steal_share(before, cpu_times())
+    load = os.getloadavg()[0]   # other work on the machine: pinned processes still share their CPU
     daemon.stop()
     result = json.loads(out.read_text()) if out.exists() else {}
     check = next((c for c in result.get("checks", []) if c["name"] == "viewport exactness"), None)
     failed = proc.returncode != 0 or any(c["errors"] for c in result.get("checks", [])) or check is None
     lat = result.get("latency_ns", {}).get("map event", {})
-    return dict(exit=proc.returncode, failed=failed, steal=steal, check=check,
+    return dict(exit=proc.returncode, failed=failed, steal=steal, check=check, load=load,
                 delivered=result.get("messages", {}).get("delivered_per_s", 0.0),
                 p50=lat.get("p50", 0) / 1e6, p99=lat.get("p99", 0) / 1e6,
                 cpu=result.get("server", {}).get("cpu_percent", 0.0), stdout=proc.stdout, stderr=proc.stderr[-2000:])
@@ -80,8 +81,8 @@ def main() -> int:
                   f"{counters.get('events', 0)} events, {counters.get('certain', 0)} certain changes, "
                   f"{c.get('errors', '?')} errors (lost {counters.get('lost', '?')}, wrong {counters.get('wrong', '?')}, "
                   f"snapshot {counters.get('snapshot errors', '?')}); {r['delivered']:,.0f} deliveries/s, "
-                  f"event p50 {r['p50']:.3f} ms p99 {r['p99']:.3f} ms, daemon CPU {r['cpu']:.1f}%, steal {r['steal']:.1%}",
-                  flush=True)
+                  f"event p50 {r['p50']:.3f} ms p99 {r['p99']:.3f} ms, daemon CPU {r['cpu']:.1f}%, steal {r['steal']:.1%}, "
+                  f"load average {r['load']:.1f}", flush=True)
             if r["failed"]:
                 print(r["stdout"][-3000:] + r["stderr"], file=sys.stderr)
     for name, rs in rows.items():
