@@ -149,13 +149,12 @@ public struct MapHub: Sendable {
         }
     }
 
-    /// The same holds for a pin's reach (`PinReach`): a move, or a new or removed `range_m`, is an
-    /// `added` for the subscribers it now reaches and a `removed(moved)` for those it no longer does.
-    ///
     /// A pin whose category is not (or no longer) listed is seen by nobody: a pin restored from a
     /// snapshot may carry a category the operator has since removed. So an edit that gives it a
     /// listed category is an `added` for the subscribers that now see it (and the other way round
-    /// a `removed(moved)`), not a change nobody hears of.
+    /// a `removed(moved)`), not a change nobody hears of. The same holds for a pin's reach
+    /// (`PinReach`): a move, or a new or removed `range_m`, is an `added` for the subscribers it
+    /// now reaches and a `removed(moved)` for those it no longer does.
     private func deliverTransition(from old: Pin, to new: Pin, out: inout [PinDelivery]) {
         let oldBit = settings.categoryIndex(old.category)
         let newBit = settings.categoryIndex(new.category)

@@ -10,7 +10,7 @@ public enum PinRangeChange: Equatable, Sendable {
 /// by a subscriber whose viewer position is within `range_m` of the pin, measured as a
 /// great-circle distance on the same sphere as the areas (`GeoDistance`), the boundary included.
 /// A subscriber that gave no viewer position sees no pin with a range. A pin without a range
-/// follows the area rule alone and never comes here (see `SubscriptionIndex.forEachRecipient`).
+/// follows the area rule alone and never pays for a distance (`SubscriptionIndex.forEachRecipient`).
 ///
 /// Pure and separate from the area test: a pin must also be inside the subscription's area.
 public enum PinReach {
