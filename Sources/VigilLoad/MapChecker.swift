@@ -85,13 +85,13 @@ public struct MapChecker: Sendable {
                 snapshotError("\(label): pin \(entry.pin): listed twice in the snapshot")
                 continue
             }
-            let changes = PinTransitions(versions: track.versions, area: epoch.area)
+            let changes = PinTransitions(versions: track.versions, area: epoch.area, viewer: epoch.viewer)
             let valid = checkSnapshotEntry(entry.observedVersion, changes, epoch, label: "\(label): pin \(entry.pin)")
             snapshot[entry.pin] = valid ? .present(entry.observedVersion) : .unknown
         }
 
         for (pin, track) in history.tracks where !track.abandoned {
-            let changes = PinTransitions(versions: track.versions, area: epoch.area)
+            let changes = PinTransitions(versions: track.versions, area: epoch.area, viewer: epoch.viewer)
             let pinLabel = "\(label): pin \(pin)"
             var state = snapshot[pin] ?? (epoch.truncated ? .unknown : .absent)
             if case .absent = state, !epoch.truncated, mustBeInSnapshot(changes, epoch) {
@@ -114,8 +114,8 @@ public struct MapChecker: Sendable {
             snapshotError("\(label): snapshot shows v\(v0), a removed pin")
             return false
         }
-        if !epoch.area.contains(version.position) {
-            snapshotError("\(label): snapshot shows v\(v0), which is outside the area")
+        if !changes.isInside(v0) {
+            snapshotError("\(label): snapshot shows v\(v0), which is outside the area or out of the viewer's reach")
             return false
         }
         if version.sendNs > epoch.replyNs {

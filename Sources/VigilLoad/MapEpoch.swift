@@ -53,6 +53,8 @@ public enum EpochEnd: Equatable, Sendable {
 /// the next request that replaced it.
 public struct MapEpoch: Sendable {
     public var area: GeoArea
+    /// The `viewer` the subscribe carried (nil: none).
+    public var viewer: GeoPoint?
     /// When the `subscribe` was sent (before its bytes were written).
     public var subscribeSentNs: UInt64
     /// When its reply was received.
@@ -66,8 +68,9 @@ public struct MapEpoch: Sendable {
     public var events: [MapEvent]
 
     public init(area: GeoArea, subscribeSentNs: UInt64, replyNs: UInt64, end: EpochEnd = .open,
-                snapshot: [ObservedPin], truncated: Bool = false, events: [MapEvent] = []) {
+                snapshot: [ObservedPin], truncated: Bool = false, events: [MapEvent] = [], viewer: GeoPoint? = nil) {
         self.area = area
+        self.viewer = viewer
         self.subscribeSentNs = subscribeSentNs
         self.replyNs = replyNs
         self.end = end

@@ -16,19 +16,23 @@ public struct PinVersion: Equatable, Sendable {
     public var deleted: Bool
     public var sendNs: UInt64
     public var ackNs: UInt64
+    /// The pin's `range_m` after this op (nil: none).
+    public var rangeMeters: Int?
 
-    public init(position: GeoPoint, votes: Int, moves: Int, deleted: Bool, sendNs: UInt64, ackNs: UInt64) {
+    public init(position: GeoPoint, votes: Int, moves: Int, deleted: Bool, sendNs: UInt64, ackNs: UInt64, rangeMeters: Int? = nil) {
         self.position = position
         self.votes = votes
         self.moves = moves
         self.deleted = deleted
         self.sendNs = sendNs
         self.ackNs = ackNs
+        self.rangeMeters = rangeMeters
     }
 
-    /// The pin is visible to an area: it exists and its position is inside.
-    func isInside(_ area: GeoArea) -> Bool {
-        !deleted && area.contains(position)
+    /// The pin is visible to a subscription of `area` from `viewer`: it exists, its position is
+    /// inside, and when it has a range it reaches the viewer (`PinReach`, the protocol's rule).
+    func isInside(_ area: GeoArea, viewer: GeoPoint? = nil) -> Bool {
+        !deleted && area.contains(position) && PinReach.shows(position, rangeMeters: rangeMeters, to: viewer)
     }
 }
 
@@ -80,22 +84,22 @@ public struct PinHistory: Sendable {
     }
 
     /// `pin.create` was acknowledged with id `pin`.
-    public mutating func recordCreate(_ pin: PinID, at position: GeoPoint, sendNs: UInt64, ackNs: UInt64) {
+    public mutating func recordCreate(_ pin: PinID, at position: GeoPoint, rangeMeters: Int? = nil, sendNs: UInt64, ackNs: UInt64) {
         guard tracks[pin] == nil else {
             // The same id twice: the server broke uniqueness, or the caller recorded twice.
             tracks[pin]?.abandoned = true
             return
         }
         tracks[pin] = Track(versions: [PinVersion(position: position, votes: 0, moves: 0, deleted: false,
-                                                  sendNs: sendNs, ackNs: ackNs)])
+                                                  sendNs: sendNs, ackNs: ackNs, rangeMeters: rangeMeters)])
     }
 
     /// A `pin.update` (which rewrote the stamp with moves + 1) was acknowledged; `position` is the
-    /// pin's position after it, moved or not.
-    public mutating func recordUpdate(_ pin: PinID, to position: GeoPoint, sendNs: UInt64, ackNs: UInt64) {
+    /// pin's position after it, moved or not, and `rangeMeters` its `range_m` after it.
+    public mutating func recordUpdate(_ pin: PinID, to position: GeoPoint, rangeMeters: Int? = nil, sendNs: UInt64, ackNs: UInt64) {
         append(pin, sendNs: sendNs) { last in
             PinVersion(position: position, votes: last.votes, moves: last.moves + 1, deleted: false,
-                       sendNs: sendNs, ackNs: ackNs)
+                       sendNs: sendNs, ackNs: ackNs, rangeMeters: rangeMeters)
         }
     }
 
@@ -106,7 +110,7 @@ public struct PinHistory: Sendable {
         append(pin, sendNs: sendNs) { last in
             guard up + down == last.votes + 1 else { return nil }
             return PinVersion(position: last.position, votes: up + down, moves: last.moves,
-                              deleted: down - up >= threshold, sendNs: sendNs, ackNs: ackNs)
+                              deleted: down - up >= threshold, sendNs: sendNs, ackNs: ackNs, rangeMeters: last.rangeMeters)
         }
     }
 
@@ -114,7 +118,7 @@ public struct PinHistory: Sendable {
     public mutating func recordDelete(_ pin: PinID, sendNs: UInt64, ackNs: UInt64) {
         append(pin, sendNs: sendNs) { last in
             PinVersion(position: last.position, votes: last.votes, moves: last.moves, deleted: true,
-                       sendNs: sendNs, ackNs: ackNs)
+                       sendNs: sendNs, ackNs: ackNs, rangeMeters: last.rangeMeters)
         }
     }
 

@@ -1,12 +1,12 @@
 import VigilCore
 import VigilGeo
 
-/// The view of one pin's history from one area: which of its changes a subscriber of that area
-/// hears about, and as what.
+/// The view of one pin's history from one area (and viewer position, for pins with a range):
+/// which of its changes a subscriber of that area hears about, and as what.
 ///
 /// Change (transition) `i` takes the pin from version i-1 to version i; change 0 is the create,
-/// from "no pin". A change *touches* the area when the pin is visible (exists and is inside)
-/// before or after it, and then the server owes the subscriber exactly one event:
+/// from "no pin". A change *touches* the area when the pin is visible (exists, is inside and, with
+/// a range, reaches the viewer) before or after it, and then the server owes the subscriber exactly one event:
 ///
 /// | before  | after   | event |
 /// | ---     | ---     | --- |
@@ -17,11 +17,13 @@ import VigilGeo
 struct PinTransitions {
     let versions: [PinVersion]
     let area: GeoArea
+    /// The subscription's viewer position (nil: none, so pins with a range are never visible).
+    var viewer: GeoPoint? = nil
 
     var count: Int { versions.count }
 
     func isInside(_ version: Int) -> Bool {
-        version >= 0 && version < versions.count && versions[version].isInside(area)
+        version >= 0 && version < versions.count && versions[version].isInside(area, viewer: viewer)
     }
 
     /// The event change `i` owes a subscriber of `area`; nil when it does not touch the area.

@@ -13,7 +13,7 @@ import VigilGeo
 /// unsubscribe's reply) is a server error, counted in `strayEvents`.
 public struct SubscriberLog: Sendable {
     enum Pending: Sendable {
-        case subscribe(area: GeoArea, sentNs: UInt64)
+        case subscribe(area: GeoArea, viewer: GeoPoint?, sentNs: UInt64)
         case unsubscribe(sentNs: UInt64)
     }
 
@@ -30,9 +30,10 @@ public struct SubscriberLog: Sendable {
         self.subscriber = subscriber
     }
 
-    /// A `subscribe` for `area` is being sent (take the time before writing it).
-    public mutating func subscribeSent(area: GeoArea, atNs: UInt64) {
-        pending.append(.subscribe(area: area, sentNs: atNs))
+    /// A `subscribe` for `area` (from `viewer`, if it carries one) is being sent (take the time
+    /// before writing it).
+    public mutating func subscribeSent(area: GeoArea, viewer: GeoPoint? = nil, atNs: UInt64) {
+        pending.append(.subscribe(area: area, viewer: viewer, sentNs: atNs))
     }
 
     /// An `unsubscribe` is being sent.
@@ -45,10 +46,10 @@ public struct SubscriberLog: Sendable {
     public mutating func replyReceived(atNs: UInt64, snapshot: [ObservedPin] = [], truncated: Bool = false) {
         guard !pending.isEmpty else { return }
         switch pending.removeFirst() {
-        case .subscribe(let area, let sentNs):
+        case .subscribe(let area, let viewer, let sentNs):
             closeCurrent(.request(sentNs: sentNs))
             epochs.append(MapEpoch(area: area, subscribeSentNs: sentNs, replyNs: atNs,
-                                   snapshot: snapshot, truncated: truncated))
+                                   snapshot: snapshot, truncated: truncated, viewer: viewer))
             current = true
         case .unsubscribe(let sentNs):
             closeCurrent(.request(sentNs: sentNs))

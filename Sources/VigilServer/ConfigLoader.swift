@@ -136,6 +136,7 @@ public enum ConfigLoader {
             ("title_max_bytes", .integer(4...65_536, \.pins.titleMaxBytes)),
             ("description_max_bytes", .integer(4...1_048_576, \.pins.descriptionMaxBytes)),
             ("max_voters_per_pin", .integer(1...1_000_000, \.pins.maxVotersPerPin)),
+            ("max_range_m", .integer(1...20_000_000, \.pins.maxRangeMeters)),
         ]),
         ("panic", [
             ("history_events", .integer(1...100_000, \.panic.historyEvents)),

@@ -236,8 +236,8 @@ public final class V1Application: WebSocketApplication {
     func dispatch(_ operation: ClientOperation, caller: Caller, now: Int64) -> Outcome {
         let me = caller.fd
         switch operation {
-        case .subscribe(let area, let categories):
-            return subscribe(caller, area: area, categories: categories)
+        case .subscribe(let area, let categories, let viewer):
+            return subscribe(caller, area: area, categories: categories, viewer: viewer)
         case .unsubscribe:
             return unsubscribe(me)
         case .pinCreate(let draft):

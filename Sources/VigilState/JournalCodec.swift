@@ -19,6 +19,9 @@ import VigilCore
 ///              8 pinVote      pin id 16, voter u64, value i8 (+1 or -1)
 ///              9 panicStart   as 3, then the safety timer's due i64 (a start with a timer;
 ///                  with timer                  one without is still written as 3)
+///             10 pinPut       as 1, then range_m u32 > 0 (a pin with a reach; one without is
+///                  with range                  still written as 1, so a journal without ranged
+///                                              pins stays readable by older builds)
 ///             20 circlePut    circle (see `CircleFields`)
 ///             21 circleRemove circle id 16
 ///
@@ -144,8 +147,9 @@ public enum JournalCodec {
     static func writePayload(_ record: JournalRecord, to w: inout StateWriter) {
         switch record {
         case .pinPut(let pin):
-            w.u8(1)
+            w.u8(pin.rangeMeters == nil ? 1 : 10)
             PinFields.write(pin, to: &w)
+            if pin.rangeMeters != nil { PinFields.writeRange(pin, to: &w) }
         case .pinRemove(let id):
             w.u8(2)
             w.pinID(id)
@@ -194,9 +198,11 @@ public enum JournalCodec {
         var r = StateReader(payload, what: "journal record")
         let record: JournalRecord
         switch try r.u8() {
-        case 1:
+        case let kind where kind == 1 || kind == 10:
             r.what = "pinPut record"
-            record = .pinPut(try PinFields.read(from: &r))
+            var pin = try PinFields.read(from: &r)
+            if kind == 10 { pin.rangeMeters = try PinFields.readRange(&r, required: true) }
+            record = .pinPut(pin)
         case 2:
             record = .pinRemove(try r.pinID())
         case let kind where kind == 3 || kind == 9:

@@ -12,15 +12,19 @@ import VigilGeo
 ///     title, description, category      string ×3 (u32 length + UTF-8)
 ///     votes           u32 count, then count × (session u64, value i8 = ±1), sessions ascending
 ///
+/// A pin's reach (`range_m`) follows these fields where the format has it (`writeRange`): in
+/// snapshots since version 3, and in `pinPut` journal records of kind 10.
+///
 /// The geohash cell is not stored: it is a function of the point and recomputed on decode.
 enum PinFields {
     /// The bytes of a pin with empty strings and no votes: the smallest a pin can be.
     static let minimumBytes = 16 + 16 + 24 + 8 + 8 + 32 + 3 * 4 + 4
     static let voteBytes = 9
+    static let rangeBytes = 4
 
     /// Exact encoded size, to reserve a buffer once (String.utf8.count is O(1) for native strings).
     static func size(_ pin: Pin) -> Int {
-        minimumBytes + pin.title.utf8.count + pin.description.utf8.count + pin.category.utf8.count + pin.votes.count * voteBytes
+        minimumBytes + rangeBytes + pin.title.utf8.count + pin.description.utf8.count + pin.category.utf8.count + pin.votes.count * voteBytes
     }
 
     static func write(_ pin: Pin, to w: inout StateWriter) {
@@ -44,6 +48,23 @@ enum PinFields {
             w.u64(session)
             w.u8(UInt8(bitPattern: value))
         }
+    }
+
+    /// The reach: u32 metres, 0 for none.
+    static func writeRange(_ pin: Pin, to w: inout StateWriter) {
+        w.u32(UInt32(clamping: pin.rangeMeters ?? 0))
+    }
+
+    /// The reach `writeRange` wrote; `required`: 0 (none) is damage (a journal record of kind 10
+    /// exists only for a pin with a range).
+    static func readRange(_ r: inout StateReader, required: Bool = false) throws(StateError) -> Int? {
+        let at = r.offset
+        let meters = try r.u32()
+        if meters == 0 {
+            if required { throw r.invalid("a pin record with a range has range 0", at: at) }
+            return nil
+        }
+        return Int(meters)
     }
 
     static func read(from r: inout StateReader) throws(StateError) -> Pin {

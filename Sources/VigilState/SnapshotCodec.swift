@@ -4,12 +4,13 @@ import VigilCore
 ///
 ///     magic           8 bytes  89 'V' 'G' 'S' 0D 0A 1A 0A
 ///     version         u16      4 (1 to 3 are read too: 1's streams lack the safety timer's
-///                              fields, and before 4 there are no circles)
+///                              fields, the pins of 1 and 2 lack range_m, and before 4 there
+///                              are no circles)
 ///     flags           u16      0 (reserved: a reader refuses what it does not know)
 ///     takenAt         i64      unix ms
 ///     journalSegment  u64
 ///     pin count       u32,  stream count u32
-///     pins            (see `PinFields`)
+///     pins            (see `PinFields`), each followed by range_m u32 (0: none) since version 3
 ///     streams         (see `PanicFields`)
 ///     circle count    u32,  circles (see `CircleFields`)      since version 4
 ///     crc32c          u32      CRC-32C of every byte before it
@@ -74,7 +75,11 @@ public enum SnapshotCodec {
         body.what = "pin"
         var pins: [Pin] = []
         pins.reserveCapacity(pinCount)
-        for _ in 0..<pinCount { pins.append(try PinFields.read(from: &body)) }
+        for _ in 0..<pinCount {
+            var pin = try PinFields.read(from: &body)
+            if found >= 3 { pin.rangeMeters = try PinFields.readRange(&body) }
+            pins.append(pin)
+        }
         body.what = "panic stream"
         var streams: [PanicStream] = []
         streams.reserveCapacity(streamCount)

@@ -44,6 +44,7 @@ public struct SnapshotWriter: Sendable {
 
     public mutating func append(_ pin: Pin) {
         PinFields.write(pin, to: &w)
+        PinFields.writeRange(pin, to: &w)
         pinCount += 1
     }
 

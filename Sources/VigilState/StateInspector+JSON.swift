@@ -60,6 +60,7 @@ struct InspectorLine {
         w.field("up", Int64(pin.up))
         w.field("down", Int64(pin.down))
         w.field("votes", Int64(pin.votes.count))
+        if let range = pin.rangeMeters { w.field("range_m", Int64(range)) }
         w.field("edit_digest", Self.shortDigest(pin.editDigest))
     }
 

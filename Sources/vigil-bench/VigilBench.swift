@@ -74,18 +74,23 @@ extension VigilBench {
         @Option(help: "Subscribers in the cell.") var subscribers = 10_000
         @Option(help: "Pin updates per run.") var events = 500
         @Option(help: "Runs; the median is reported.") var runs = 5
+        @Option(name: .customLong("range-m"), help: "Give the pin this range_m, and every subscriber a viewer position inside the cell (the reach test on every candidate).")
+        var rangeM: Int?
 
         func run() {
             let secrets = BenchSecrets()
             var hub = MapHub(settings: PinSettings())
             for s in 0..<subscribers {
-                _ = hub.subscribe(Int32(s), area: .box(GeoBox(south: 52.50, west: 13.40, north: 52.51, east: 13.41)), categories: nil)
+                let viewer = rangeM.map { _ in GeoPoint(lat: 52.500 + Double(s % 100) * 0.0001, lon: 13.400 + Double(s / 100 % 100) * 0.0001) }
+                _ = hub.subscribe(Int32(s), area: .box(GeoBox(south: 52.50, west: 13.40, north: 52.51, east: 13.41)), categories: nil,
+                                  viewer: viewer)
             }
             var fan = FanOut(subscribers: subscribers)
             var out: [PinDelivery] = []
             let token = secrets.newToken()
             let digest = secrets.digest(ofToken: token)
-            let pin = try! hub.create(PinDraft(point: GeoPoint(lat: 52.505, lon: 13.405), title: "Fox", description: "seen near the gate", category: "sighting", ttlSeconds: 3600),
+            let pin = try! hub.create(PinDraft(point: GeoPoint(lat: 52.505, lon: 13.405), title: "Fox", description: "seen near the gate", category: "sighting", ttlSeconds: 3600,
+                                               rangeMeters: rangeM),
                                       id: PinID(random: secrets.randomBytes(16)), editDigest: digest, now: 0, out: &out).get()
             fan.deliver(&out)
             fan.drain()
@@ -102,7 +107,7 @@ extension VigilBench {
                 }
                 rates.append(Double(fan.deliveries) / t)
             }
-            print("one-cell: \(subscribers) subscribers, \(events) updates per run, \(runs) runs")
+            print("one-cell: \(subscribers) subscribers, \(events) updates per run, \(runs) runs" + (rangeM.map { ", pin range \($0) m, viewers in the cell" } ?? ""))
             print("  deliveries/s (median): \(Int(median(rates)))   runs: \(rates.map { Int($0) })")
         }
     }

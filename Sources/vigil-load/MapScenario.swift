@@ -36,6 +36,10 @@ final class MapScenario: Scenario {
         var latencySubscribers: Int
         var seed: UInt64
         var stalled = 0
+        /// `--range`: the share of pins created with a `range_m` (0: none). Subscribers then send
+        /// a `viewer` position (three in four; the rest none, and must never get a ranged pin), and
+        /// one move in four also sets, changes or removes the pin's range.
+        var rangeShare = 0.0
     }
 
 
@@ -76,6 +80,7 @@ final class MapScenario: Scenario {
         var inFlight: Bool
         var deleted: Bool
         var voters: Set<Int>
+        var range: Int? = nil
     }
     private var publisherConnections: [ClientConnection?]
     private var publisherPins: [[Int]]          // live local pins per publisher
@@ -94,6 +99,8 @@ final class MapScenario: Scenario {
     // Subscribers.
     private struct Subscriber {
         var area: GeoBox
+        /// The `viewer` it subscribes with (`--range` only), a point of its viewport.
+        var viewer: GeoPoint? = nil
         var nextPanNs: UInt64 = 0
         var subscribed = false
         var awaitingRef: Int64 = 0
@@ -144,6 +151,7 @@ final class MapScenario: Scenario {
                 area: area,
                 checked: config.checkSubscribers > 0 && i % checkEvery == 0 && i / checkEvery < config.checkSubscribers,
                 timed: config.latencySubscribers > 0 && i % timeEvery == 0))
+            if config.rangeShare > 0 && i % 4 != 3 { subscribers[i].viewer = randomPoint(in: area) }
         }
     }
 
@@ -158,7 +166,9 @@ final class MapScenario: Scenario {
                 ("pins made before measuring", config.prefill ? "yes" : "no"),
                 ("checked subscribers", "\(subscribers.filter(\.checked).count)"),
                 ("timed subscribers", "\(subscribers.filter(\.timed).count)"),
-                ("stalled subscribers", "\(config.stalled) (the whole region, stop reading)"), ("seed", "\(config.seed)")]
+                ("stalled subscribers", "\(config.stalled) (the whole region, stop reading)"),
+                ("pins with a range", config.rangeShare > 0 ? "\(config.rangeShare) (200 to \(maxRange) m; 3 in 4 subscribers send a viewer)" : "none"),
+                ("seed", "\(config.seed)")]
     }
 
     var targetConnections: Int { config.subscribers + config.publishers + config.stalled }
@@ -178,6 +188,16 @@ final class MapScenario: Scenario {
         let dLon = config.viewportKm / (111.32 * max(0.1, cos(c.lat * .pi / 180))) / 2
         return GeoBox(south: max(-90, c.lat - dLat), west: max(-180, c.lon - dLon),
                       north: min(90, c.lat + dLat), east: min(180, c.lon + dLon))
+    }
+
+    /// The largest `range_m` a pin gets: half the viewport, so that reaches end inside viewports
+    /// (and within the default `pins.max_range_m`, 50 km).
+    private var maxRange: Int { min(50_000, max(200, Int(config.viewportKm * 500))) }
+
+    /// A random `range_m` with probability `share`, else nil.
+    private func randomRange(share: Double) -> Int? {
+        guard share > 0, Double.random(in: 0..<1, using: &rng) < share else { return nil }
+        return Int.random(in: 200...maxRange, using: &rng)
     }
 
     /// A pin's next position: a short walk (about 1 km), kept inside the region.
@@ -250,6 +270,7 @@ final class MapScenario: Scenario {
         for i in panners where subscribers[i].subscribed && nowNs >= subscribers[i].nextPanNs {
             let old = subscribers[i].area
             subscribers[i].area = randomViewport(around: moved(GeoPoint(lat: (old.south + old.north) / 2, lon: (old.west + old.east) / 2)))
+            if subscribers[i].viewer != nil { subscribers[i].viewer = randomPoint(in: subscribers[i].area) }
             subscribe(i, nowNs: nowNs)
         }
     }
@@ -295,6 +316,7 @@ final class MapScenario: Scenario {
         writer.field("lon", point.lon)
         writer.field("title", "load")
         writer.field("description", stamp(moves: 0, votes: 0, sendNs: now))
+        if let range = randomRange(share: config.rangeShare) { writer.field("range_m", Int64(range)) }
         writer.endObject()
         writer.endObject()
         pending[ref] = Pending(op: .create, pin: -1, publisher: p, sendNs: now)
@@ -322,6 +344,10 @@ final class MapScenario: Scenario {
             writer.field("lat", to.lat)
             writer.field("lon", to.lon)
             writer.field("description", stamp(moves: pins[i].moves + 1, votes: pins[i].votes, sendNs: now))
+            if config.rangeShare > 0 && Int.random(in: 0..<4, using: &rng) == 0 {
+                writer.key("range_m")
+                if let range = randomRange(share: 0.5) { writer.int(Int64(range)) } else { writer.null() }
+            }
             writer.endObject()
         case .vote:
             writer.field("op", "pin.vote")
@@ -350,15 +376,15 @@ final class MapScenario: Scenario {
         guard let c = subscriberConnections[i], c.isOpen else { return }
         let ref = nextRef
         nextRef += 1
-        writeSubscribe(ref: ref, area: subscribers[i].area)
+        writeSubscribe(ref: ref, area: subscribers[i].area, viewer: subscribers[i].viewer)
         subscribers[i].awaitingRef = ref
         // Jittered (0.5x to 1.5x the interval), so panning subscribers do not move in lockstep.
         subscribers[i].nextPanNs = nowNs &+ UInt64(config.panIntervalSeconds * 1e9 * Double.random(in: 0.5...1.5, using: &rng))
-        if subscribers[i].checked { logs[i, default: SubscriberLog(subscriber: i)].subscribeSent(area: .box(subscribers[i].area), atNs: Clock.nowNs()) }
+        if subscribers[i].checked { logs[i, default: SubscriberLog(subscriber: i)].subscribeSent(area: .box(subscribers[i].area), viewer: subscribers[i].viewer, atNs: Clock.nowNs()) }
         c.sendText(writer)
     }
 
-    private func writeSubscribe(ref: Int64, area a: GeoBox) {
+    private func writeSubscribe(ref: Int64, area a: GeoBox, viewer: GeoPoint? = nil) {
         writer.reset()
         writer.beginObject()
         writer.field("op", "subscribe")
@@ -370,6 +396,13 @@ final class MapScenario: Scenario {
         writer.double(a.south); writer.double(a.west); writer.double(a.north); writer.double(a.east)
         writer.endArray()
         writer.endObject()
+        if let viewer {
+            writer.key("viewer")
+            writer.beginObject()
+            writer.field("lat", viewer.lat)
+            writer.field("lon", viewer.lon)
+            writer.endObject()
+        }
         writer.endObject()
     }
 
@@ -590,10 +623,11 @@ extension MapScenario: ClientDelegate {
             guard let pin = m["pin"]?.object, let text = pin["id"]?.string, let id = PinID(text), let token = m["edit_token"]?.string,
                   let lat = pin["lat"]?.double, let lon = pin["lon"]?.double else { return counters.error("publisher \(p): create reply without pin") }
             let point = GeoPoint(lat: lat, lon: lon)
+            let range = pin["range_m"]?.int64.map { Int($0) }
             pins.append(LocalPin(serverID: text, id: id, token: token, owner: p, point: point, moves: 0, votes: 0,
-                                 inFlight: false, deleted: false, voters: []))
+                                 inFlight: false, deleted: false, voters: [], range: range))
             publisherPins[p].append(pins.count - 1)
-            truth.recordCreate(id, at: point, sendNs: op.sendNs, ackNs: now)
+            truth.recordCreate(id, at: point, rangeMeters: range, sendNs: op.sendNs, ackNs: now)
             fill(p)
         case .move:
             let i = op.pin
@@ -602,7 +636,8 @@ extension MapScenario: ClientDelegate {
             }
             pins[i].point = GeoPoint(lat: lat, lon: lon)
             pins[i].moves += 1
-            truth.recordUpdate(pins[i].id, to: pins[i].point, sendNs: op.sendNs, ackNs: now)
+            pins[i].range = pin["range_m"]?.int64.map { Int($0) }
+            truth.recordUpdate(pins[i].id, to: pins[i].point, rangeMeters: pins[i].range, sendNs: op.sendNs, ackNs: now)
         case .vote:
             let i = op.pin
             let up = Int(m["pin"]?.object?["up"]?.int64 ?? 0), down = Int(m["pin"]?.object?["down"]?.int64 ?? 0)

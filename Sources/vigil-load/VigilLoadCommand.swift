@@ -142,8 +142,11 @@ struct MapCommand: ParsableCommand {
     @Option(name: .customLong("latency-subscribers"), help: "Subscribers that time every event they get (the rest only count).") var latencySubscribers = 100
     @Option(help: "More subscribers, watching the whole region, that stop reading once subscribed (small receive buffers); left out of the latency and checks, the report says how the server dealt with them.")
     var stalled = 0
+    @Option(help: "Share of pins created with a range_m (Radar reach, 0...1). Subscribers then send a viewer position (three in four), one move in four sets, changes or removes a range, and the exactness check applies the reach rule.")
+    var range = 0.0
 
     func validate() throws {
+        guard (0...1).contains(range) else { throw ValidationError("--range is a share of pins, 0...1") }
         guard subscribers >= 0, publishers >= 1, rate >= 0, window >= 1, pinsPerPublisher >= 1, stalled >= 0 else {
             throw ValidationError("--publishers, --window and --pins-per-publisher must be at least 1; --subscribers and --rate at least 0")
         }
@@ -160,7 +163,7 @@ struct MapCommand: ParsableCommand {
               pinsPerPublisher: pinsPerPublisher, region: MapScenario.parseRegion(region)!, viewportKm: viewportKm,
               sameViewport: sameViewport, panning: panning, panIntervalSeconds: panInterval, prefill: prefill,
               checkSubscribers: checkSubscribers, latencySubscribers: latencySubscribers, seed: common.seed,
-              stalled: stalled)
+              stalled: stalled, rangeShare: range)
     }
 }
 

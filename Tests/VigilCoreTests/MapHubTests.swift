@@ -308,8 +308,11 @@ import VigilTestSupport
     /// Random operations checked against brute force (`CheckedMapHub`, shared with the hub fuzz
     /// target): every delivery goes to exactly the subscribers whose area and categories hold the
     /// pin, each once and of the right kind, and subscribe replies are exact, order included.
-    @Test func randomOperationsMatchBruteForce() {
-        var rng = SplitMix64(state: 42)
+    /// With `ranges`, half the pins get a `range_m` (1 m to 300 km), most subscriptions a viewer
+    /// near a pin, and a third of the updates set or remove a range: the reach rule by brute force too.
+    @Test(arguments: [false, true])
+    func randomOperationsMatchBruteForce(ranges: Bool) {
+        var rng = SplitMix64(state: ranges ? 43 : 42)
         var settings = PinSettings()
         settings.maxSubscribePins = 100_000
         settings.maxVotersPerPin = 4
@@ -324,6 +327,10 @@ import VigilTestSupport
             let w = rng.double(-180, 180), e = rng.double(-180, 180)  // may cross the antimeridian
             return .box(GeoBox(south: s, west: w, north: n, east: e))
         }
+        func randomRange() -> Int? {
+            guard ranges, rng.next() % 2 == 0 else { return nil }
+            return 1 + Int(rng.next() % 300_000)
+        }
         func randomPin() -> PinID? {
             let pins = checked.oracle.pins
             return pins.isEmpty ? nil : pins[Int(rng.next() % UInt64(pins.count))].id
@@ -334,14 +341,24 @@ import VigilTestSupport
             switch rng.next() % 8 {
             case 0:
                 let mask = rng.next() % 4 == 0 ? UInt64(1 + rng.next() % 31) : nil
-                problem = checked.subscribe(Int32(rng.next() % 40), area: randomArea(), categories: mask)
+                // A viewer near a pin (within about 2°), so that reaches are often near their edge.
+                var viewer: GeoPoint?
+                let pins = checked.oracle.pins
+                if ranges && rng.next() % 4 != 0 && !pins.isEmpty {
+                    let near = pins[Int(rng.next() % UInt64(pins.count))]
+                    viewer = GeoPoint(lat: max(-90, min(90, near.point.lat + rng.double(-2, 2))),
+                                      lon: max(-180, min(180, near.point.lon + rng.double(-2, 2))))
+                }
+                problem = checked.subscribe(Int32(rng.next() % 40), area: randomArea(), categories: mask, viewer: viewer)
             case 1, 2:
-                let draft = draft(rng.double(-90, 90), rng.double(-180, 180), category: settings.categories[Int(rng.next() % 5)],
+                var draft = draft(rng.double(-90, 90), rng.double(-180, 180), category: settings.categories[Int(rng.next() % 5)],
                                   ttl: 60 + Int(rng.next() % 3_600))
+                draft.rangeMeters = randomRange()
                 problem = checked.create(draft, id: PinID(random: secrets.randomBytes(16)), editDigest: digest, now: now)
             case 3:
                 guard let id = randomPin() else { continue }
-                let changes = PinChanges(lat: rng.double(-90, 90), lon: rng.double(-180, 180), category: settings.categories[Int(rng.next() % 5)])
+                var changes = PinChanges(lat: rng.double(-90, 90), lon: rng.double(-180, 180), category: settings.categories[Int(rng.next() % 5)])
+                if ranges && rng.next() % 3 == 0 { changes.range = randomRange().map { .set($0) } ?? .remove }
                 problem = checked.update(id, digest: digest, changes: changes, now: now)
             case 4:
                 guard let id = randomPin() else { continue }

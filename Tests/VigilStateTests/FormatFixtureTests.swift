@@ -62,11 +62,12 @@ import VigilGeo
         #expect(stream.ended == PanicEnd(reason: .safe, at: 1_795_000_007_000))
         #expect(stream.history.all.map(\.seq) == [1, 2, 3, 4] && stream.watchTokenDigests.count == 2)
         // Version 1 has no timer fields: its streams read as without a timer, and are written
-        // back as version 4 (the same bytes but for the version, two absent timer fields and,
-        // since version 4, the count of an empty circle list).
-        #expect(stream.dueAt == nil && stream.missedCheckInAt == nil && snapshot.circles.isEmpty)
+        // back as version 4 (the same bytes but for the version, two absent timer fields, the
+        // pin's absent range (4 bytes, since version 3) and the count of an empty circle list
+        // (4 bytes, since version 4)).
+        #expect(stream.dueAt == nil && stream.missedCheckInAt == nil && pin.rangeMeters == nil && snapshot.circles.isEmpty)
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 4 && again.count == Self.snapshot.count + 2 + 4)
+        #expect(again[8] == 4 && again.count == Self.snapshot.count + 2 + 4 + 4)
         expectSameStreams(try SnapshotCodec.decode(again).streams, snapshot.streams)
 
         // Votes kept by session number are votes by voter number now; new voters number on above them.

@@ -39,6 +39,12 @@ import VigilTestSupport
                                                     watchTokens: escalated.watchTokenDigests, historyCapacity: escalated.history.capacity,
                                                     dueAt: escalated.startedAt + 600_000)))
         records += escalated.history.all.dropFirst().map { .panicEvent(escalated.id, $0) }
+        // A pin with a reach: journal record kind 10, and a snapshot pin with a range.
+        var ranged = pins[2]
+        ranged.rangeMeters = 1_500
+        records.append(.pinPut(ranged))
+        out.append(("snapshot", "ranges.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 5,
+                                                                                 pins: [pins[0], ranged], streams: []))))
         // Check-in circles (snapshot version 4, record kinds 20 and 21).
         let circle = try! CircleStateTests.circle(seed: 12)
         out.append(("snapshot", "circles.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 5, pins: [],

@@ -23,9 +23,10 @@ public struct CheckedMapHub {
         oracle = MapHubOracle(settings: settings)
     }
 
-    public mutating func subscribe(_ subscriber: MapHubOracle.SubscriberID, area: GeoArea, categories: UInt64?) -> String? {
-        let reply = hub.subscribe(subscriber, area: area, categories: categories)
-        let expected = oracle.subscribe(subscriber, area: area, categories: categories)
+    public mutating func subscribe(_ subscriber: MapHubOracle.SubscriberID, area: GeoArea, categories: UInt64?,
+                                   viewer: GeoPoint? = nil) -> String? {
+        let reply = hub.subscribe(subscriber, area: area, categories: categories, viewer: viewer)
+        let expected = oracle.subscribe(subscriber, area: area, categories: categories, viewer: viewer)
         guard reply.truncated == expected.truncated, reply.pins == expected.pins else {
             return "subscribe \(subscriber) to \(area): replied \(reply.pins.map(\.id)) truncated \(reply.truncated), "
                 + "expected \(expected.pins.map(\.id)) truncated \(expected.truncated)"

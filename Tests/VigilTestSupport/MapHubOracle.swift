@@ -19,6 +19,8 @@ public struct MapHubOracle {
         public let subscriber: SubscriberID
         public let area: GeoArea
         public let categories: UInt64
+        /// The viewer position, for pins with a range.
+        public let viewer: GeoPoint?
     }
 
     public let settings: PinSettings
@@ -31,10 +33,15 @@ public struct MapHubOracle {
         self.settings = settings
     }
 
-    /// Whether `subscription` holds `pin`: inside its area, and of a wanted, known category.
+    /// Whether `subscription` holds `pin`: inside its area, of a wanted, known category, and for
+    /// a pin with a range, within that great-circle distance of the subscription's viewer (none:
+    /// never). Measured with `GeoDistance.meters` directly, not the hub's `PinReach`.
     public func holds(_ subscription: Subscription, _ pin: Pin) -> Bool {
         guard let bit = settings.categoryIndex(pin.category) else { return false }
-        return subscription.categories & (1 << UInt64(bit)) != 0 && subscription.area.contains(pin.point)
+        guard subscription.categories & (1 << UInt64(bit)) != 0 && subscription.area.contains(pin.point) else { return false }
+        guard let range = pin.rangeMeters else { return true }
+        guard let viewer = subscription.viewer else { return false }
+        return GeoDistance.meters(pin.point, viewer) <= Double(range)
     }
 
     /// `kind` about `pin` to every subscription that holds it.
@@ -46,8 +53,9 @@ public struct MapHubOracle {
 
     /// Replaces `subscriber`'s subscription; the reply it must get: the pins now inside, newest
     /// first (`createdAt`, then creation order), at most `maxSubscribePins`, and whether more matched.
-    public mutating func subscribe(_ subscriber: SubscriberID, area: GeoArea, categories: UInt64?) -> (pins: [Pin], truncated: Bool) {
-        let subscription = Subscription(subscriber: subscriber, area: area, categories: categories ?? settings.allCategories)
+    public mutating func subscribe(_ subscriber: SubscriberID, area: GeoArea, categories: UInt64?,
+                                   viewer: GeoPoint? = nil) -> (pins: [Pin], truncated: Bool) {
+        let subscription = Subscription(subscriber: subscriber, area: area, categories: categories ?? settings.allCategories, viewer: viewer)
         if let at = subscriptions.firstIndex(where: { $0.subscriber == subscriber }) {
             subscriptions[at] = subscription
         } else {
@@ -68,8 +76,9 @@ public struct MapHubOracle {
     /// A new pin: `added` to every subscription that holds it; refused at `maxPins`.
     public mutating func create(_ draft: PinDraft, id: PinID, editDigest: TokenDigest, now: Int64) -> (result: Result<Pin, PinFailure>, notices: [PinNotice]) {
         guard pins.count < settings.maxPins else { return (.failure(.capacityExceeded), []) }
-        let pin = Pin(id: id, point: draft.point, title: draft.title, description: draft.description, category: draft.category,
+        var pin = Pin(id: id, point: draft.point, title: draft.title, description: draft.description, category: draft.category,
                       createdAt: now, expiresAt: now + Int64(draft.ttlSeconds) * 1000, editDigest: editDigest)
+        pin.rangeMeters = draft.rangeMeters
         pins.append(pin)
         return (.success(pin), notices(.added, pin))
     }
@@ -87,6 +96,11 @@ public struct MapHubOracle {
         new.up = old.up
         new.down = old.down
         new.votes = old.votes
+        switch changes.range {
+        case .set(let meters)?: new.rangeMeters = meters
+        case .remove?: new.rangeMeters = nil
+        case nil: new.rangeMeters = old.rangeMeters
+        }
         pins[at] = new
         var told: [PinNotice] = []
         for subscription in subscriptions {

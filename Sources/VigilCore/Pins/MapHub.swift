@@ -18,13 +18,17 @@ public struct MapHub: Sendable {
 
     // MARK: subscriptions
 
-    /// Subscribes (replacing any previous subscription) and returns the pins now inside.
-    public mutating func subscribe(_ subscriber: SubscriberID, area: GeoArea, categories: UInt64?) -> (pins: [Pin], truncated: Bool) {
+    /// Subscribes (replacing any previous subscription) and returns the pins now inside. `viewer`
+    /// is the subscriber's own position, for pins with a range (`PinReach`); without it those
+    /// pins are not shown.
+    public mutating func subscribe(_ subscriber: SubscriberID, area: GeoArea, categories: UInt64?,
+                                   viewer: GeoPoint? = nil) -> (pins: [Pin], truncated: Bool) {
         let (precision, cells) = GeohashCover.choose(covering: area, budget: settings.coverCellBudget,
                                                      minPrecision: settings.cellPrecisionMin, maxPrecision: settings.cellPrecisionMax)
         let mask = categories ?? settings.allCategories
-        subscriptions.set(subscriber, .init(area: area, categories: mask, precision: precision, cells: cells))
-        var reply = store.pins(in: area, cells: cells, precision: precision, categories: mask, settings: settings, limit: settings.maxSubscribePins)
+        subscriptions.set(subscriber, .init(area: area, categories: mask, precision: precision, cells: cells, viewer: viewer))
+        var reply = store.pins(in: area, cells: cells, precision: precision, categories: mask, settings: settings,
+                               limit: settings.maxSubscribePins, viewer: viewer)
         // Pins restored at startup are encoded the first time someone is shown them; after that,
         // like every pin created or edited since, they are copied into the reply as bytes.
         for i in reply.pins.indices where reply.pins[i].json == nil {
@@ -42,9 +46,10 @@ public struct MapHub: Sendable {
     /// Creates a pin owned by whoever holds the token whose digest is `editDigest`.
     public mutating func create(_ draft: PinDraft, id: PinID, editDigest: TokenDigest, now: Int64, out: inout [PinDelivery]) -> Result<Pin, PinFailure> {
         guard store.count < settings.maxPins else { return .failure(.capacityExceeded) }
-        let pin = Pin(id: id, point: draft.point, title: draft.title, description: draft.description,
+        var pin = Pin(id: id, point: draft.point, title: draft.title, description: draft.description,
                       category: draft.category, createdAt: now, expiresAt: now + Int64(draft.ttlSeconds) * 1000,
                       editDigest: editDigest)
+        pin.rangeMeters = draft.rangeMeters
         let stored = encoded(store.insert(pin))
         deliver(.added, stored, out: &out)
         return .success(stored)
@@ -63,6 +68,11 @@ public struct MapHub: Sendable {
         if let description = changes.description { pin.description = description }
         if let category = changes.category { pin.category = category }
         if let ttl = changes.ttlSeconds { pin.expiresAt = now + Int64(ttl) * 1000 }
+        switch changes.range {
+        case .set(let meters)?: pin.rangeMeters = meters
+        case .remove?: pin.rangeMeters = nil
+        case nil: break
+        }
         pin.updatedAt = now
         store.replace(pin)
         pin = encoded(pin)
@@ -133,7 +143,7 @@ public struct MapHub: Sendable {
     private mutating func deliver(_ kind: PinEventKind, _ pin: Pin, out: inout [PinDelivery]) {
         guard let bit = settings.categoryIndex(pin.category) else { return }
         var recipients: [SubscriberID] = []
-        subscriptions.forEachSubscriber(at: pin.point, cell: pin.cell, categoryBit: bit) { recipients.append($0) }
+        subscriptions.forEachRecipient(of: pin, categoryBit: bit) { recipients.append($0) }
         if !recipients.isEmpty {
             out.append(PinDelivery(kind: kind, pin: encoded(pin), recipients: recipients))
         }
@@ -142,19 +152,21 @@ public struct MapHub: Sendable {
     /// A pin whose category is not (or no longer) listed is seen by nobody: a pin restored from a
     /// snapshot may carry a category the operator has since removed. So an edit that gives it a
     /// listed category is an `added` for the subscribers that now see it (and the other way round
-    /// a `removed(moved)`), not a change nobody hears of.
+    /// a `removed(moved)`), not a change nobody hears of. The same holds for a pin's reach
+    /// (`PinReach`): a move, or a new or removed `range_m`, is an `added` for the subscribers it
+    /// now reaches and a `removed(moved)` for those it no longer does.
     private func deliverTransition(from old: Pin, to new: Pin, out: inout [PinDelivery]) {
         let oldBit = settings.categoryIndex(old.category)
         let newBit = settings.categoryIndex(new.category)
         func sees(_ subscriber: SubscriberID, _ pin: Pin, _ bit: Int?) -> Bool {
             guard let bit else { return false }
-            return subscriptions.wants(subscriber, pin.point, categoryBit: bit)
+            return subscriptions.sees(subscriber, pin, categoryBit: bit)
         }
         var updated: [SubscriberID] = []
         var removed: [SubscriberID] = []
         var added: [SubscriberID] = []
         if let oldBit {
-            subscriptions.forEachSubscriber(at: old.point, cell: old.cell, categoryBit: oldBit) { subscriber in
+            subscriptions.forEachRecipient(of: old, categoryBit: oldBit) { subscriber in
                 if sees(subscriber, new, newBit) {
                     updated.append(subscriber)
                 } else {
@@ -163,7 +175,7 @@ public struct MapHub: Sendable {
             }
         }
         if let newBit {
-            subscriptions.forEachSubscriber(at: new.point, cell: new.cell, categoryBit: newBit) { subscriber in
+            subscriptions.forEachRecipient(of: new, categoryBit: newBit) { subscriber in
                 if !sees(subscriber, old, oldBit) { added.append(subscriber) }
             }
         }

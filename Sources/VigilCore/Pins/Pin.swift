@@ -14,6 +14,9 @@ public struct Pin: Equatable, Sendable {
     public var expiresAt: Int64 { didSet { json = nil } }
     public var up: Int { didSet { json = nil } }
     public var down: Int { didSet { json = nil } }
+    /// The pin's reach in metres (Radar): when set, only a subscriber whose viewer position is
+    /// within this great-circle distance of the pin sees it (`PinReach`); nil, the usual rule.
+    public var rangeMeters: Int? { didSet { json = nil } }
     /// SHA-256 of the edit token; the token itself is never stored.
     public let editDigest: TokenDigest
     /// Vote per voter (+1 or -1). A voter is an opaque number the server gives each source of
@@ -76,7 +79,7 @@ public struct Pin: Equatable, Sendable {
         a.id == b.id && a.point == b.point && a.title == b.title && a.description == b.description
             && a.category == b.category && a.createdAt == b.createdAt && a.updatedAt == b.updatedAt
             && a.expiresAt == b.expiresAt && a.up == b.up && a.down == b.down
-            && a.editDigest == b.editDigest && a.votes == b.votes
+            && a.editDigest == b.editDigest && a.votes == b.votes && a.rangeMeters == b.rangeMeters
     }
 }
 
@@ -87,13 +90,16 @@ public struct PinDraft: Equatable, Sendable {
     public var description: String
     public var category: String
     public var ttlSeconds: Int
+    /// `range_m`: nil for a pin everyone in the area sees.
+    public var rangeMeters: Int?
 
-    public init(point: GeoPoint, title: String, description: String, category: String, ttlSeconds: Int) {
+    public init(point: GeoPoint, title: String, description: String, category: String, ttlSeconds: Int, rangeMeters: Int? = nil) {
         self.point = point
         self.title = title
         self.description = description
         self.category = category
         self.ttlSeconds = ttlSeconds
+        self.rangeMeters = rangeMeters
     }
 }
 
@@ -105,13 +111,17 @@ public struct PinChanges: Equatable, Sendable {
     public var description: String?
     public var category: String?
     public var ttlSeconds: Int?
+    /// `range_m`: `.set(m)` gives the pin a reach (or a new one), `.remove` (`"range_m": null`) takes it away.
+    public var range: PinRangeChange?
 
-    public init(lat: Double? = nil, lon: Double? = nil, title: String? = nil, description: String? = nil, category: String? = nil, ttlSeconds: Int? = nil) {
+    public init(lat: Double? = nil, lon: Double? = nil, title: String? = nil, description: String? = nil, category: String? = nil,
+                ttlSeconds: Int? = nil, range: PinRangeChange? = nil) {
         self.lat = lat
         self.lon = lon
         self.title = title
         self.description = description
         self.category = category
         self.ttlSeconds = ttlSeconds
+        self.range = range
     }
 }

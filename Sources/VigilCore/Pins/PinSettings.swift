@@ -32,6 +32,10 @@ public struct PinSettings: Equatable, Sendable {
     /// refuse 80 skin-toned emoji and long Hindi titles.
     public var titleMaxBytes = 640
     public var descriptionMaxBytes = 8_000
+    /// The largest `range_m` a pin may carry (Radar's reach): a product limit, how far a message
+    /// may carry. It bounds no cost: a ranged pin's fan-out walks the channels of its position
+    /// like any pin's, and tests the reach of the candidates its area gives.
+    public var maxRangeMeters = 50_000
 
     public init() {}
 

@@ -54,16 +54,16 @@ extension PinStore {
     /// Every pin exactly inside `area` whose category bit is in `categories`, newest first,
     /// at most `limit`, and whether the reply was cut: more matched, or the scan budget ran out
     /// before the walk could tell (see the extension's comment). `cells` is the area's cover at
-    /// `precision`.
+    /// `precision`. A pin with a range is a match only when it reaches `viewer` (`PinReach`).
     public func pins(in area: GeoArea, cells: [GeohashCell], precision: Int, categories: UInt64,
-                     settings: PinSettings, limit: Int) -> (pins: [Pin], truncated: Bool) {
+                     settings: PinSettings, limit: Int, viewer: GeoPoint? = nil) -> (pins: [Pin], truncated: Bool) {
         let report = query(area: area, cells: cells, precision: precision, categories: categories, settings: settings,
-                           limit: limit, budget: Self.scanBudget(limit: limit, settings: settings))
+                           limit: limit, budget: Self.scanBudget(limit: limit, settings: settings), viewer: viewer)
         return (report.pins, report.truncated)
     }
 
     func query(area: GeoArea, cells: [GeohashCell], precision: Int, categories: UInt64, settings: PinSettings,
-               limit: Int, budget: Int) -> QueryReport {
+               limit: Int, budget: Int, viewer: GeoPoint? = nil) -> QueryReport {
         var lists: [CellRecency] = []
         for key in Self.indexKeys(covering: area, cells: cells, precision: precision) {
             if let list = spatial[key] { lists.append(list) }     // a reference to its storage, not a copy
@@ -95,7 +95,8 @@ extension PinStore {
             let entry = list.entries[Int(top.position)]
             let tagWanted = Int(entry.tag) < wanted.count ? wanted[Int(entry.tag)] : nil
             if tagWanted != false, let pin = pins[entry.id], area.contains(pin.point),
-               tagWanted == true || Self.wants(pin, categories, settings) {
+               tagWanted == true || Self.wants(pin, categories, settings),
+               PinReach.shows(pin.point, rangeMeters: pin.rangeMeters, to: viewer) {
                 if found.count == limit {
                     more = true
                     break

@@ -19,6 +19,9 @@ public struct SubscriptionIndex: Sendable {
         public var categories: UInt64
         public var precision: Int
         public var cells: [GeohashCell]
+        /// The subscriber's own position (`viewer`), for the reach of pins with a range only
+        /// (`PinReach`): held while the subscription lasts, never stored or logged.
+        public var viewer: GeoPoint? = nil
 
         public func wants(_ point: GeoPoint, categoryBit: Int) -> Bool {
             categories & (1 << UInt64(categoryBit)) != 0 && area.contains(point)

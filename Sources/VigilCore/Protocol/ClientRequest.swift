@@ -9,7 +9,8 @@ public struct ClientRequest: Sendable {
 
 /// The operations of protocol version 1 (docs/PROTOCOL.md).
 public enum ClientOperation: Equatable, Sendable {
-    case subscribe(area: GeoArea, categories: UInt64?)
+    /// `viewer`: the subscriber's own position, for pins with a range only (never stored or logged).
+    case subscribe(area: GeoArea, categories: UInt64?, viewer: GeoPoint? = nil)
     case unsubscribe
     case pinCreate(PinDraft)
     /// `id` is nil when the text is not a UUID: such a pin cannot exist, and the answer is the same as for an unknown one.

@@ -55,7 +55,8 @@ public struct RequestDecoder: Sendable {
             guard let area = o["area"] else { throw RequestError.missing("area") }
             var categories: UInt64?
             if let c = o["categories"] { categories = try categoryMask(c) }
-            return .subscribe(area: try decodeArea(area), categories: categories)
+            let viewer = try o["viewer"].map { try decodeViewer($0) }
+            return .subscribe(area: try decodeArea(area), categories: categories, viewer: viewer)
         case "unsubscribe":
             return .unsubscribe
         case "pin.create":
@@ -163,7 +164,7 @@ public struct RequestDecoder: Sendable {
 
     func decodeDraft(_ v: JSONValue) throws -> PinDraft {
         guard let o = v.object else { throw RequestError("bad_message", field: "pin", "pin must be an object") }
-        for key in o.keys where !["lat", "lon", "title", "description", "category", "ttl_s"].contains(key) {
+        for key in o.keys where !["lat", "lon", "title", "description", "category", "ttl_s", "range_m"].contains(key) {
             throw RequestError.unknownField("pin.\(key)")
         }
         guard let lat = o["lat"] else { throw RequestError.missing("pin.lat") }
@@ -174,7 +175,8 @@ public struct RequestDecoder: Sendable {
             title: try self.title(title, field: "pin.title"),
             description: try o["description"].map { try description($0, field: "pin.description") } ?? "",
             category: try o["category"].map { try category($0, field: "pin.category") } ?? "general",
-            ttlSeconds: try o["ttl_s"].map { try ttl($0, field: "pin.ttl_s") } ?? settings.defaultTTLSeconds
+            ttlSeconds: try o["ttl_s"].map { try ttl($0, field: "pin.ttl_s") } ?? settings.defaultTTLSeconds,
+            rangeMeters: try o["range_m"].map { try range($0, field: "pin.range_m") }
         )
     }
 
@@ -191,6 +193,7 @@ public struct RequestDecoder: Sendable {
             case "description": c.description = try description(value, field: "changes.description")
             case "category": c.category = try category(value, field: "changes.category")
             case "ttl_s": c.ttlSeconds = try ttl(value, field: "changes.ttl_s")
+            case "range_m": c.range = value == .null ? .remove : .set(try range(value, field: "changes.range_m"))
             default: throw RequestError.unknownField("changes.\(key)")
             }
         }

@@ -42,6 +42,7 @@ public enum ServerMessages {
         w.key("messages_per_second"); w.int(Int64(limits.messagesPerSecond))
         w.key("message_burst"); w.int(Int64(limits.messageBurst))
         w.key("max_subscribe_pins"); w.int(Int64(settings.maxSubscribePins))
+        w.key("max_range_m"); w.int(Int64(settings.maxRangeMeters))
         w.endObject()
         w.endObject()
     }
@@ -97,6 +98,7 @@ public enum ServerMessages {
         w.key("expires_at"); w.int(p.expiresAt)
         w.key("up"); w.int(Int64(p.up))
         w.key("down"); w.int(Int64(p.down))
+        if let range = p.rangeMeters { w.key("range_m"); w.int(Int64(range)) }
         w.endObject()
     }
 

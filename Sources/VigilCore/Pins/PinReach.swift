@@ -1,0 +1,59 @@
+import VigilGeo
+
+/// A change of a pin's reach in `pin.update`: a new `range_m`, or `"range_m": null` to take it away.
+public enum PinRangeChange: Equatable, Sendable {
+    case set(Int)
+    case remove
+}
+
+/// The reach rule (Radar, docs/PROTOCOL.md "Pins with a reach"): a pin with a range is seen only
+/// by a subscriber whose viewer position is within `range_m` of the pin, measured as a
+/// great-circle distance on the same sphere as the areas (`GeoDistance`), the boundary included.
+/// A subscriber that gave no viewer position sees no pin with a range. A pin without a range
+/// follows the area rule alone and never pays for a distance (`SubscriptionIndex.forEachRecipient`).
+///
+/// Pure and separate from the area test: a pin must also be inside the subscription's area.
+public enum PinReach {
+    /// Whether a pin at `pin` with reach `rangeMeters` reaches a viewer at `viewer`.
+    @inline(__always)
+    public static func reaches(_ pin: GeoPoint, rangeMeters: Int, viewer: GeoPoint?) -> Bool {
+        guard let viewer else { return false }
+        return GeoDistance.meters(pin, viewer) <= Double(rangeMeters)
+    }
+
+    /// Whether a pin at `pin` with reach `rangeMeters` (nil: none, seen by all) is shown to `viewer`.
+    @inline(__always)
+    public static func shows(_ pin: GeoPoint, rangeMeters: Int?, to viewer: GeoPoint?) -> Bool {
+        guard let rangeMeters else { return true }
+        return reaches(pin, rangeMeters: rangeMeters, viewer: viewer)
+    }
+}
+
+extension SubscriptionIndex {
+    /// Calls `body` for every subscriber that sees `pin` (category bit `categoryBit`): those whose
+    /// subscription holds its position and category and, for a pin with a range, whose viewer it
+    /// reaches. A pin without a range takes `forEachSubscriber`'s path with one test of an
+    /// optional per recipient. A ranged pin costs one subscription lookup and one distance per
+    /// candidate the area accepts.
+    @inline(__always)
+    func forEachRecipient(of pin: Pin, categoryBit: Int, _ body: (SubscriberID) -> Void) {
+        // One loop and one call of `body` for both kinds of pin (two call sites measured dearer:
+        // the closure was no longer inlined into the loop).
+        let range = pin.rangeMeters
+        forEachSubscriber(at: pin.point, cell: pin.cell, categoryBit: categoryBit) { subscriber in
+            if let range, !PinReach.reaches(pin.point, rangeMeters: range, viewer: subscriptions[subscriber]?.viewer) { return }
+            body(subscriber)
+        }
+    }
+
+    /// Whether `subscriber` sees `pin` (category bit `categoryBit`): area, category and reach.
+    /// A pin without a range takes `wants`, today's path, exactly: reading the whole subscription
+    /// out of the dictionary instead (to reach its viewer) copies it, retaining and releasing its
+    /// cells, which made a move's fan-out 40% dearer when measured.
+    @inline(__always)
+    func sees(_ subscriber: SubscriberID, _ pin: Pin, categoryBit: Int) -> Bool {
+        guard let range = pin.rangeMeters else { return wants(subscriber, pin.point, categoryBit: categoryBit) }
+        guard let subscription = subscriptions[subscriber], subscription.wants(pin.point, categoryBit: categoryBit) else { return false }
+        return PinReach.reaches(pin.point, rangeMeters: range, viewer: subscription.viewer)
+    }
+}
