@@ -84,5 +84,28 @@ extension PinStore {
         for level in Self.indexLevels {
             spatial[pin.cell.ancestor(precision: level).key, default: CellRecency()].appendUnordered(entry)
         }
+        clusters.add(pin.cell, pin.point, tag: entry.tag)
+    }
+}
+
+extension PinStore {
+    /// Counts every pin at `precisions` from now on, starting with a count of the pins held:
+    /// O(pins × precisions), once, when a hub takes over a restored store. A store already
+    /// counting these precisions is left as it is.
+    public mutating func countClusters(precisions: ClosedRange<Int>) {
+        guard clusters.precisions != precisions else { return }
+        clusters = ClusterCounts(precisions: precisions)
+        for pin in pins.values {
+            clusters.add(pin.cell, pin.point, tag: categoryTags.tag(pin.category))
+        }
+    }
+
+    /// The cluster counts recounted from the pins, as `ClusterCounts.allCells` lists them, sorted
+    /// (for tests: the incremental counts must equal it).
+    public func recountClusters() -> [(cell: UInt64, tallies: [ClusterCounts.Tally])] {
+        var fresh = ClusterCounts(precisions: clusters.precisions)
+        var tags = categoryTags
+        for pin in pins.values { fresh.add(pin.cell, pin.point, tag: tags.tag(pin.category)) }
+        return fresh.allCells.sorted { $0.cell < $1.cell }
     }
 }
