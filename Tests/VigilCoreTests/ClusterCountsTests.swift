@@ -7,24 +7,10 @@ import VigilTestSupport
 /// subscriber that applies its reply and then each `clusters.changed` must see the counts a fresh
 /// subscribe would show.
 @Suite struct ClusterCountsTests {
-    /// The counts by cell key and category name (tags differ between stores), as
-    /// "key/category" → [count, latSum, lonSum].
-    static func canonical(_ cells: [(cell: UInt64, tallies: [ClusterCounts.Tally])], _ store: PinStore) -> [String: [Int64]] {
-        var out: [String: [Int64]] = [:]
-        let names = store.categoryTags.names
-        for (cell, tallies) in cells {
-            for t in tallies {
-                let name = Int(t.tag) < names.count ? names[Int(t.tag)] : "?"
-                out["\(cell)/\(name)"] = [Int64(t.count), t.latSum, t.lonSum]
-            }
-        }
-        return out
-    }
-
     static func expectExact(_ hub: MapHub, _ step: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        let kept = canonical(hub.store.clusters.allCells, hub.store)
-        let recount = canonical(hub.store.recountClusters(), hub.store)
-        #expect(kept == recount, "counts differ from a recount after \(step)", sourceLocation: sourceLocation)
+        let kept = hub.store.clusterCountsByName()
+        #expect(!kept.isEmpty || hub.store.count == 0)
+        #expect(kept == hub.store.clusterCountsByName(recount: true), "counts differ from a recount after \(step)", sourceLocation: sourceLocation)
     }
 
     /// What a subscriber believes: its reply's cells, then each update applied (count 0 removes).

@@ -100,12 +100,23 @@ extension PinStore {
         }
     }
 
-    /// The cluster counts recounted from the pins, as `ClusterCounts.allCells` lists them, sorted
-    /// (for tests: the incremental counts must equal it).
-    public func recountClusters() -> [(cell: UInt64, tallies: [ClusterCounts.Tally])] {
-        var fresh = ClusterCounts(precisions: clusters.precisions)
+    /// The cluster counts as "cell key/category" → [pins, latitude sum, longitude sum], kept or
+    /// (`recount`) counted afresh from the pins: for tests and diagnostics, which compare the two
+    /// (and stores whose tags were given in another order).
+    public func clusterCountsByName(recount: Bool = false) -> [String: [Int64]] {
+        var counts = clusters
         var tags = categoryTags
-        for pin in pins.values { fresh.add(pin.cell, pin.point, tag: tags.tag(pin.category)) }
-        return fresh.allCells.sorted { $0.cell < $1.cell }
+        if recount {
+            counts = ClusterCounts(precisions: clusters.precisions)
+            for pin in pins.values { counts.add(pin.cell, pin.point, tag: tags.tag(pin.category)) }
+        }
+        var out: [String: [Int64]] = [:]
+        for (cell, tallies) in counts.allCells {
+            for t in tallies {
+                let name = Int(t.tag) < tags.names.count ? tags.names[Int(t.tag)] : "?"
+                out["\(cell)/\(name)"] = [Int64(t.count), t.latSum, t.lonSum]
+            }
+        }
+        return out
     }
 }

@@ -10,6 +10,8 @@ public struct ClientRequest: Sendable {
 /// The operations of protocol version 1 (docs/PROTOCOL.md).
 public enum ClientOperation: Equatable, Sendable {
     case subscribe(area: GeoArea, categories: UInt64?)
+    /// `subscribe` with `"view":"clusters"`: counts per cell instead of pins.
+    case subscribeClusters(area: GeoArea, categories: UInt64?)
     case unsubscribe
     case pinCreate(PinDraft)
     /// `id` is nil when the text is not a UUID: such a pin cannot exist, and the answer is the same as for an unknown one.
@@ -32,7 +34,7 @@ public enum ClientOperation: Equatable, Sendable {
     /// The operation's place in `names`, for counters kept in arrays.
     public var metricIndex: Int {
         switch self {
-        case .subscribe: return 0
+        case .subscribe, .subscribeClusters: return 0
         case .unsubscribe: return 1
         case .pinCreate: return 2
         case .pinUpdate: return 3
@@ -59,6 +61,14 @@ public enum ClientOperation: Equatable, Sendable {
                                "panic.start", "panic.update", "panic.status", "panic.end", "panic.resume",
                                "panic.watch", "panic.unwatch", "panic.invite", "panic.revoke", "panic.timer"]
 
+    /// Both views of `subscribe`: they share its rate limits.
+    public var isSubscribe: Bool {
+        switch self {
+        case .subscribe, .subscribeClusters: return true
+        default: return false
+        }
+    }
+
     /// Writes count against the per-session write limit: pin changes, and creating streams or
     /// tokens. A panic stream's own updates do not: a person in danger is never rate limited
     /// below the message limit.
@@ -77,7 +87,7 @@ public enum ClientOperation: Equatable, Sendable {
         case .pinCreate, .pinUpdate, .pinDelete, .pinVote, .panicStart, .panicUpdate, .panicStatus, .panicEnd,
              .panicInvite, .panicRevoke, .panicTimer:
             return true
-        case .subscribe, .unsubscribe, .panicResume, .panicWatch, .panicUnwatch:
+        case .subscribe, .subscribeClusters, .unsubscribe, .panicResume, .panicWatch, .panicUnwatch:
             return false
         }
     }

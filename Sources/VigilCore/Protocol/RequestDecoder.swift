@@ -53,6 +53,7 @@ public struct RequestDecoder: Sendable {
             guard let area = o["area"] else { throw RequestError.missing("area") }
             var categories: UInt64?
             if let c = o["categories"] { categories = try categoryMask(c) }
+            if try clustersView(o["view"]) { return .subscribeClusters(area: try decodeArea(area), categories: categories) }
             return .subscribe(area: try decodeArea(area), categories: categories)
         case "unsubscribe":
             return .unsubscribe
