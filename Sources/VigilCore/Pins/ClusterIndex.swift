@@ -86,21 +86,28 @@ public struct ClusterIndex: Sendable {
         // Its heap entry, if any, is now stale (no subscription of that generation) and skipped.
     }
 
+    /// The precisions some subscription uses, coarsest first.
+    public var precisionsInUse: [Int] { (1...Geohash.maxPrecision).filter { precisionUse[$0] > 0 } }
+
     /// A pin in `cell` (full precision) with category bit `categoryBit` changed the counts:
     /// marks the cell dirty for every subscriber counting it, and schedules those not yet due.
     public mutating func mark(_ cell: GeohashCell, categoryBit: Int, now: Int64, intervalMs: Int64) {
-        let bit: UInt64 = 1 << UInt64(categoryBit)
         for precision in 1...min(cell.precision, Geohash.maxPrecision) where precisionUse[precision] > 0 {
-            let key = cell.ancestor(precision: precision).key
-            guard let members = channels[key] else { continue }
-            for subscriber in members {
-                // Read through a temporary gone before the write: a copy held across it would
-                // share the dirty set and make the insert copy it.
-                guard let (categories, scheduled, last) = subscriptions[subscriber].map({ ($0.categories, $0.scheduled, $0.lastSentMs) }),
-                      categories & bit != 0 else { continue }
-                subscriptions[subscriber]?.dirty.insert(key)
-                if !scheduled { schedule(subscriber, at: max(now, last + intervalMs)) }
-            }
+            markChannel(cell.ancestor(precision: precision).key, categoryBit: categoryBit, now: now, intervalMs: intervalMs)
+        }
+    }
+
+    /// `mark` for one channel (a cell key of a precision in use).
+    public mutating func markChannel(_ key: UInt64, categoryBit: Int, now: Int64, intervalMs: Int64) {
+        let bit: UInt64 = 1 << UInt64(categoryBit)
+        guard let members = channels[key] else { return }
+        for subscriber in members {
+            // Read through a temporary gone before the write: a copy held across it would
+            // share the dirty set and make the insert copy it.
+            guard let (categories, scheduled, last) = subscriptions[subscriber].map({ ($0.categories, $0.scheduled, $0.lastSentMs) }),
+                  categories & bit != 0 else { continue }
+            subscriptions[subscriber]?.dirty.insert(key)
+            if !scheduled { schedule(subscriber, at: max(now, last + intervalMs)) }
         }
     }
 

@@ -57,19 +57,41 @@ extension MapHub {
     /// the current counts of its changed cells (a cell now empty with count 0).
     public mutating func takeClusterUpdates(now: Int64) -> [ClusterUpdate] {
         guard !clusterSubscriptions.isEmpty else { return [] }
-        let touched = store.clusters.takeTouched()
+        markClusterChanges(now: now)
         let bits = categoryBitsByTag()
-        let interval = Int64(settings.clusterIntervalMs)
-        for touch in touched {
-            guard let bit = bits[Int(touch.tag)] else { continue }
-            clusterSubscriptions.mark(touch.cell, categoryBit: bit, now: now, intervalMs: interval)
-        }
         var updates: [ClusterUpdate] = []
         for due in clusterSubscriptions.takeDue(now: now) {
             let cells = due.cells.map { clusterCell($0, categories: due.categories, bits: bits) }
             updates.append(ClusterUpdate(subscriber: due.subscriber, precision: due.cells[0].precision, cells: cells))
         }
         return updates
+    }
+
+    /// The first half of `takeClusterUpdates`: marks the changes since the last call on the
+    /// subscribers that count them (and schedules them), building nothing.
+    public mutating func markClusterChanges(now: Int64) {
+        let touched = store.clusters.takeTouched()
+        guard !touched.isEmpty else { return }
+        let bits = categoryBitsByTag()
+        let interval = Int64(settings.clusterIntervalMs)
+        // Each (cell, category) walks its channel once per call however often it changed: a
+        // busy turn's changes in one city cost one walk of that city's subscribers, not one each.
+        let precisions = clusterSubscriptions.precisionsInUse
+        var walked = Set<ChannelMark>()
+        for touch in touched {
+            guard let bit = bits[Int(touch.tag)] else { continue }
+            for precision in precisions where precision <= touch.cell.precision {
+                let key = touch.cell.ancestor(precision: precision).key
+                if walked.insert(ChannelMark(key: key, bit: bit)).inserted {
+                    clusterSubscriptions.markChannel(key, categoryBit: bit, now: now, intervalMs: interval)
+                }
+            }
+        }
+    }
+
+    private struct ChannelMark: Hashable {
+        let key: UInt64
+        let bit: Int
     }
 
     /// Cells that could not be sent at their slot: they go at the subscriber's next one, with
