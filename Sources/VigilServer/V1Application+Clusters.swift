@@ -23,16 +23,17 @@ extension V1Application {
     func flushClusters() {
         guard !hub.clusterSubscriptions.isEmpty else { return }
         let now = monotonicMilliseconds()
-        for update in hub.takeClusterUpdates(now: now) {
+        var (due, encoding) = hub.takeDueClusters(now: now)
+        for update in due {
             guard let connection = server.connection(fd: update.subscriber) else { continue }
             if connection.queuedBytes > 0 {
-                hub.postponeClusters(update.subscriber, cells: update.cells.map(\.cell), now: now)
+                hub.postponeClusters(update.subscriber, cells: update.cells, now: now)
                 continue
             }
             replyWriter.reset()
-            let written = ServerMessages.clustersChanged(precision: update.precision, update.cells, maxBytes: maxReplyBytes, into: &replyWriter)
+            let written = hub.clustersChangedJSON(update, encoding: &encoding, maxBytes: maxReplyBytes, into: &replyWriter)
             if written < update.cells.count {
-                hub.postponeClusters(update.subscriber, cells: update.cells[written...].map(\.cell), now: now)
+                hub.postponeClusters(update.subscriber, cells: Array(update.cells[written...]), now: now)
             }
             let result = replyWriter.withUnsafeBytes { connection.send(.text, payload: $0, traffic: .mapEvent) }
             if result == .queued {

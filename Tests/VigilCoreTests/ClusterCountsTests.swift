@@ -114,6 +114,7 @@ import VigilTestSupport
             for update in hub.takeClusterUpdates(now: monotonic) {
                 views[Int(update.subscriber) - 1].apply(update.cells)
             }
+            #expect(hub.clusterSubscriptions.inconsistency() == nil, "step \(step)")
         }
         #expect(reverts > 20 && expiries > 20 && flags > 0, "the run exercised reverts, expiries and flags")
         // A few live hazard pins in the city, so that no view ends empty.

@@ -44,14 +44,14 @@ import VigilGeo
 
     @Test func anEmptiedCellIsSentWithCountZeroAndABigMessageIsCut() throws {
         var w = JSONWriter(capacity: 256)
-        #expect(ServerMessages.clustersChanged(precision: 4, cells, maxBytes: .max, into: &w) == 2)
+        #expect(ServerMessages.clustersChanged(precision: 4, cells.map(ServerMessages.clusterCellJSON), maxBytes: .max, into: &w) == 2)
         let o = try parse(w)
         #expect(o["type"]?.string == "clusters.changed" && o["precision"]?.int64 == 4)
         let gone = try #require(o["cells"]?.array?.last?.object)
         #expect(gone["cell"]?.string == "u281" && gone["count"]?.int64 == 0 && gone["by_category"] == nil)
         // Cut after the first cell: the caller keeps the rest for the next message.
         var small = JSONWriter(capacity: 256)
-        #expect(ServerMessages.clustersChanged(precision: 4, cells, maxBytes: 150, into: &small) == 1)
+        #expect(ServerMessages.clustersChanged(precision: 4, cells.map(ServerMessages.clusterCellJSON), maxBytes: 150, into: &small) == 1)
         #expect(try parse(small)["cells"]?.array?.count == 1 && small.count <= 150)
         // A reply is cut too, and says so.
         var reply = JSONWriter(capacity: 256)

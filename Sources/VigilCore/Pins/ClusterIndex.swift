@@ -4,11 +4,19 @@ import VigilGeo
 /// Who watches counts where: cluster subscriptions, the channels (cells) they are registered in,
 /// which of their cells changed since they were last told, and when each may be told next.
 ///
-/// A subscription is covered by cells of one precision (its cover); it sits in the channel of
-/// each. A change at a point looks up, per precision in use, the one channel whose cell holds the
-/// point, and marks that cell dirty for each member wanting the pin's category: O(1) lookups plus
-/// O(members). No message is built per change: a subscriber's dirty cells wait for its next slot
-/// (`lastSentMs + interval`, kept in a heap), when one message carries them all.
+/// A subscription is covered by cells of one precision (its cover). A channel (a cell) lists only
+/// its **clean** subscribers: those not yet told that the cell changed since their last message.
+/// Invariant: for every subscriber and every cell of its cover, the cell is in its dirty set or
+/// the subscriber is in the cell's channel (or both).
+///
+/// A change at a point looks up, per precision in use, the channel of the cell holding the point,
+/// and moves each member wanting the pin's category out of it, marking the cell dirty for it and
+/// scheduling its next slot (`lastSentMs + interval`, in a heap). A member leaves a channel once
+/// and comes back only when it is next told (its message clears its dirty cells), so the marking
+/// work is bounded by the messages sent (at most a cover per subscriber per interval), not by the
+/// rate of changes: the thousandth change to a busy cell within a second finds its channel empty.
+/// No message is built per change: a subscriber's dirty cells wait for its slot, when one message
+/// carries them all.
 public struct ClusterIndex: Sendable {
     public typealias SubscriberID = SubscriptionIndex.SubscriberID
 
@@ -51,8 +59,8 @@ public struct ClusterIndex: Sendable {
     }
 
     public private(set) var subscriptions: [SubscriberID: Subscription] = [:]
-    /// Cell key → the subscribers whose cover holds it. Sets: a country's cells can be held by
-    /// thousands of subscribers, and leaving must not scan them.
+    /// Cell key → the clean subscribers whose cover holds it (see above). Sets: a country's cells
+    /// can be held by thousands of subscribers, and leaving must not scan them.
     private var channels: [UInt64: Set<SubscriberID>] = [:]
     private var precisionUse = [Int](repeating: 0, count: Geohash.maxPrecision + 1)
     private var slots = Heap<Slot>()
@@ -97,18 +105,24 @@ public struct ClusterIndex: Sendable {
         }
     }
 
-    /// `mark` for one channel (a cell key of a precision in use).
+    /// `mark` for one channel (a cell key of a precision in use): O(its clean members).
     public mutating func markChannel(_ key: UInt64, categoryBit: Int, now: Int64, intervalMs: Int64) {
         let bit: UInt64 = 1 << UInt64(categoryBit)
-        guard let members = channels[key] else { return }
-        for subscriber in members {
+        // Taken out whole: members counting the category leave it, and usually all of them do.
+        guard let clean = channels.removeValue(forKey: key) else { return }
+        var kept = Set<SubscriberID>()
+        for subscriber in clean {
             // Read through a temporary gone before the write: a copy held across it would
             // share the dirty set and make the insert copy it.
-            guard let (categories, scheduled, last) = subscriptions[subscriber].map({ ($0.categories, $0.scheduled, $0.lastSentMs) }),
-                  categories & bit != 0 else { continue }
+            guard let (categories, scheduled, last) = subscriptions[subscriber].map({ ($0.categories, $0.scheduled, $0.lastSentMs) }) else { continue }
+            if categories & bit == 0 {
+                kept.insert(subscriber)
+                continue
+            }
             subscriptions[subscriber]?.dirty.insert(key)
             if !scheduled { schedule(subscriber, at: max(now, last + intervalMs)) }
         }
+        if !kept.isEmpty { channels[key] = kept }
     }
 
     /// Takes every subscriber whose slot has come with its dirty cells (clearing them); each is
@@ -120,6 +134,8 @@ public struct ClusterIndex: Sendable {
             guard let categories = subscriptions[top.subscriber].flatMap({ $0.generation == top.generation && $0.scheduled ? $0.categories : nil }) else { continue }
             var cells: [GeohashCell] = []
             subscriptions[top.subscriber]?.takeDirty(into: &cells, now: now)
+            // Told now: clean again in those cells' channels.
+            for cell in cells { channels[cell.key, default: []].insert(top.subscriber) }
             if !cells.isEmpty { due.append(Due(subscriber: top.subscriber, categories: categories, cells: cells)) }
         }
         return due
@@ -142,5 +158,24 @@ public struct ClusterIndex: Sendable {
         guard let generation = subscriptions[subscriber]?.generation else { return }
         subscriptions[subscriber]?.scheduled = true
         slots.insert(Slot(at: at, subscriber: subscriber, generation: generation))
+    }
+}
+
+extension ClusterIndex {
+    /// Nil when every cell of every cover is dirty for its subscriber or lists it as clean, and
+    /// no channel lists anyone else; else what is wrong (for tests).
+    func inconsistency() -> String? {
+        for (id, sub) in subscriptions {
+            for cell in sub.cells where !sub.dirty.contains(cell.key) && channels[cell.key]?.contains(id) != true {
+                return "subscriber \(id): cell \(cell) neither dirty nor clean"
+            }
+        }
+        for (key, members) in channels {
+            if members.isEmpty { return "channel \(key) is empty but kept" }
+            for id in members where subscriptions[id]?.cells.contains(where: { $0.key == key }) != true {
+                return "channel \(key) lists \(id), whose cover does not hold it"
+            }
+        }
+        return nil
     }
 }

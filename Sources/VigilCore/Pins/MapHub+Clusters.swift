@@ -23,6 +23,16 @@ public struct ClusterUpdate: Sendable {
     public var cells: [ClusterCell]
 }
 
+/// What one flush's messages share: category bits by tag, and each cell's JSON per category mask.
+public struct ClusterEncoding: Sendable {
+    struct Key: Hashable {
+        let cell: UInt64
+        let categories: UInt64
+    }
+    let bits: [Int?]
+    var cache: [Key: [UInt8]] = [:]
+}
+
 /// Cluster subscriptions (`"view":"clusters"`, docs/PROTOCOL.md): counts per cell instead of pins.
 /// A connection has one subscription, of either view: subscribing with one ends the other.
 extension MapHub {
@@ -56,15 +66,38 @@ extension MapHub {
     /// marked on the subscribers that count them, then every subscriber whose slot has come gets
     /// the current counts of its changed cells (a cell now empty with count 0).
     public mutating func takeClusterUpdates(now: Int64) -> [ClusterUpdate] {
-        guard !clusterSubscriptions.isEmpty else { return [] }
-        markClusterChanges(now: now)
-        let bits = categoryBitsByTag()
-        var updates: [ClusterUpdate] = []
-        for due in clusterSubscriptions.takeDue(now: now) {
-            let cells = due.cells.map { clusterCell($0, categories: due.categories, bits: bits) }
-            updates.append(ClusterUpdate(subscriber: due.subscriber, precision: due.cells[0].precision, cells: cells))
+        let (due, encoding) = takeDueClusters(now: now)
+        return due.map { d in
+            ClusterUpdate(subscriber: d.subscriber, precision: d.cells[0].precision,
+                          cells: d.cells.map { clusterCell($0, categories: d.categories, bits: encoding.bits) })
         }
-        return updates
+    }
+
+    /// `takeClusterUpdates` for the server: the subscribers due, with their changed cells, and
+    /// the encoding state for `clustersChangedJSON` (valid until the hub changes again).
+    public mutating func takeDueClusters(now: Int64) -> (due: [ClusterIndex.Due], encoding: ClusterEncoding) {
+        guard !clusterSubscriptions.isEmpty else { return ([], ClusterEncoding(bits: [])) }
+        markClusterChanges(now: now)
+        return (clusterSubscriptions.takeDue(now: now), ClusterEncoding(bits: categoryBitsByTag()))
+    }
+
+    /// Writes `due`'s `clusters.changed` (at most `maxBytes`, at least one cell); returns how
+    /// many of its cells it holds. Each (cell, categories) is encoded once per `encoding`: the
+    /// country-wide subscribers due in one flush share their cells' bytes.
+    public func clustersChangedJSON(_ due: ClusterIndex.Due, encoding: inout ClusterEncoding, maxBytes: Int, into w: inout JSONWriter) -> Int {
+        var cells: [[UInt8]] = []
+        cells.reserveCapacity(due.cells.count)
+        for cell in due.cells {
+            let key = ClusterEncoding.Key(cell: cell.key, categories: due.categories)
+            if let bytes = encoding.cache[key] {
+                cells.append(bytes)
+            } else {
+                let bytes = ServerMessages.clusterCellJSON(clusterCell(cell, categories: due.categories, bits: encoding.bits))
+                encoding.cache[key] = bytes
+                cells.append(bytes)
+            }
+        }
+        return ServerMessages.clustersChanged(precision: due.cells[0].precision, cells, maxBytes: maxBytes, into: &w)
     }
 
     /// The first half of `takeClusterUpdates`: marks the changes since the last call on the
