@@ -30,7 +30,11 @@ extension VigilBench {
             let c = Self.country
             var rng = SplitMix64(state: seed)
             let settings = PinSettings()
-            var hub = MapHub(settings: settings)
+            // Filled with counts at one precision only, so that the memory the counts at every
+            // precision take is measured first, from pages no earlier counts freed.
+            var one = settings
+            (one.clusterPrecisionMin, one.clusterPrecisionMax) = (4, 4)
+            var hub = MapHub(settings: one)
             var out: [PinDelivery] = []
             var ids: [PinID] = []
             let digest = BenchSecrets().digest(ofToken: "bench")
@@ -43,6 +47,13 @@ extension VigilBench {
                 ids.append(id)
             }
             out.removeAll()
+            var filled = hub.store
+            hub = MapHub(settings: settings)
+            let rssBefore = residentBytes()
+            filled.countClusters(precisions: settings.clusterPrecisionMin...settings.clusterPrecisionMax)
+            let countsBytes = residentBytes() - rssBefore
+            hub = MapHub(settings: settings, store: filled)
+            filled = PinStore()
             // Without subscribers first: the cost of keeping the counts alone.
             var bare: [Double] = []
             for _ in 0..<runs {
@@ -101,6 +112,17 @@ extension VigilBench {
             print("  µs per move, \(batch) changes per turn: \(oneDecimal(median(batched)))   runs: \(batched.map(oneDecimal))   ratio to none: \(oneDecimal(median(batched) / median(bare)))")
             print("  flush after \(2 * moves) moves: \(oneDecimal(median(flushes))) ms (median)   runs: \(flushes.map(oneDecimal)); last: \(messages) messages, \(cells) cells, \(bytes / max(1, messages)) bytes per message")
             print("  restore recount of \(pins) pins: \(oneDecimal(median(recount))) ms at \(range.count) precisions, \(oneDecimal(median(recountOne))) ms at one   occupied cells: \(occupied)")
+            print("  resident memory the counts at \(range.count) precisions added to a store counting one: \(countsBytes / 1024) KiB (\(countsBytes / max(1, pins)) bytes per pin)")
+        }
+
+        /// Resident bytes of this process (`VmRSS` of /proc/self/status).
+        func residentBytes() -> Int {
+            guard let f = fopen("/proc/self/status", "r") else { return 0 }
+            defer { fclose(f) }
+            var bytes = [UInt8](repeating: 0, count: 8192)
+            let n = fread(&bytes, 1, bytes.count, f)
+            guard let status = ProcParse.status(String(decoding: bytes[..<n], as: UTF8.self)) else { return 0 }
+            return Int(status.rssKiB) * 1024
         }
 
         /// CPU time of this thread: the machine is shared, and wall time counts the other tenants.
