@@ -18,7 +18,8 @@ extension V1Application {
     /// has recorded (or taken back) the turn's changes and after the turn's own replies and events
     /// went out, so a subscriber is never told of a change that was taken back, and hears of its
     /// new subscription's reply first. Each message is the subscriber's own (its cells); a
-    /// subscriber whose last one is still unsent is skipped until it has read it (its changed
+    /// subscriber with output still unsent (a slow reader, or simply this turn's replies, which
+    /// the loop writes after this step) is skipped and tried again a tick later (its changed
     /// cells wait, bounded by its cover), so a slow reader costs no queue growth.
     func flushClusters() {
         guard !hub.clusterSubscriptions.isEmpty else { return }
@@ -27,13 +28,13 @@ extension V1Application {
         for update in due {
             guard let connection = server.connection(fd: update.subscriber) else { continue }
             if connection.queuedBytes > 0 {
-                hub.postponeClusters(update.subscriber, cells: update.cells, now: now)
+                hub.postponeClusters(update.subscriber, cells: update.cells, now: now, sent: false)
                 continue
             }
             replyWriter.reset()
             let written = hub.clustersChangedJSON(update, encoding: &encoding, maxBytes: maxReplyBytes, into: &replyWriter)
             if written < update.cells.count {
-                hub.postponeClusters(update.subscriber, cells: Array(update.cells[written...]), now: now)
+                hub.postponeClusters(update.subscriber, cells: Array(update.cells[written...]), now: now, sent: true)
             }
             let result = replyWriter.withUnsafeBytes { connection.send(.text, payload: $0, traffic: .mapEvent) }
             if result == .queued {

@@ -171,6 +171,29 @@ import VigilTestSupport
         #expect(hub.subscriptions.count == 0)
     }
 
+    @Test func cellsNotSentComeBackATickLaterOrAtTheNextSlot() {
+        var settings = PinSettings()
+        settings.clusterIntervalMs = 1_000
+        var hub = MapHub(settings: settings)
+        let secrets = TestSecrets()
+        var out: [PinDelivery] = []
+        _ = hub.subscribeClusters(1, area: .box(GeoBox(south: 47, west: 5, north: 55, east: 15)), categories: nil, now: 0)
+        _ = try! hub.create(PinDraft(point: GeoPoint(lat: 52.5, lon: 13.4), title: "t", description: "", category: "general", ttlSeconds: 600),
+                            id: PinID(random: secrets.randomBytes(16)), editDigest: secrets.digest(ofToken: "x"), now: 1_000, out: &out).get()
+        let first = hub.takeClusterUpdates(now: 1_000)
+        #expect(first.count == 1)
+        // Nothing went out (the reader is behind): tried again 50 ms later, same cells.
+        hub.postponeClusters(1, cells: first[0].cells.map(\.cell), now: 1_000, sent: false)
+        #expect(hub.takeClusterUpdates(now: 1_049).isEmpty)
+        let retried = hub.takeClusterUpdates(now: 1_050)
+        #expect(retried.map { $0.cells.map(\.count) } == [[1]])
+        // A message went out, cut: the rest waits a whole interval.
+        hub.postponeClusters(1, cells: retried[0].cells.map(\.cell), now: 1_050, sent: true)
+        #expect(hub.takeClusterUpdates(now: 2_049).isEmpty)
+        #expect(hub.takeClusterUpdates(now: 2_050).count == 1)
+        #expect(hub.clusterSubscriptions.inconsistency() == nil)
+    }
+
     @Test func aSubscriberNotCountingTheCategoryIsNotTold() {
         var hub = MapHub(settings: PinSettings())
         let secrets = TestSecrets()

@@ -142,7 +142,7 @@ public struct ClusterIndex: Sendable {
     }
 
     /// Gives back cells that could not be sent now (the subscriber's previous message is still
-    /// unsent, or the message would have been too large): they go out at its next slot.
+    /// unsent, or the message would have been too large): they go out `intervalMs` from now.
     public mutating func postpone(_ subscriber: SubscriberID, cells: [GeohashCell], now: Int64, intervalMs: Int64) {
         guard let (precision, wasScheduled, generation) = subscriptions[subscriber].map({ ($0.precision, $0.scheduled, $0.generation) }),
               !cells.isEmpty else { return }

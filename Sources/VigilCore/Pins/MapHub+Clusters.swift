@@ -127,10 +127,12 @@ extension MapHub {
         let bit: Int
     }
 
-    /// Cells that could not be sent at their slot: they go at the subscriber's next one, with
-    /// their counts as they are then.
-    public mutating func postponeClusters(_ subscriber: SubscriberID, cells: [GeohashCell], now: Int64) {
-        clusterSubscriptions.postpone(subscriber, cells: cells, now: now, intervalMs: Int64(settings.clusterIntervalMs))
+    /// Cells that could not be sent at their slot, with their counts as they are then: after a
+    /// message that went out (`sent`: it was cut to size), at the subscriber's next slot; when
+    /// nothing went out (its earlier output is still unsent), retried `retryMs` later.
+    public mutating func postponeClusters(_ subscriber: SubscriberID, cells: [GeohashCell], now: Int64, sent: Bool, retryMs: Int64 = 50) {
+        let after = sent ? Int64(settings.clusterIntervalMs) : min(retryMs, Int64(settings.clusterIntervalMs))
+        clusterSubscriptions.postpone(subscriber, cells: cells, now: now, intervalMs: after)
     }
 
     /// A cell's counts for a subscriber counting the categories of `categories`.
