@@ -133,6 +133,14 @@ import VigilTestSupport
         }
     }
 
+    /// A pin created at `now` 1,000 with the edit token "x".
+    @discardableResult
+    static func create(_ hub: inout MapHub, _ lat: Double, _ lon: Double, category: String = "general", secrets: TestSecrets) -> Pin {
+        var out: [PinDelivery] = []
+        return try! hub.create(PinDraft(point: GeoPoint(lat: lat, lon: lon), title: "t", description: "", category: category, ttlSeconds: 600),
+                               id: PinID(random: secrets.randomBytes(16)), editDigest: secrets.digest(ofToken: "x"), now: 1_000, out: &out).get()
+    }
+
     @Test func changesAreBatchedAtMostOncePerIntervalPerSubscriber() {
         var settings = PinSettings()
         settings.clusterIntervalMs = 1_000
@@ -143,8 +151,7 @@ import VigilTestSupport
         let reply = hub.subscribeClusters(1, area: area, categories: nil, now: 0)
         #expect(reply.cells.isEmpty && reply.precision >= 1)
         func create(_ lat: Double, _ lon: Double, category: String = "general") -> Pin {
-            try! hub.create(PinDraft(point: GeoPoint(lat: lat, lon: lon), title: "t", description: "", category: category, ttlSeconds: 600),
-                            id: PinID(random: secrets.randomBytes(16)), editDigest: secrets.digest(ofToken: "x"), now: 1_000, out: &out).get()
+            Self.create(&hub, lat, lon, category: category, secrets: secrets)
         }
         _ = create(52.5, 13.4)
         #expect(hub.takeClusterUpdates(now: 500).isEmpty, "not before the subscriber's slot (a second after its reply)")
@@ -176,10 +183,8 @@ import VigilTestSupport
         settings.clusterIntervalMs = 1_000
         var hub = MapHub(settings: settings)
         let secrets = TestSecrets()
-        var out: [PinDelivery] = []
         _ = hub.subscribeClusters(1, area: .box(GeoBox(south: 47, west: 5, north: 55, east: 15)), categories: nil, now: 0)
-        _ = try! hub.create(PinDraft(point: GeoPoint(lat: 52.5, lon: 13.4), title: "t", description: "", category: "general", ttlSeconds: 600),
-                            id: PinID(random: secrets.randomBytes(16)), editDigest: secrets.digest(ofToken: "x"), now: 1_000, out: &out).get()
+        _ = Self.create(&hub, 52.5, 13.4, secrets: secrets)
         let first = hub.takeClusterUpdates(now: 1_000)
         #expect(first.count == 1)
         // Nothing went out (the reader is behind): tried again 50 ms later, same cells.
@@ -197,11 +202,9 @@ import VigilTestSupport
     @Test func aSubscriberNotCountingTheCategoryIsNotTold() {
         var hub = MapHub(settings: PinSettings())
         let secrets = TestSecrets()
-        var out: [PinDelivery] = []
         let area = GeoArea.box(GeoBox(south: 47, west: 5, north: 55, east: 15))
         _ = hub.subscribeClusters(1, area: area, categories: 1 << 2, now: 0)     // hazard only
-        _ = try! hub.create(PinDraft(point: GeoPoint(lat: 52.5, lon: 13.4), title: "t", description: "", category: "general", ttlSeconds: 600),
-                            id: PinID(random: secrets.randomBytes(16)), editDigest: secrets.digest(ofToken: "x"), now: 1_000, out: &out).get()
+        _ = Self.create(&hub, 52.5, 13.4, secrets: secrets)
         #expect(hub.takeClusterUpdates(now: 5_000).isEmpty)
     }
 
