@@ -133,6 +133,10 @@ public enum ConfigLoader {
             ("cell_precision_min", .integer(1...2, \.pins.cellPrecisionMin)),
             ("cell_precision_max", .integer(1...12, \.pins.cellPrecisionMax)),
             ("cover_cell_budget", .integer(32...100_000, \.pins.coverCellBudget)),
+            ("cluster_precision_min", .integer(1...2, \.pins.clusterPrecisionMin)),
+            ("cluster_precision_max", .integer(1...8, \.pins.clusterPrecisionMax)),
+            ("cluster_cell_budget", .integer(32...4_096, \.pins.clusterCellBudget)),
+            ("cluster_interval_ms", .integer(100...60_000, \.pins.clusterIntervalMs)),
             ("title_max_bytes", .integer(4...65_536, \.pins.titleMaxBytes)),
             ("description_max_bytes", .integer(4...1_048_576, \.pins.descriptionMaxBytes)),
             ("max_voters_per_pin", .integer(1...1_000_000, \.pins.maxVotersPerPin)),
@@ -377,6 +381,12 @@ public enum ConfigLoader {
         }
         if p.cellPrecisionMin > p.cellPrecisionMax {
             issues.append(ConfigIssue(key: "pins.cell_precision_min", message: "must not exceed pins.cell_precision_max (\(p.cellPrecisionMax))"))
+        }
+        if p.clusterPrecisionMin > p.clusterPrecisionMax {
+            issues.append(ConfigIssue(key: "pins.cluster_precision_min", message: "must not exceed pins.cluster_precision_max (\(p.clusterPrecisionMax))"))
+        }
+        if p.clusterPrecisionMin == 2 && p.clusterCellBudget < 1_024 {
+            issues.append(ConfigIssue(key: "pins.cluster_cell_budget", message: "must be at least 1024 when pins.cluster_precision_min is 2: the whole world is 1,024 cells of precision 2"))
         }
         if c.listen == nil && c.tlsListen == nil {
             issues.append(ConfigIssue(key: "server.listen", message: "is off and tls.listen is not set: vigild would accept no connections"))

@@ -44,7 +44,7 @@ struct PendingChanges {
         }
         guard !changes.isEmpty else { return }
         switch operation {
-        case .subscribe, .panicWatch, .panicResume: readers.append(items)
+        case .subscribe, .subscribeClusters, .panicWatch, .panicResume: readers.append(items)
         case .checkin(let c) where c.readsState: readers.append(items)
         default: break
         }

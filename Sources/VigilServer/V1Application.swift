@@ -196,7 +196,7 @@ public final class V1Application: WebSocketApplication {
                                  .error(RequestError("rate_limited", "too many writes; retry after \(retry) ms", retryAfterMs: retry))))
             return
         }
-        if case .subscribe = request.operation, let retry = session.subscribes.take(nowMs: now) {
+        if request.operation.isSubscribe, let retry = session.subscribes.take(nowMs: now) {
             stats.refused(.sessionSubscribes)
             outbox.append(.reply(fd, ref: request.ref,
                                  .error(RequestError("rate_limited", "too many subscribes; retry after \(retry) ms", retryAfterMs: retry))))
@@ -238,6 +238,8 @@ public final class V1Application: WebSocketApplication {
         switch operation {
         case .subscribe(let area, let categories, let viewer):
             return subscribe(caller, area: area, categories: categories, viewer: viewer)
+        case .subscribeClusters(let area, let categories):
+            return subscribeClusters(caller, area: area, categories: categories)
         case .unsubscribe:
             return unsubscribe(me)
         case .pinCreate(let draft):
@@ -283,6 +285,7 @@ public final class V1Application: WebSocketApplication {
         if log?.commitTurn() == false { takeBackUnrecorded() }
         pending.clear()
         fanOut()
+        flushClusters()
     }
 
     /// The journal failed this turn: each change of the turn is undone (newest first), its reply

@@ -55,6 +55,8 @@ import VigilGeo
         (#"{"op":"subscribe","area":{"center":{"lat":0,"lon":0},"radius_m":0}}"#, "invalid_area", "area.radius_m"),
         (#"{"op":"subscribe","area":{"bbox":[0,0,1,1]},"categories":[]}"#, "invalid_categories", "categories"),
         (#"{"op":"subscribe","area":{"bbox":[0,0,1,1],"zoom":3}}"#, "unknown_field", "area.zoom"),
+        (#"{"op":"subscribe","area":{"bbox":[0,0,1,1]},"view":"heat"}"#, "invalid_view", "view"),
+        (#"{"op":"subscribe","area":{"bbox":[0,0,1,1]},"view":1}"#, "invalid_view", "view"),
         (#"{"op":"fly"}"#, "unknown_op", "op"),
         (#"{"ref":1}"#, "bad_message", "op"),
         (#"[1,2]"#, "bad_message", nil),

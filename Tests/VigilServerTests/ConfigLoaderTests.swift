@@ -114,7 +114,9 @@ import VigilLoop
         #expect(c.panic.maxWatchTokens == 4 && c.panic.maxWatchersOnStart == 2)
         for bad in ["pins: {categories: [hazard]}", "pins: {categories: [General]}", "pins: {categories: [a, a, general]}",
                     "panic: {stale_after_ms: 5}", "panic: {max_watch_tokens: 2, max_watchers_on_start: 3}",
-                    "pins: {min_ttl_s: 100, default_ttl_s: 50}", "pins: {cell_precision_min: 3}"] {
+                    "pins: {min_ttl_s: 100, default_ttl_s: 50}", "pins: {cell_precision_min: 3}",
+                    "pins: {cluster_precision_min: 2, cluster_cell_budget: 512}", "pins: {cluster_precision_min: 2, cluster_precision_max: 1}",
+                    "pins: {cluster_interval_ms: 50}", "pins: {cluster_cell_budget: 5000}"] {
             #expect(throws: ConfigError.self, "\(bad)") { try ConfigLoader.load(yaml: bad) }
         }
     }

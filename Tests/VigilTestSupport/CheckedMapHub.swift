@@ -109,8 +109,8 @@ public struct CheckedMapHub {
         return "\(operation()): \(difference)"
     }
 
-    /// The hub holds as many pins and subscriptions as the oracle; every 16th operation, no pin
-    /// it holds keeps JSON that differs from its fields (the pins an operation touches are
+    /// The hub holds as many pins and subscriptions as the oracle; every 16th operation, its
+    /// cluster counts equal a recount and no pin it holds keeps JSON that differs from its fields (the pins an operation touches are
     /// checked every time, where it is compared).
     private mutating func sizes(after operation: @autoclosure () -> String) -> String? {
         operations += 1
@@ -120,6 +120,10 @@ public struct CheckedMapHub {
         }
         if operations % 16 == 0, let stale = hub.store.pins.values.first(where: Self.staleJSON) {
             return "after \(operation()): the store keeps stale JSON for \(stale.id)"
+        }
+        // The cluster counts, kept change by change, against a recount of the pins held.
+        if operations % 16 == 0, hub.store.clusterCountsByName() != hub.store.clusterCountsByName(recount: true) {
+            return "after \(operation()): the cluster counts differ from a recount"
         }
         return nil
     }

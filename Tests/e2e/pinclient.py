@@ -35,7 +35,7 @@ from vigilproc import write_config  # noqa: F401  (re-exported for the pin tests
 
 PIN_KEYS = {"id", "lat", "lon", "title", "description", "category", "created_at", "updated_at",
             "expires_at", "up", "down"}
-EVENT_TYPES = {"pin.added", "pin.updated", "pin.removed", "pin.expired"}
+EVENT_TYPES = {"pin.added", "pin.updated", "pin.removed", "pin.expired", "clusters.changed"}
 BARRIER_OP = "e2e.barrier"  # not an operation: its reply is an unknown_op error, any reply will do
 
 _AUTO = object()

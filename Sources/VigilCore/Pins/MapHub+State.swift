@@ -28,6 +28,7 @@ extension MapHub {
     public init(settings: PinSettings, store: PinStore) {
         self.init(settings: settings)
         self.store = store
+        self.store.countClusters(precisions: settings.clusterPrecisionMin...settings.clusterPrecisionMax)
     }
 }
 

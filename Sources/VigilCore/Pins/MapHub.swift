@@ -10,10 +10,13 @@ public struct MapHub: Sendable {
 
     public let settings: PinSettings
     public internal(set) var store = PinStore()
-    public private(set) var subscriptions = SubscriptionIndex()
+    public internal(set) var subscriptions = SubscriptionIndex()
+    /// Subscriptions to counts instead of pins (MapHub+Clusters.swift).
+    public internal(set) var clusterSubscriptions = ClusterIndex()
 
     public init(settings: PinSettings) {
         self.settings = settings
+        store.countClusters(precisions: settings.clusterPrecisionMin...settings.clusterPrecisionMax)
     }
 
     // MARK: subscriptions
@@ -26,6 +29,7 @@ public struct MapHub: Sendable {
         let (precision, cells) = GeohashCover.choose(covering: area, budget: settings.coverCellBudget,
                                                      minPrecision: settings.cellPrecisionMin, maxPrecision: settings.cellPrecisionMax)
         let mask = categories ?? settings.allCategories
+        unsubscribeClusters(subscriber)
         subscriptions.set(subscriber, .init(area: area, categories: mask, precision: precision, cells: cells, viewer: viewer))
         var reply = store.pins(in: area, cells: cells, precision: precision, categories: mask, settings: settings,
                                limit: settings.maxSubscribePins, viewer: viewer)
@@ -39,6 +43,7 @@ public struct MapHub: Sendable {
 
     public mutating func unsubscribe(_ subscriber: SubscriberID) {
         subscriptions.remove(subscriber)
+        unsubscribeClusters(subscriber)
     }
 
     // MARK: writes

@@ -21,6 +21,14 @@ public struct PinSettings: Equatable, Sendable {
     public var cellPrecisionMax = 7
     /// The most cells one subscription may cover; a larger area is covered by coarser cells.
     public var coverCellBudget = 32
+    /// Cluster subscriptions (`"view":"clusters"`): counts are kept for every precision in
+    /// `clusterPrecisionMin...clusterPrecisionMax`, and a subscription uses the finest of them
+    /// whose cover needs at most `clusterCellBudget` cells. `clusters.changed` goes to a
+    /// subscriber at most once per `clusterIntervalMs`.
+    public var clusterPrecisionMin = 1
+    public var clusterPrecisionMax = 6
+    public var clusterCellBudget = 512
+    public var clusterIntervalMs = 1_000
     public var titleMaxCharacters = 80
     public var descriptionMaxCharacters = 1_000
     /// UTF-8 caps beside the character limits: one character (an extended grapheme cluster) can

@@ -84,5 +84,39 @@ extension PinStore {
         for level in Self.indexLevels {
             spatial[pin.cell.ancestor(precision: level).key, default: CellRecency()].appendUnordered(entry)
         }
+        if pin.countsInClusters { clusters.add(pin.cell, pin.point, tag: entry.tag) }
+    }
+}
+
+extension PinStore {
+    /// Counts every pin at `precisions` from now on, starting with a count of the pins held:
+    /// O(pins × precisions), once, when a hub takes over a restored store. A store already
+    /// counting these precisions is left as it is.
+    public mutating func countClusters(precisions: ClosedRange<Int>) {
+        guard clusters.precisions != precisions else { return }
+        clusters = ClusterCounts(precisions: precisions)
+        for pin in pins.values where pin.countsInClusters {
+            clusters.add(pin.cell, pin.point, tag: categoryTags.tag(pin.category))
+        }
+    }
+
+    /// The cluster counts as "cell key/category" → [pins, latitude sum, longitude sum], kept or
+    /// (`recount`) counted afresh from the pins: for tests and diagnostics, which compare the two
+    /// (and stores whose tags were given in another order).
+    public func clusterCountsByName(recount: Bool = false) -> [String: [Int64]] {
+        var counts = clusters
+        var tags = categoryTags
+        if recount {
+            counts = ClusterCounts(precisions: clusters.precisions)
+            for pin in pins.values where pin.countsInClusters { counts.add(pin.cell, pin.point, tag: tags.tag(pin.category)) }
+        }
+        var out: [String: [Int64]] = [:]
+        for (cell, tallies) in counts.allCells {
+            for t in tallies {
+                let name = Int(t.tag) < tags.names.count ? tags.names[Int(t.tag)] : "?"
+                out["\(cell)/\(name)"] = [Int64(t.count), t.latSum, t.lonSum]
+            }
+        }
+        return out
     }
 }

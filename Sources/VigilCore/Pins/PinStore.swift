@@ -32,6 +32,9 @@ public struct PinStore: Sendable {
     var categoryTags = CategoryTags()
     var expiry = Heap<ExpiryEntry>()
     var nextSequence: UInt64 = 0
+    /// Pins per cell at the cluster precisions, kept wherever the spatial index changes (`index`,
+    /// `unindex`, `reindex`, `appendToIndex`); counts nothing until `countClusters` names them.
+    public internal(set) var clusters = ClusterCounts(precisions: nil)
 
     public init() {}
 
@@ -105,6 +108,7 @@ public struct PinStore: Sendable {
         for level in Self.indexLevels {
             spatial[pin.cell.ancestor(precision: level).key, default: CellRecency()].insert(entry)
         }
+        if pin.countsInClusters { clusters.add(pin.cell, pin.point, tag: entry.tag) }
     }
 
     mutating func unindex(_ pin: Pin) {
@@ -112,12 +116,19 @@ public struct PinStore: Sendable {
         for level in Self.indexLevels {
             remove(entry, fromCell: pin.cell.ancestor(precision: level).key)
         }
+        if pin.countsInClusters { clusters.remove(pin.cell, pin.point, tag: entry.tag) }
     }
 
     /// Moves a replaced pin's entries where its cell or order key changed, level by level: a move
     /// within a 600 m cell touches nothing, one across it only the finest level.
     mutating func reindex(from old: Pin, to new: Pin) {
         let before = entry(old), after = entry(new)
+        // The mean position moves with the point, even within one full-precision cell.
+        // A range set or removed takes the pin out of the counts or puts it back.
+        if old.point != new.point || before.tag != after.tag || old.countsInClusters != new.countsInClusters {
+            if old.countsInClusters { clusters.remove(old.cell, old.point, tag: before.tag) }
+            if new.countsInClusters { clusters.add(new.cell, new.point, tag: after.tag) }
+        }
         let sameKey = before.sameKey(after) && before.tag == after.tag
         if sameKey && old.cell == new.cell { return }
         for level in Self.indexLevels {

@@ -11,6 +11,9 @@ public struct ClientRequest: Sendable {
 public enum ClientOperation: Equatable, Sendable {
     /// `viewer`: the subscriber's own position, for pins with a range only (never stored or logged).
     case subscribe(area: GeoArea, categories: UInt64?, viewer: GeoPoint? = nil)
+    /// `subscribe` with `"view":"clusters"`: counts per cell instead of pins (pins with a range are
+    /// never counted, so a viewer position has no use there).
+    case subscribeClusters(area: GeoArea, categories: UInt64?)
     case unsubscribe
     case pinCreate(PinDraft)
     /// `id` is nil when the text is not a UUID: such a pin cannot exist, and the answer is the same as for an unknown one.
@@ -35,7 +38,7 @@ public enum ClientOperation: Equatable, Sendable {
     /// The operation's place in `names`, for counters kept in arrays.
     public var metricIndex: Int {
         switch self {
-        case .subscribe: return 0
+        case .subscribe, .subscribeClusters: return 0
         case .unsubscribe: return 1
         case .pinCreate: return 2
         case .pinUpdate: return 3
@@ -63,6 +66,14 @@ public enum ClientOperation: Equatable, Sendable {
                                "panic.start", "panic.update", "panic.status", "panic.end", "panic.resume",
                                "panic.watch", "panic.unwatch", "panic.invite", "panic.revoke", "panic.timer"] + CheckinOperation.names
 
+    /// Both views of `subscribe`: they share its rate limits.
+    public var isSubscribe: Bool {
+        switch self {
+        case .subscribe, .subscribeClusters: return true
+        default: return false
+        }
+    }
+
     /// Writes count against the per-session write limit: pin changes, and creating streams or
     /// tokens. A panic stream's own updates do not: a person in danger is never rate limited
     /// below the message limit.
@@ -82,7 +93,7 @@ public enum ClientOperation: Equatable, Sendable {
         case .pinCreate, .pinUpdate, .pinDelete, .pinVote, .panicStart, .panicUpdate, .panicStatus, .panicEnd,
              .panicInvite, .panicRevoke, .panicTimer:
             return true
-        case .subscribe, .unsubscribe, .panicResume, .panicWatch, .panicUnwatch:
+        case .subscribe, .subscribeClusters, .unsubscribe, .panicResume, .panicWatch, .panicUnwatch:
             return false
         case .checkin(let c):
             return c.changesState

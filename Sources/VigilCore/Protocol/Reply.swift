@@ -10,6 +10,8 @@ public enum Reply: Sendable {
     case error(RequestError)
     /// `subscribe`: the pins inside the area, newest first, and whether the list was cut.
     case subscribed(pins: [Pin], truncated: Bool)
+    /// `subscribe` with `"view":"clusters"`: the precision chosen and the cells with pins.
+    case clusters(precision: Int, cells: [ClusterCell])
     /// `pin.create`: the pin and its edit token (shown once, never stored).
     case pinCreated(Pin, editToken: String)
     /// `pin.update`, `pin.vote`: the pin as it now is.
@@ -86,6 +88,8 @@ extension ServerMessages {
                 w.endArray()
                 if cut { w.key("truncated"); w.bool(true) }
             }
+        case .clusters(let precision, let cells):
+            ok(ref: ref, into: &w) { w in clusterList(precision: precision, cells, maxBytes: maxBytes, into: &w) }
         case .pinCreated(let p, let token):
             ok(ref: ref, into: &w) { w in
                 w.key("pin"); pin(p, into: &w)

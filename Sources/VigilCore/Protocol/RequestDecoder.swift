@@ -56,6 +56,7 @@ public struct RequestDecoder: Sendable {
             var categories: UInt64?
             if let c = o["categories"] { categories = try categoryMask(c) }
             let viewer = try o["viewer"].map { try decodeViewer($0) }
+            if try clustersView(o["view"]) { return .subscribeClusters(area: try decodeArea(area), categories: categories) }
             return .subscribe(area: try decodeArea(area), categories: categories, viewer: viewer)
         case "unsubscribe":
             return .unsubscribe
