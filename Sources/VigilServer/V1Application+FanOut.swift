@@ -41,9 +41,9 @@ extension V1Application {
             ServerMessages.pinEvent(delivery.kind, delivery.pin, into: &eventWriter)
             var frames = EventFrames(SharedFrame.text(eventWriter.takeChunk()))
             var sent = 0
-            for fd in delivery.recipients {
-                guard let connection = server.connection(fd: fd) else { continue }
-                let result = connection.send(shared: frames.frame(for: connection.compressionSlot, server.compression), traffic: .mapEvent)
+            let compression = server.compression
+            server.connections.walk(delivery.recipients) { connection in
+                let result = connection.send(shared: frames.frame(for: connection.compressionSlot, compression), traffic: .mapEvent)
                 if result == .queued || result == .conflated { sent += 1 }
             }
             delivered(sent)
@@ -59,9 +59,9 @@ extension V1Application {
                 (traffic, tag) = (.panicNotice, 0)
             }
             var sent = 0
-            for fd in delivery.recipients {
-                guard let connection = server.connection(fd: fd) else { continue }
-                let result = connection.send(shared: frames.frame(for: connection.compressionSlot, server.compression), traffic: traffic, tag: tag)
+            let compression = server.compression
+            server.connections.walk(delivery.recipients) { connection in
+                let result = connection.send(shared: frames.frame(for: connection.compressionSlot, compression), traffic: traffic, tag: tag)
                 if result == .queued || result == .conflated { sent += 1 }
             }
             delivered(sent)
@@ -97,8 +97,14 @@ struct EventFrames {
         self.plain = plain
     }
 
+    /// The frame for a recipient with deflater setting `slot`; inlined so that the common case
+    /// (no compression) hands over `plain` without a retain per recipient.
+    @inline(__always)
     mutating func frame(for slot: UInt8, _ compression: Compression) -> ByteChunk {
-        guard slot != 0 else { return plain }
+        slot == 0 ? plain : compressedFrame(for: slot, compression)
+    }
+
+    private mutating func compressedFrame(for slot: UInt8, _ compression: Compression) -> ByteChunk {
         let index = Int(slot)
         if index < 64, tried & (1 << UInt64(index)) != 0 { return compressed[index] ?? plain }
         let payload = UnsafeRawBufferPointer(start: plain.base + SharedFrame.headroom, count: plain.count - SharedFrame.headroom)

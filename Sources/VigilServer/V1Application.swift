@@ -37,8 +37,10 @@ public final class V1Application: WebSocketApplication {
     private let decoder: RequestDecoder
     let secrets: any Secrets
     let limits: ServerMessages.Limits
-    /// The server outlives the application it builds and mounts.
-    unowned let server: Server
+    /// The server outlives the application it builds and mounts (it holds it in its table for the
+    /// application's whole life), so the reference is not counted: `unowned(unsafe)` spares the strong-retain check plain `unowned`
+    /// does on every use (1.3% of the daemon's samples at fan-out saturation, all in `send`).
+    unowned(unsafe) let server: Server
     private var sessions = V1Sessions()
     /// Budgets per client address (a keyed hash of it) that a reconnect does not reset; their
     /// clock is the monotonic one.
