@@ -45,8 +45,11 @@ int main(int argc, char **argv) {
             event.append(",\"p\":\"");
             if (event.size() + 2 < size) event.append(size - event.size() - 2, 'x');
             event.append("\"}");
-            app->publish("map", event, uWS::OpCode::TEXT);
             ws->send("{\"type\":\"ok\"}", uWS::OpCode::TEXT);
+            // Published after the handler returns: inside it the publisher's socket holds the loop's
+            // cork buffer, so the subscribers could not be corked and each event would cost one
+            // send() per subscriber; deferred, uWebSockets corks each subscriber's batch.
+            uWS::Loop::get()->defer([app, copy = event]() { app->publish("map", copy, uWS::OpCode::TEXT); });
         },
     }).listen("127.0.0.1", port, [port](auto *listenSocket) {
         if (!listenSocket) {
