@@ -25,8 +25,6 @@ public final class Connection: ByteStream {
     private var messages: MessageAssembler
     /// The application behind the endpoint, from the upgrade until `endApplication`.
     private var app: (any WebSocketApplication)?
-    /// The subprotocol agreed in the handshake, if any.
-    public private(set) var subprotocol: String?
     /// The deflater setting agreed in the handshake (`Compression` slot; 0: no compression).
     public private(set) var compressionSlot: UInt8 = 0
     /// Why the connection will end if the actions being performed drop it (set by each event's
@@ -195,7 +193,6 @@ public final class Connection: ByteStream {
                     messages = MessageAssembler(role: .server, maxMessageBytes: server.config.maxMessageBytes,
                                                 inflation: agreement.parameters, pool: server.compression.inflaters)
                 }
-                subprotocol = upgrade.subprotocol
                 perform(lifecycle.upgraded(nowMs: monotonicMilliseconds(), server.timeouts))
                 app = application
                 server.webSocketOpened()
