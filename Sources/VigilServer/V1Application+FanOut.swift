@@ -42,8 +42,13 @@ extension V1Application {
             var frames = EventFrames(SharedFrame.text(eventWriter.takeChunk()))
             var sent = 0
             let compression = server.compression
+            // `plain` as a local constant: lent to each uncompressed recipient's send without a
+            // retain (read out of `frames`, a variable, it was retained and released per recipient).
+            let plain = frames.plain
             server.connections.walk(delivery.recipients) { connection in
-                let result = connection.send(shared: frames.frame(for: connection.compressionSlot, compression), traffic: .mapEvent)
+                let slot = connection.compressionSlot
+                let result = slot == 0 ? connection.send(shared: plain, traffic: .mapEvent)
+                    : connection.send(shared: frames.frame(for: slot, compression), traffic: .mapEvent)
                 if result == .queued || result == .conflated { sent += 1 }
             }
             delivered(sent)
@@ -60,8 +65,11 @@ extension V1Application {
             }
             var sent = 0
             let compression = server.compression
+            let plain = frames.plain  // lent without a retain per recipient (see `.pins`)
             server.connections.walk(delivery.recipients) { connection in
-                let result = connection.send(shared: frames.frame(for: connection.compressionSlot, compression), traffic: traffic, tag: tag)
+                let slot = connection.compressionSlot
+                let result = slot == 0 ? connection.send(shared: plain, traffic: traffic, tag: tag)
+                    : connection.send(shared: frames.frame(for: slot, compression), traffic: traffic, tag: tag)
                 if result == .queued || result == .conflated { sent += 1 }
             }
             delivered(sent)
@@ -97,8 +105,7 @@ struct EventFrames {
         self.plain = plain
     }
 
-    /// The frame for a recipient with deflater setting `slot`; inlined so that the common case
-    /// (no compression) hands over `plain` without a retain per recipient.
+    /// The frame for a recipient with deflater setting `slot`.
     @inline(__always)
     mutating func frame(for slot: UInt8, _ compression: Compression) -> ByteChunk {
         slot == 0 ? plain : compressedFrame(for: slot, compression)
