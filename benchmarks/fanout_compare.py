@@ -23,14 +23,19 @@ The reference server is any program started by ``--reference`` (a command with `
 subset of Vigil's protocol: a text message containing ``"subscribe"`` subscribes the connection
 to one topic and is answered with a text message containing ``"type":"ok"``; any other text
 message is published to that topic as an event of ``{size}`` bytes that contains the received
-message (its ``"title":"t...`` carries the send time), and answered with ``{"type":"ok"}``. The
-uWebSockets figures in docs/BENCHMARKS.md come from such a peer built locally against a fetched
-uWebSockets snapshot in a folder outside the repository; by the project's rules neither that
-code nor a recipe that builds it is committed (see docs/BENCHMARKS.md).
+message (its ``"title":"t...`` carries the send time), and answered with ``{"type":"ok"}``.
+``benchmarks/reference/uws_peer.cpp`` is such a peer on uWebSockets' pub/sub (our few lines);
+``benchmarks/reference/build_uws.sh`` fetches uWebSockets and uSockets (or takes local
+checkouts) and builds it into the git-ignored ``benchmarks/reference/.build-uws/``.
+
+``--callgrind`` runs each server under callgrind and reports the user-space instructions per
+delivery in the measured window: on a shared machine the robust figure (rates are then tiny).
 
     swift build -c release --product vigild
     python3 benchmarks/fanout_compare.py                                  # vigild alone
-    python3 benchmarks/fanout_compare.py --reference '/path/to/peer {port} {size}' --name uWebSockets
+    benchmarks/reference/build_uws.sh
+    python3 benchmarks/fanout_compare.py --reference 'benchmarks/reference/.build-uws/uws_peer {port} {size}' --name uWebSockets
+    python3 benchmarks/fanout_compare.py --reference '...' --name uWebSockets --callgrind --windows 8 --repeat 1
 """
 
 from __future__ import annotations
@@ -86,18 +91,56 @@ def cpu_times(cpu: int) -> tuple[int, int]:
     raise RuntimeError(f"no cpu{cpu} in /proc/stat")
 
 
-class Server:
-    """vigild, or the reference command, started pinned to a CPU."""
+class CallgrindVigild(Vigild):
+    """vigild under callgrind (collecting from the start; the window's counters are zeroed and dumped)."""
 
-    def __init__(self, name: str, args, cpu: int):
+    def __init__(self, binary: Path, out: str):
+        # Swift's hashing is seeded per process; a fixed seed keeps the count from moving with it.
+        super().__init__(binary, CONFIG, listen="127.0.0.1:0", env={"SWIFT_DETERMINISTIC_HASHING": "1"})
+        self.out = out
+
+    def argv(self) -> list[str]:
+        return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={self.out}"] + super().argv()
+
+
+def callgrind_prefix(out: str) -> list[str]:
+    return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"] if out else []
+
+
+def callgrind_window_instructions(pid: int, out: str) -> int:
+    """Dumps the counters since the window's start (``callgrind_control -z`` there) and returns
+    the instructions executed in the window, all threads."""
+    before = set(Path(out).parent.glob(Path(out).name + "*"))
+    subprocess.run(["callgrind_control", "-d", str(pid)], check=True, capture_output=True)
+    dumps = sorted(set(Path(out).parent.glob(Path(out).name + "*")) - before, key=lambda f: f.stat().st_mtime)
+    total = 0
+    for dump in dumps:  # one per thread with --separate-threads; one file otherwise
+        for line in dump.read_text(errors="replace").splitlines():
+            if line.startswith("summary:") or line.startswith("totals:"):
+                total += int(line.split()[1])
+                break
+    if not dumps:
+        raise RuntimeError("callgrind_control -d left no dump")
+    return total
+
+
+class Server:
+    """vigild, or the reference command, started pinned to a CPU (optionally under callgrind)."""
+
+    def __init__(self, name: str, args, cpu: int, callgrind_out: str = ""):
         self.name, self.args, self.cpu = name, args, cpu
+        self.callgrind_out = callgrind_out
         self.pid = self.port = None
         self._daemon = self._proc = None
 
     def start(self, size: int) -> "Server":
         if self.name == "vigild":
-            d = Vigild(self.args, CONFIG, listen="127.0.0.1:0")
-            d.start()
+            if self.callgrind_out:
+                d = CallgrindVigild(self.args, self.callgrind_out)
+                d.start(ready_timeout=60)
+            else:
+                d = Vigild(self.args, CONFIG, listen="127.0.0.1:0")
+                d.start()
             subprocess.run(["taskset", "-a", "-c", "-p", str(self.cpu), str(d.pid)], check=True, capture_output=True)
             self._daemon, self.pid, self.port = d, d.pid, d.port
             return self
@@ -106,9 +149,9 @@ class Server:
         port = probe.getsockname()[1]
         probe.close()
         argv = shlex.split(self.args.format(port=port, size=size))
-        self._proc = subprocess.Popen(["taskset", "-c", str(self.cpu)] + argv, stdout=subprocess.PIPE,
+        self._proc = subprocess.Popen(["taskset", "-c", str(self.cpu)] + callgrind_prefix(self.callgrind_out) + argv, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + (60 if self.callgrind_out else 15)
         for line in self._proc.stdout:
             if "listening on" in line:
                 break
@@ -131,17 +174,22 @@ def fanout_run(server: Server, client: Path, args, window: int, size: int) -> di
     try:
         argv = ["taskset", "-c", str(args.client_cpu), str(client), "--port", str(server.port),
                 "--subscribers", str(args.subscribers), "--publishers", str(args.publishers),
-                "--window", str(window), "--warmup", str(args.warmup), "--duration", str(args.duration)]
+                "--window", str(window), "--warmup", str(args.warmup), "--duration", str(args.duration),
+                "--description-bytes", str(args.description_bytes)]
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         cpu0 = steal0 = None
         result = None
         for line in proc.stdout:
             line = line.strip()
             if line == "window start":
+                if server.callgrind_out:
+                    subprocess.run(["callgrind_control", "-z", str(server.pid)], check=True, capture_output=True)
                 cpu0 = process_cpu(server.pid)
                 steal0 = (cpu_times(args.server_cpu), cpu_times(args.client_cpu))
             elif line == "window end":
                 cpu1 = process_cpu(server.pid)
+                if server.callgrind_out:
+                    instructions = callgrind_window_instructions(server.pid, server.callgrind_out)
                 steal1 = (cpu_times(args.server_cpu), cpu_times(args.client_cpu))
             elif line.startswith("{"):
                 result = json.loads(line)
@@ -154,6 +202,8 @@ def fanout_run(server: Server, client: Path, args, window: int, size: int) -> di
         result["steal_server_cpu"] = (steal1[0][1] - steal0[0][1]) / max(1, steal1[0][0] - steal0[0][0])
         result["steal_client_cpu"] = (steal1[1][1] - steal0[1][1]) / max(1, steal1[1][0] - steal0[1][0])
         result["exact"] = proc.returncode == 0
+        if server.callgrind_out:
+            result["instructions_per_delivery"] = instructions / max(1, result["deliveries"])
         return result
     finally:
         server.stop()
@@ -191,15 +241,28 @@ def main() -> int:
     ap.add_argument("--idle", type=int, default=15000, help="idle connections (0: skip)")
     ap.add_argument("--server-cpu", type=int, default=0)
     ap.add_argument("--client-cpu", type=int, default=1)
+    ap.add_argument("--description-bytes", type=int, default=9,
+                    help="the pins' description length; 9 makes vigild's pin.added event 274 bytes")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="run the servers under callgrind and report instructions per delivery in the window "
+                         "(the robust figure on a shared machine; rates are then ~50x lower; skips the idle runs)")
     ap.add_argument("--out", type=Path, help="write every run as JSON here")
     args = ap.parse_args()
+    if args.callgrind:
+        args.idle = 0
     windows = [int(w) for w in args.windows.split(",")]
 
     with tempfile.TemporaryDirectory() as tmp:
         client = build_client(Path(tmp))
-        servers = [Server("vigild", args.vigild, args.server_cpu)]
+        if args.callgrind:
+            # valgrind 3.19 cannot read the DWARF Swift 6 emits; the symbol table (kept) is all callgrind needs.
+            stripped = Path(tmp) / "vigild"
+            subprocess.run(["objcopy", "--strip-debug", str(args.vigild), str(stripped)], check=True)
+            args.vigild = stripped
+        cg = lambda name: str(Path(tmp) / f"callgrind.{name}") if args.callgrind else ""  # noqa: E731
+        servers = [Server("vigild", args.vigild, args.server_cpu, cg("vigild"))]
         if args.reference:
-            servers.append(Server(args.name, args.reference, args.server_cpu))
+            servers.append(Server(args.name, args.reference, args.server_cpu, cg("reference")))
         runs: dict[tuple[str, int], list[dict]] = {}
         size = 0
         for r in range(args.repeat):
@@ -213,7 +276,9 @@ def main() -> int:
                           f"server {result['server_cpu']:.0%} ({result['server_us_per_delivery']:.3f} us/delivery), "
                           f"client {result['client_cpu']:.0%}, p50 {result['p50_us'] / 1000:.1f} ms, "
                           f"p99 {result['p99_us'] / 1000:.1f} ms, steal {result['steal_server_cpu']:.0%}/"
-                          f"{result['steal_client_cpu']:.0%}, exact {result['exact']}", flush=True)
+                          f"{result['steal_client_cpu']:.0%}, exact {result['exact']}"
+                          + (f", {result['instructions_per_delivery']:.0f} instructions/delivery" if args.callgrind else ""),
+                          flush=True)
         idle: dict[str, list[float]] = {}
         if args.idle:
             for r in range(args.repeat):
@@ -235,7 +300,8 @@ def main() -> int:
               f"{med([x['server_us_per_delivery'] for x in rs]):>11.3f} {med([x['client_cpu'] for x in rs]):>10.0%} "
               f"{med([x['p50_us'] for x in rs]) / 1000:>7.1f} {med([x['p99_us'] for x in rs]) / 1000:>7.1f} "
               f"{med([x['steal_server_cpu'] for x in rs]):>4.0%}/{med([x['steal_client_cpu'] for x in rs]):<4.0%} "
-              f"{all(x['exact'] for x in rs)}")
+              f"{all(x['exact'] for x in rs)}"
+              + (f" {med([x['instructions_per_delivery'] for x in rs]):>8.0f} instr/delivery" if args.callgrind else ""))
     if args.reference:
         v, ref = best["vigild"], best[args.name]
         print(f"\nbest window: vigild {v[0] / 1e6:.2f} M/s (W={v[1]}), {args.name} {ref[0] / 1e6:.2f} M/s (W={ref[1]}): "

@@ -18,6 +18,10 @@ public final class ByteChunk {
     public var start: Int = 0
     /// End of the content: bytes written so far, counted from `base`.
     public var count: Int = 0
+    /// Output-queue entries referring to this chunk, on any connection (`QueuedChunk` in
+    /// VigilLoop): the queues hold one counted reference among them while this is above zero.
+    /// Touched by the event loop's thread only.
+    public var queuedEntries: Int = 0
 
     public init(capacity: Int) {
         self.capacity = capacity

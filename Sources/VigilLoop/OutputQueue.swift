@@ -23,8 +23,11 @@ public enum FlushResult: Equatable {
 /// tag (a panic stream's number) so that a newer location can replace an older one still unsent
 /// (`removeUnsent(tag:)`): conflation for slow watchers.
 public struct OutputQueue {
+    /// One queued byte range. Its chunk is held through `QueuedChunk`, not by a counted
+    /// reference, so an entry is plain data: queuing, copying and walking entries (a fan-out
+    /// queues one per recipient; a flush walks them into iovecs) does no reference counting.
     struct Entry {
-        let chunk: ByteChunk
+        let ref: Unmanaged<ByteChunk>
         var start: Int32
         var end: Int32
         /// What the bytes are, for conflation (0: untagged).
@@ -32,7 +35,18 @@ public struct OutputQueue {
         /// Ours alone: may grow while it is the tail, and goes back to the pool when drained.
         let owned: Bool
 
+        init(holding chunk: ByteChunk, start: Int32, end: Int32, tag: UInt64, owned: Bool) {
+            self.ref = QueuedChunk.hold(chunk)
+            self.start = start
+            self.end = end
+            self.tag = tag
+            self.owned = owned
+        }
+
         var length: Int { Int(end - start) }
+        /// The chunk, lent for the duration of a use (no retain).
+        var chunk: ByteChunk { ref.takeUnretainedValue() }
+        var base: UnsafeMutableRawPointer { ref._withUnsafeGuaranteedRef { $0.base } }
     }
 
     private var first: Entry?
@@ -48,22 +62,24 @@ public struct OutputQueue {
     /// Returns a pointer where `n` contiguous bytes may be written; call `commit(n)` after writing.
     /// Small writes share the tail's pooled chunk; a write larger than a pool chunk gets its own.
     public mutating func reserve(_ n: Int, pool: ChunkPool) -> UnsafeMutableRawPointer {
-        if let tail = rest.last ?? first, tail.owned, tail.tag == 0, Int(tail.end) == tail.chunk.count,
-           tail.chunk.capacity - tail.chunk.count >= n {
-            return tail.chunk.base + tail.chunk.count
+        if let tail = rest.last ?? first, tail.owned, tail.tag == 0 {
+            let room: UnsafeMutableRawPointer? = tail.ref._withUnsafeGuaranteedRef { chunk in
+                Int(tail.end) == chunk.count && chunk.capacity - chunk.count >= n ? chunk.base + chunk.count : nil
+            }
+            if let room { return room }
         }
         let chunk = n <= pool.chunkSize ? pool.take() : ByteChunk(capacity: n)
-        push(Entry(chunk: chunk, start: 0, end: 0, tag: 0, owned: true))
+        push(Entry(holding: chunk, start: 0, end: 0, tag: 0, owned: true))
         return chunk.base
     }
 
     /// Adds `n` bytes written at the pointer the last `reserve` returned.
     public mutating func commit(_ n: Int) {
         if rest.isEmpty {
-            first!.chunk.commit(n)
+            first!.ref._withUnsafeGuaranteedRef { $0.commit(n) }
             first!.end += Int32(n)
         } else {
-            rest[rest.count - 1].chunk.commit(n)
+            rest[rest.count - 1].ref._withUnsafeGuaranteedRef { $0.commit(n) }
             rest[rest.count - 1].end += Int32(n)
         }
         byteCount += n
@@ -81,7 +97,7 @@ public struct OutputQueue {
     public mutating func append(shared chunk: ByteChunk, tag: UInt64 = 0) {
         let length = chunk.count - chunk.start
         guard length > 0 else { return }
-        push(Entry(chunk: chunk, start: Int32(chunk.start), end: Int32(chunk.count), tag: tag, owned: false))
+        push(Entry(holding: chunk, start: Int32(chunk.start), end: Int32(chunk.count), tag: tag, owned: false))
         byteCount += length
     }
 
@@ -96,8 +112,8 @@ public struct OutputQueue {
 
     /// Drops everything queued (the connection is going away), returning owned chunks to the pool.
     public mutating func removeAll(pool: ChunkPool) {
-        if let f = first, f.owned { pool.give(f.chunk) }
-        for e in rest where e.owned { pool.give(e.chunk) }
+        if let f = first { QueuedChunk.release(f, pool: pool) }
+        for e in rest { QueuedChunk.release(e, pool: pool) }
         first = nil
         rest = Deque()
         byteCount = 0
@@ -115,7 +131,7 @@ public struct OutputQueue {
             for e in rest {
                 if e.tag == tag {
                     removed += e.length
-                    if e.owned { pool.give(e.chunk) }
+                    QueuedChunk.release(e, pool: pool)
                 } else {
                     kept.append(e)
                 }
@@ -124,7 +140,7 @@ public struct OutputQueue {
         }
         if let head = first, head.tag == tag, !headStarted, !keepingHead {
             removed += head.length
-            if head.owned { pool.give(head.chunk) }
+            QueuedChunk.release(head, pool: pool)
             first = rest.popFirst()
         }
         byteCount -= removed
@@ -138,12 +154,12 @@ public struct OutputQueue {
         var dropped = 0
         for e in rest {
             dropped += e.length
-            if e.owned { pool.give(e.chunk) }
+            QueuedChunk.release(e, pool: pool)
         }
         rest = Deque()
         if let head = first, !headStarted, !keepingHead {
             dropped += head.length
-            if head.owned { pool.give(head.chunk) }
+            QueuedChunk.release(head, pool: pool)
             first = nil
         }
         byteCount -= dropped
@@ -154,12 +170,12 @@ public struct OutputQueue {
     /// everything offered). `iovecs` is scratch space of `maxIovecs` entries owned by the loop.
     public mutating func flush(fd: Int32, iovecs: UnsafeMutablePointer<iovec>, maxIovecs: Int, pool: ChunkPool) -> FlushResult {
         while let head = first {
-            iovecs[0] = iovec(iov_base: head.chunk.base + Int(head.start), iov_len: head.length)
+            iovecs[0] = iovec(iov_base: head.base + Int(head.start), iov_len: head.length)
             var n = 1
             var offered = head.length
             for e in rest {
                 if n == maxIovecs { break }
-                iovecs[n] = iovec(iov_base: e.chunk.base + Int(e.start), iov_len: e.length)
+                iovecs[n] = iovec(iov_base: e.base + Int(e.start), iov_len: e.length)
                 offered += e.length
                 n += 1
             }
@@ -187,21 +203,21 @@ public struct OutputQueue {
             var taken = 0
             while let entry = first, taken < room {
                 let length = min(entry.length, room - taken)
-                (merged.base + taken).copyMemory(from: entry.chunk.base + Int(entry.start), byteCount: length)
+                (merged.base + taken).copyMemory(from: entry.base + Int(entry.start), byteCount: length)
                 taken += length
                 if length < entry.length {
                     first!.start += Int32(length)
                     break
                 }
-                if entry.owned { pool.give(entry.chunk) }
+                QueuedChunk.release(entry, pool: pool)
                 first = rest.popFirst()
             }
             merged.count = taken
             if let next = first { rest.prepend(next) }
-            first = Entry(chunk: merged, start: 0, end: Int32(taken), tag: 0, owned: true)
+            first = Entry(holding: merged, start: 0, end: Int32(taken), tag: 0, owned: true)
         }
         let entry = first!
-        return UnsafeRawBufferPointer(start: entry.chunk.base + Int(entry.start), count: min(entry.length, limit))
+        return UnsafeRawBufferPointer(start: entry.base + Int(entry.start), count: min(entry.length, limit))
     }
 
     /// Marks the first `count` bytes as sent (after a transport wrote them from `coalescedHead`).
@@ -221,10 +237,40 @@ public struct OutputQueue {
                 return
             }
             left -= available
-            if head.owned { pool.give(head.chunk) }
+            QueuedChunk.release(head, pool: pool)
             first = rest.popFirst()
             headStarted = false
         }
         if first == nil { rest = Deque() }  // an idle connection keeps no deque storage
+    }
+}
+
+/// How output queues hold the chunks their entries refer to: one counted reference per chunk for
+/// all queued entries together, however many queues hold it.
+///
+/// Why: a fan-out queues the same frame on hundreds of connections. A counted reference per
+/// entry costs an atomic increment when queued and an atomic decrement when sent, per recipient,
+/// on an object every core's cache fights over; those were the largest user-space items of the
+/// fan-out profile (`swift_retain`/`swift_release` from `append(shared:)` and `flush`). Instead,
+/// `ByteChunk.queuedEntries` counts the entries (a plain integer: queues live on one loop thread),
+/// and the chunk is retained when the first entry appears and released when the last goes:
+/// once per fan-out, not once per recipient.
+enum QueuedChunk {
+    @inline(__always)
+    static func hold(_ chunk: ByteChunk) -> Unmanaged<ByteChunk> {
+        chunk.queuedEntries &+= 1
+        return chunk.queuedEntries == 1 ? Unmanaged.passRetained(chunk) : Unmanaged.passUnretained(chunk)
+    }
+
+    /// The entry is gone (sent or dropped): an owned chunk goes back to the pool, and the last
+    /// entry of a chunk gives back the queues' reference.
+    @inline(__always)
+    static func release(_ entry: OutputQueue.Entry, pool: ChunkPool) {
+        let last: Bool = entry.ref._withUnsafeGuaranteedRef { chunk in
+            chunk.queuedEntries &-= 1
+            return chunk.queuedEntries == 0
+        }
+        if entry.owned { pool.give(entry.chunk) }
+        if last { entry.ref.release() }
     }
 }

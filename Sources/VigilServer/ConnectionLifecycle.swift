@@ -87,10 +87,12 @@ public struct ConnectionLifecycle: Equatable, Sendable {
         public var isEmpty: Bool { a == nil }
     }
 
-    public private(set) var phase: Phase = .http
     private var lastInputMs: Int64
     /// When the outstanding ping was sent; 0 when none is (input clears it).
     private var pingSentAtMs: Int64 = 0
+    /// Last, so that the value's size is 17 bytes, not 24: the connection's small fields follow
+    /// it in the 7 bytes its alignment would otherwise leave empty.
+    public private(set) var phase: Phase = .http
 
     /// A connection just accepted, and its handshake deadline.
     public static func accepted(nowMs: Int64, _ t: Timeouts) -> (ConnectionLifecycle, Actions) {

@@ -32,7 +32,7 @@ public final class Server {
     private var adminListener: Listener?
     /// Connections refused by listeners already closed (shutdown), for the metrics.
     private(set) var listenerRefusedBefore = 0
-    private(set) var connections: ContiguousArray<Connection?> = []
+    let connections = ConnectionTable()
     private var wheel: TimerWheel
     private var due: [Int32] = []
     private var tickSteps: [() -> Void] = []
@@ -146,7 +146,7 @@ public final class Server {
 
     /// The connection on `fd`, if one is open (in any phase but closed).
     public func connection(fd: Int32) -> Connection? {
-        Int(fd) < connections.count ? connections[Int(fd)] : nil
+        connections[fd]
     }
 
     /// Binds, installs signal handling and the timer tick, then runs until shutdown completes.
@@ -259,11 +259,7 @@ public final class Server {
             Glibc.close(fd)
             return nil
         }
-        let index = Int(fd)
-        if index >= connections.count {
-            connections.append(contentsOf: repeatElement(nil, count: max(index + 1 - connections.count, connections.count / 2 + 64)))
-        }
-        connections[index] = connection
+        connections.insert(connection)
         connectionCount += 1
         if admin { adminConnectionCount += 1 } else { counters.accepted += 1 }
         connection.perform(actions)
@@ -273,9 +269,8 @@ public final class Server {
     /// A connection dropped itself: forget it (its stream closes its fd at the end of the turn).
     func remove(_ connection: Connection) {
         let fd = connection.fd
-        guard Int(fd) < connections.count, connections[Int(fd)] === connection else { return }
+        guard connections.remove(connection) else { return }
         wheel.cancel(fd)
-        connections[Int(fd)] = nil
         connectionCount -= 1
         if connection.isAdmin { adminConnectionCount -= 1 }
         if shutdownDeadlineMs != nil && connectionCount == adminConnectionCount { loop.stop() }

@@ -41,9 +41,14 @@ extension V1Application {
             ServerMessages.pinEvent(delivery.kind, delivery.pin, into: &eventWriter)
             var frames = EventFrames(SharedFrame.text(eventWriter.takeChunk()))
             var sent = 0
-            for fd in delivery.recipients {
-                guard let connection = server.connection(fd: fd) else { continue }
-                let result = connection.send(shared: frames.frame(for: connection.compressionSlot, server.compression), traffic: .mapEvent)
+            let compression = server.compression
+            // `plain` as a local constant: lent to each uncompressed recipient's send without a
+            // retain (read out of `frames`, a variable, it was retained and released per recipient).
+            let plain = frames.plain
+            server.connections.walk(delivery.recipients) { connection in
+                let slot = connection.compressionSlot
+                let result = slot == 0 ? connection.send(shared: plain, traffic: .mapEvent)
+                    : connection.send(shared: frames.frame(for: slot, compression), traffic: .mapEvent)
                 if result == .queued || result == .conflated { sent += 1 }
             }
             delivered(sent)
@@ -59,9 +64,12 @@ extension V1Application {
                 (traffic, tag) = (.panicNotice, 0)
             }
             var sent = 0
-            for fd in delivery.recipients {
-                guard let connection = server.connection(fd: fd) else { continue }
-                let result = connection.send(shared: frames.frame(for: connection.compressionSlot, server.compression), traffic: traffic, tag: tag)
+            let compression = server.compression
+            let plain = frames.plain  // lent without a retain per recipient (see `.pins`)
+            server.connections.walk(delivery.recipients) { connection in
+                let slot = connection.compressionSlot
+                let result = slot == 0 ? connection.send(shared: plain, traffic: traffic, tag: tag)
+                    : connection.send(shared: frames.frame(for: slot, compression), traffic: traffic, tag: tag)
                 if result == .queued || result == .conflated { sent += 1 }
             }
             delivered(sent)
@@ -107,8 +115,13 @@ struct EventFrames {
         self.plain = plain
     }
 
+    /// The frame for a recipient with deflater setting `slot`.
+    @inline(__always)
     mutating func frame(for slot: UInt8, _ compression: Compression) -> ByteChunk {
-        guard slot != 0 else { return plain }
+        slot == 0 ? plain : compressedFrame(for: slot, compression)
+    }
+
+    private mutating func compressedFrame(for slot: UInt8, _ compression: Compression) -> ByteChunk {
         let index = Int(slot)
         if index < 64, tried & (1 << UInt64(index)) != 0 { return compressed[index] ?? plain }
         let payload = UnsafeRawBufferPointer(start: plain.base + SharedFrame.headroom, count: plain.count - SharedFrame.headroom)
