@@ -61,6 +61,12 @@ protocol Scenario: AnyObject {
     func verify() -> [CheckSummary]
     /// Closes every connection (closing handshake).
     func closeAll()
+    /// Figures of the scenario's own for the report (e.g. "cluster messages/s").
+    var figures: [(String, Double)] { get }
+}
+
+extension Scenario {
+    var figures: [(String, Double)] { [] }
 }
 
 /// Runs a scenario on the event loop: ramp-up, measure, drain, verify, close; samples the server's

@@ -384,7 +384,13 @@ final class MapScenario: Scenario {
         c.sendText(writer)
     }
 
-    private func writeSubscribe(ref: Int64, area a: GeoBox, viewer: GeoPoint? = nil) {
+    private func writeSubscribe(ref: Int64, area: GeoBox, viewer: GeoPoint? = nil) {
+        Self.writeSubscribe(into: &writer, ref: ref, area: area, viewer: viewer)
+    }
+
+    /// `{"op":"subscribe","ref":R,"area":{"bbox":[...]}}` with its optional `viewer` and `view`
+    /// (`"clusters"`: the `clusters` scenario's subscribers).
+    static func writeSubscribe(into writer: inout JSONWriter, ref: Int64, area a: GeoBox, viewer: GeoPoint? = nil, view: String? = nil) {
         writer.reset()
         writer.beginObject()
         writer.field("op", "subscribe")
@@ -403,6 +409,7 @@ final class MapScenario: Scenario {
             writer.field("lon", viewer.lon)
             writer.endObject()
         }
+        if let view { writer.field("view", view) }
         writer.endObject()
     }
 
@@ -491,8 +498,13 @@ extension MapScenario: ClientDelegate {
     private static let eventPrefix: [UInt8] = Array(#"{"type":"pin."#.utf8)
 
     private func isEvent(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard bytes.count > Self.eventPrefix.count else { return false }
-        for (k, b) in Self.eventPrefix.enumerated() where bytes[k] != b { return false }
+        bytes.count > Self.eventPrefix.count && Self.hasPrefix(bytes, Self.eventPrefix)
+    }
+
+    /// Whether the message begins with these bytes (a look at its type without parsing it).
+    static func hasPrefix(_ bytes: UnsafeRawBufferPointer, _ prefix: [UInt8]) -> Bool {
+        guard bytes.count >= prefix.count else { return false }
+        for (k, b) in prefix.enumerated() where bytes[k] != b { return false }
         return true
     }
 

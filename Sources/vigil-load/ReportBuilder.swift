@@ -27,6 +27,7 @@ enum ReportBuilder {
             report.figures.append((key: "RSS/conn KiB", value: (Double(a.rssKiB) - Double(b.rssKiB)) / Double(held)))
             report.figures.append((key: "held conns", value: Double(held)))
         }
+        report.figures += scenario.figures.map { (key: $0.0, value: $0.1) }
         if c.resubscribes > 0 {
             report.figures.append((key: "re-subscribes", value: Double(c.resubscribes)))
             // All of the server's CPU over the window, per re-subscribe: the cost of a pan when the

@@ -14,7 +14,7 @@ struct VigilLoadCommand: ParsableCommand {
             error was seen, 1 on any loss, wrong delivery, error reply or dropped connection,
             2 when the run cannot start (fd limit), 64 on bad usage.
             """,
-        subcommands: [MapCommand.self, PanicCommand.self, IdleCommand.self, MixedCommand.self, AbuseCommand.self]
+        subcommands: [MapCommand.self, ClustersCommand.self, PanicCommand.self, IdleCommand.self, MixedCommand.self, AbuseCommand.self]
     )
 }
 
@@ -164,6 +164,53 @@ struct MapCommand: ParsableCommand {
               sameViewport: sameViewport, panning: panning, panIntervalSeconds: panInterval, prefill: prefill,
               checkSubscribers: checkSubscribers, latencySubscribers: latencySubscribers, seed: common.seed,
               stalled: stalled, rangeShare: range)
+    }
+}
+
+struct ClustersCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "clusters",
+        abstract: "Cluster subscribers (\"view\":\"clusters\") over parts of a country, and the map's publishers changing pins across it.",
+        discussion: """
+            Checks that each checked subscriber's view (its reply with every clusters.changed applied) \
+            equals a fresh subscribe's once the publishers stop and the last changes are out, that no \
+            subscriber gets two clusters.changed less than --interval-ms (minus --pacing-slack-ms) \
+            apart, and that nothing is refused or dropped.
+            """)
+    @OptionGroup var common: CommonOptions
+    @Option(help: "Cluster subscriber connections.") var subscribers = 1_000
+    @Option(name: .customLong("check-subscribers"), help: "Subscribers that keep their view for the convergence check (the rest count cells and time their messages only).")
+    var checkSubscribers = 100
+    @Option(name: .customLong("min-area"), help: "Each subscriber watches a random part of the region: this share of its height and width (each) up to all of it, so precisions and covers differ.")
+    var minArea = 0.3
+    @Option(name: .customLong("interval-ms"), help: "The daemon's pins.cluster_interval_ms (the pacing check's floor).") var intervalMs = 1_000
+    @Option(name: .customLong("pacing-slack-ms"), help: "How much closer than --interval-ms two clusters.changed may arrive (the client's own receive delays).")
+    var pacingSlackMs = 20
+    @Option(help: "Publisher connections.") var publishers = 10
+    @Option(help: "Pin operations per second over all publishers.") var rate: Double = 200
+    @Option(help: "Live pins each publisher keeps (creates until it has them).") var pinsPerPublisher = 100
+    @Option(help: "The region pins and subscribers' areas lie in: south,west,north,east.") var region = "47.3,5.9,55.0,15.0"
+    @Flag(help: "Publishers create their pins before the measured window.") var prefill = false
+
+    func validate() throws {
+        guard subscribers >= 1, checkSubscribers >= 0, publishers >= 1, rate > 0, pinsPerPublisher >= 1 else {
+            throw ValidationError("--subscribers, --publishers and --pins-per-publisher must be at least 1, --rate positive, --check-subscribers at least 0")
+        }
+        guard (0.01...1).contains(minArea) else { throw ValidationError("--min-area is a share of the region, 0.01...1") }
+        guard (100...60_000).contains(intervalMs), pacingSlackMs >= 0, pacingSlackMs < intervalMs else {
+            throw ValidationError("--interval-ms is 100...60000 (as pins.cluster_interval_ms); --pacing-slack-ms 0 up to it")
+        }
+        guard MapScenario.parseRegion(region) != nil else { throw ValidationError("--region must be south,west,north,east in degrees") }
+    }
+
+    func run() throws {
+        let publishing = MapScenario.Config(
+            subscribers: 0, publishers: publishers, rate: rate, window: 16, pinsPerPublisher: pinsPerPublisher,
+            region: MapScenario.parseRegion(region)!, viewportKm: 20, sameViewport: false, panning: 0, panIntervalSeconds: 5,
+            prefill: prefill, checkSubscribers: 0, latencySubscribers: 0, seed: common.seed)
+        let config = ClusterScenario.Config(subscribers: subscribers, checkSubscribers: checkSubscribers, intervalMs: intervalMs,
+                                            slackMs: pacingSlackMs, minAreaShare: minArea, seed: common.seed)
+        try common.run { ClusterScenario(config: config, publishers: publishing) }
     }
 }
 
