@@ -115,12 +115,12 @@ final class ClusterScenario: Scenario {
         let seconds = Double(windowEndNs &- windowStartNs) / 1e9
         guard windowStartNs > 0, windowEndNs > windowStartNs else { return [] }
         var out: [(String, Double)] = [
-            ("cluster messages/s", Double(messages) / seconds), ("cluster cells/s", Double(cells) / seconds),
+            ("cluster msgs/s", Double(messages) / seconds), ("cluster cells/s", Double(cells) / seconds),
             ("cluster bytes/s", Double(bytes) / seconds), ("writes/s", Double(sentAtEnd - sentAtStart) / seconds)]
-        if checker.gapsChecked > 0 { out.append(("shortest clusters.changed gap ms", Double(checker.shortestGapNs) / 1e6)) }
+        if checker.gapsChecked > 0 { out.append(("min gap ms", Double(checker.shortestGapNs) / 1e6)) }
         let p3 = subscribers.filter { $0.precision == 3 }.count, p4 = subscribers.filter { $0.precision == 4 }.count
-        out.append(("subscribers at precision 3", Double(p3)))
-        out.append(("subscribers at precision 4", Double(p4)))
+        out.append(("subs at p3", Double(p3)))
+        out.append(("subs at p4", Double(p4)))
         return out
     }
 
