@@ -14,6 +14,8 @@ import copy
 from test_load import LIFTED, assert_clean, check, load_binary, run_load  # noqa: F401 (fixture)
 
 INTERVAL_MS = 250
+# Receive times, not send times: a loaded test machine delays single reads by tens of ms.
+SLACK_MS = 50
 
 
 def config() -> dict:
@@ -23,7 +25,7 @@ def config() -> dict:
 
 
 ARGS = ("clusters", "--subscribers", "200", "--check-subscribers", "50", "--publishers", "5",
-        "--rate", "200", "--pins-per-publisher", "40", "--duration", "5")
+        "--rate", "200", "--pins-per-publisher", "40", "--duration", "5", "--pacing-slack-ms", str(SLACK_MS))
 
 
 def test_cluster_views_converge_and_are_paced(vigild, load_binary, tmp_path):
@@ -37,7 +39,7 @@ def test_cluster_views_converge_and_are_paced(vigild, load_binary, tmp_path):
     # 5 s at one message per 250 ms at most: each subscriber heard many, none more often.
     assert pacing["counters"]["gaps"] >= 200 * 5
     figures = result["figures"]
-    assert figures["min gap ms"] >= INTERVAL_MS - 20
+    assert figures["min gap ms"] >= INTERVAL_MS - SLACK_MS
     assert figures["cluster msgs/s"] <= 200 * 1000 / INTERVAL_MS * 1.05
     assert figures["cluster cells/s"] > figures["cluster msgs/s"] > 0
     assert figures["writes/s"] > 100
