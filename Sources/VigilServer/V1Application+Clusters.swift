@@ -33,10 +33,13 @@ extension V1Application {
             }
             replyWriter.reset()
             let written = hub.clustersChangedJSON(update, encoding: &encoding, maxBytes: maxReplyBytes, into: &replyWriter)
-            if written < update.cells.count {
-                hub.postponeClusters(update.subscriber, cells: Array(update.cells[written...]), now: now, sent: true)
-            }
             let result = replyWriter.withUnsafeBytes { connection.send(.text, payload: $0, traffic: .mapEvent) }
+            // The interval counts from this message, not from the flush's start (see `told`).
+            let sentAt = monotonicMilliseconds()
+            hub.clustersSent(update.subscriber, at: sentAt)
+            if written < update.cells.count {
+                hub.postponeClusters(update.subscriber, cells: Array(update.cells[written...]), now: sentAt, sent: true)
+            }
             if result == .queued {
                 server.counters.framesOut += 1
                 stats.deliveries += 1

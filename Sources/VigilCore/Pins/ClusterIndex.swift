@@ -151,6 +151,16 @@ public struct ClusterIndex: Sendable {
         if !wasScheduled { slots.insert(Slot(at: now + intervalMs, subscriber: subscriber, generation: generation)) }
     }
 
+    /// The subscriber's message was handed to its connection at `at` (monotonic ms), later than
+    /// the `now` of the `takeDue` that took it: its next slot counts from then. A flush of
+    /// thousands of messages takes a while, and counting every slot from the flush's start would
+    /// let a subscriber written late in one flush and early in the next hear twice in less than
+    /// an interval.
+    public mutating func told(_ subscriber: SubscriberID, at: Int64) {
+        guard let last = subscriptions[subscriber]?.lastSentMs, at > last else { return }
+        subscriptions[subscriber]?.lastSentMs = at
+    }
+
     /// The earliest slot pending (possibly a stale one), for tests and the bench.
     public var nextSlot: Int64? { slots.min?.at }
 

@@ -135,6 +135,12 @@ extension MapHub {
         clusterSubscriptions.postpone(subscriber, cells: cells, now: now, intervalMs: after)
     }
 
+    /// `subscriber`'s `clusters.changed` went out at `at` (after the `now` of the flush that took
+    /// it): its next slot is an interval after that (`ClusterIndex.told`).
+    public mutating func clustersSent(_ subscriber: SubscriberID, at: Int64) {
+        clusterSubscriptions.told(subscriber, at: at)
+    }
+
     /// A cell's counts for a subscriber counting the categories of `categories`.
     func clusterCell(_ cell: GeohashCell, categories: UInt64, bits: [Int?]) -> ClusterCell {
         var count: Int64 = 0, lat: Int64 = 0, lon: Int64 = 0
