@@ -185,6 +185,9 @@ def test_sighup_reloads_the_certificate_without_dropping_connections(vigild, tmp
     d = vigild(tls_config(cert, key))
     first = fingerprint(d.tls_port)
     ctx = ssl.create_default_context(cafile=str(tmp_path / "ca.pem"))
+    # websockets' sync client on TLS 1.3 loses about one upgrade request in 1,500 (its reader
+    # thread and the writer share one SSL object): see transport.threaded_client_context.
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
     with connect(f"wss://localhost:{d.tls_port}/echo", ssl=ctx, compression=None) as old:
         echo(old, "before")
         shutil.copy(b_cert, cert)
