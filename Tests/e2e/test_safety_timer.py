@@ -163,7 +163,7 @@ def test_kill_9_before_the_deadline_still_escalates_once_after_restart(vigild, t
         ev = escalation_of(w, up["stream"], up["due_at"])
         assert ev["seq"] == 3 and (ev["last"]["lat"], ev["last"]["lon"]) == (52.6, 13.5)
         w.quiet(0.3)
-    assert d2.stop(signal.SIGTERM) == 0   # its final snapshot holds the escalations (snapshot version 2)
+    assert d2.stop(signal.SIGTERM) == 0   # its final snapshot holds the escalations (the timer fields, since snapshot version 2)
 
     # Journaled: another restart repeats neither escalation.
     d3 = vigild(config(state))
