@@ -48,26 +48,15 @@ extension RequestDecoder {
     /// Exactly one of `for_s` (whole seconds, 1 to `maxHomeMs`), `until` (unix ms; whether it is
     /// in the future and not too far is the hub's to judge, with its clock) and `"clear":true`.
     func homeChange(_ o: JSONObject) throws -> CheckinHomeChange {
-        let maxSeconds = checkin.maxHomeMs / 1000
-        var found: [CheckinHomeChange] = []
-        if let v = o["for_s"] {
-            guard let n = v.int64, n >= 1, n <= maxSeconds else {
-                throw RequestError("invalid_home", field: "for_s", "for_s must be an integer from 1 to \(maxSeconds)")
-            }
-            found.append(.forSeconds(n))
+        let tooMany = "give exactly one of for_s, until and clear"
+        let given = try deadline(o, seconds: "for_s", at: "until", flag: "clear", maxSeconds: checkin.maxHomeMs / 1000,
+                                 code: "invalid_home", tooMany: tooMany)
+        switch given {
+        case .inSeconds(let n): return .forSeconds(n)
+        case .at(let t): return .until(t)
+        case .flag: return .clear
+        case nil: throw RequestError("invalid_home", tooMany)
         }
-        if let v = o["until"] {
-            guard let n = v.int64, n >= 0, n <= PanicStream.restorableMagnitude else {
-                throw RequestError("invalid_home", field: "until", "until must be a time in unix milliseconds")
-            }
-            found.append(.until(n))
-        }
-        if let v = o["clear"] {
-            guard v.bool == true else { throw RequestError("invalid_home", field: "clear", "clear must be true") }
-            found.append(.clear)
-        }
-        guard found.count == 1 else { throw RequestError("invalid_home", "give exactly one of for_s, until and clear") }
-        return found[0]
     }
 
     /// A member's label: 1 to `labelMaxCharacters` characters (and `labelMaxBytes` bytes) after

@@ -60,28 +60,15 @@ extension RequestDecoder {
     /// seconds, 1 to `maxTimerMs`), `due_at` (unix ms; whether it is in the future and not too far
     /// is the hub's to judge, with its clock) and, where `cancellable`, `"cancel":true`. Nil when none.
     func panicTimer(_ o: JSONObject, cancellable: Bool) throws -> PanicTimer? {
-        let maxSeconds = panic.maxTimerMs / 1000
-        var found: [PanicTimer] = []
-        if let v = o["due_in_s"] {
-            guard let n = v.int64, n >= 1, n <= maxSeconds else {
-                throw RequestError("invalid_timer", field: "due_in_s", "due_in_s must be an integer from 1 to \(maxSeconds)")
-            }
-            found.append(.inSeconds(n))
+        let given = try deadline(o, seconds: "due_in_s", at: "due_at", flag: cancellable ? "cancel" : nil,
+                                 maxSeconds: panic.maxTimerMs / 1000, code: "invalid_timer",
+                                 tooMany: "give one of due_in_s, due_at\(cancellable ? " and cancel" : "")")
+        switch given {
+        case .inSeconds(let n): return .inSeconds(n)
+        case .at(let t): return .at(t)
+        case .flag: return .cancel
+        case nil: return nil
         }
-        if let v = o["due_at"] {
-            guard let n = v.int64, n >= 0, n <= PanicStream.restorableMagnitude else {
-                throw RequestError("invalid_timer", field: "due_at", "due_at must be a time in unix milliseconds")
-            }
-            found.append(.at(n))
-        }
-        if cancellable, let v = o["cancel"] {
-            guard v.bool == true else { throw RequestError("invalid_timer", field: "cancel", "cancel must be true") }
-            found.append(.cancel)
-        }
-        guard found.count <= 1 else {
-            throw RequestError("invalid_timer", "give one of due_in_s, due_at\(cancellable ? " and cancel" : "")")
-        }
-        return found.first
     }
 
     func streamID(_ o: JSONObject) throws -> StreamID? {

@@ -266,3 +266,39 @@ public struct RequestDecoder: Sendable {
         return String(s[first...last])
     }
 }
+
+/// A deadline as a request may give it: whole seconds from now, a time in unix ms, or a `true`
+/// flag that clears it (`panic.timer`'s `due_in_s` / `due_at` / `cancel`, `checkin.home`'s
+/// `for_s` / `until` / `clear`).
+enum DeadlineField {
+    case inSeconds(Int64), at(Int64), flag
+}
+
+extension RequestDecoder {
+    /// At most one of the three keys (`flag` nil: that form is not accepted here), each checked:
+    /// seconds from 1 to `maxSeconds`; a time in unix ms (whether it is in the future and not too
+    /// far is the hub's to judge, with its clock); the flag only `true`. More than one throws
+    /// `code` with `tooMany`; none is nil (the caller says what is missing).
+    func deadline(_ o: JSONObject, seconds: String, at: String, flag: String?, maxSeconds: Int64,
+                  code: String, tooMany: String) throws -> DeadlineField? {
+        var found: [DeadlineField] = []
+        if let v = o[seconds] {
+            guard let n = v.int64, n >= 1, n <= maxSeconds else {
+                throw RequestError(code, field: seconds, "\(seconds) must be an integer from 1 to \(maxSeconds)")
+            }
+            found.append(.inSeconds(n))
+        }
+        if let v = o[at] {
+            guard let n = v.int64, n >= 0, n <= PanicStream.restorableMagnitude else {
+                throw RequestError(code, field: at, "\(at) must be a time in unix milliseconds")
+            }
+            found.append(.at(n))
+        }
+        if let flag, let v = o[flag] {
+            guard v.bool == true else { throw RequestError(code, field: flag, "\(flag) must be true") }
+            found.append(.flag)
+        }
+        guard found.count <= 1 else { throw RequestError(code, tooMany) }
+        return found.first
+    }
+}
