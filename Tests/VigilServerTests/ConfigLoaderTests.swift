@@ -112,11 +112,13 @@ import VigilLoop
         #expect(c.pins.categories == ["general", "lost-pet"] && c.pins.minTTLSeconds == 1 && c.pins.voteFlagThreshold == 3)
         #expect(c.panic.historyEvents == 5 && c.panic.staleAfterMs == 1000 && c.panic.endedGraceMs == 2000)
         #expect(c.panic.maxWatchTokens == 4 && c.panic.maxWatchersOnStart == 2)
+        #expect(try ConfigLoader.load(yaml: "pins: {max_range_m: 20000000}").pins.maxRangeMeters == 20_000_000)
         for bad in ["pins: {categories: [hazard]}", "pins: {categories: [General]}", "pins: {categories: [a, a, general]}",
                     "panic: {stale_after_ms: 5}", "panic: {max_watch_tokens: 2, max_watchers_on_start: 3}",
                     "pins: {min_ttl_s: 100, default_ttl_s: 50}", "pins: {cell_precision_min: 3}",
                     "pins: {cluster_precision_min: 2, cluster_cell_budget: 512}", "pins: {cluster_precision_min: 2, cluster_precision_max: 1}",
-                    "pins: {cluster_interval_ms: 50}", "pins: {cluster_cell_budget: 5000}"] {
+                    "pins: {cluster_interval_ms: 50}", "pins: {cluster_cell_budget: 5000}",
+                    "pins: {max_range_m: 0}", "pins: {max_range_m: 20000001}", "pins: {max_range_m: 1.5}"] {
             #expect(throws: ConfigError.self, "\(bad)") { try ConfigLoader.load(yaml: bad) }
         }
     }
