@@ -46,8 +46,16 @@ struct ClusterCommand: ParsableCommand {
             ProcessLimits.ignoreSIGPIPE()
             let loop = try EventLoop()
             let client = NATSClient(urls: settings.serverURLs, options: settings.connectOptions, loop: loop)
-            var lastReason = "no answer"
-            client.addStateObserver { state, reason in if state == .disconnected { lastReason = reason } }
+            // Why each server of the list was last left: the client tries them in order, so the last
+            // `urls.count` reasons are one per server, and a spare URL that refused the connection
+            // does not hide the server that refused the credentials (or the other way round).
+            var lastReasons: [String] = []
+            let servers = settings.serverURLs.count
+            client.addStateObserver { state, reason in
+                guard state == .disconnected else { return }
+                lastReasons.append(reason)
+                if lastReasons.count > servers { lastReasons.removeFirst() }
+            }
             try client.start()
             let jetStream = JetStream(client: client, timeoutMs: Int64(settings.requestTimeoutMs))
             let deadline = monotonicMilliseconds() + Int64(timeoutMs)
@@ -77,7 +85,7 @@ struct ClusterCommand: ParsableCommand {
                 FileHandle.standardError.write(Data("vigild cluster check: \(error)\n".utf8))
                 throw ExitCode(1)
             case nil:
-                FileHandle.standardError.write(Data("vigild cluster check: no answer within \(timeoutMs) ms (last: \(lastReason))\n".utf8))
+                FileHandle.standardError.write(Data("vigild cluster check: no answer within \(timeoutMs) ms (last: \(lastReasons.isEmpty ? "no answer" : lastReasons.joined(separator: "; ")))\n".utf8))
                 throw ExitCode(1)
             }
         }
