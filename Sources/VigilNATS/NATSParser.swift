@@ -197,13 +197,17 @@ public struct NATSParser {
         return text
     }
 
-    /// A decimal number of at most `maxDigits` digits.
+    /// A decimal number of at most `maxDigits` digits; nil past `UInt64.max` (20 digits can be
+    /// more than it: the fuzzer found a reply subject with 21700000000000000000).
     static func number(_ bytes: ArraySlice<UInt8>, maxDigits: Int) -> UInt64? {
         guard !bytes.isEmpty, bytes.count <= maxDigits else { return nil }
         var value: UInt64 = 0
         for b in bytes {
             guard b >= 0x30 && b <= 0x39 else { return nil }
-            value = value * 10 + UInt64(b - 0x30)
+            let (times10, o1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, o2) = times10.addingReportingOverflow(UInt64(b - 0x30))
+            guard !o1 && !o2 else { return nil }
+            value = sum
         }
         return value
     }

@@ -49,6 +49,9 @@ import VigilCore
         let v2 = try #require(JSDeliveryInfo(replySubject: "$JS.ACK.dom.ACCHASH.V.c1.1.41.4.1700000000000000000.6.rnd"))
         #expect(v2.streamSequence == 41 && v2.consumerSequence == 4)
         #expect(JSDeliveryInfo(replySubject: "$JS.ACK.V.c1.1.x.3.1.7") == nil)
+        // 20 digits past UInt64.max (found by the fuzzer: it trapped), and the largest that fits.
+        #expect(JSDeliveryInfo(replySubject: "$JS.ACK.V.c.1.4.1.21700000000000000000.0") == nil)
+        #expect(JSDeliveryInfo(replySubject: "$JS.ACK.V.c.1.4.1.18446744073709551615.0")?.timestampNs == UInt64.max)
         #expect(JSDeliveryInfo(replySubject: "_INBOX.a.b") == nil)
     }
 }
