@@ -17,6 +17,7 @@ extension CheckinHub {
             }
             if let home = circle.home, home.until <= now {
                 withCircle(top.id) { $0.home = nil }
+                lapsedHomes[top.id] = home      // see `applyReplicatedPut`
                 deliver(.home(home, lapsed: true), of: top.id, out: &out)
             }
             if let circle = circles[top.id] { arm(circle) }

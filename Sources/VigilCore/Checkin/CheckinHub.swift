@@ -50,6 +50,9 @@ public struct CheckinHub: Sendable {
     /// outnumber the circles (`compactIfStale`), so the heap stays O(circles).
     var deadlines = Heap<Deadline>()
     var filed: [CircleID: Int64] = [:]
+    /// The home safe each circle last had lapse here (at most one a circle, dropped with it): a
+    /// replicated record from a node that had not lapsed it yet must not bring it back.
+    var lapsedHomes: [CircleID: CheckinHome] = [:]
     var nextOrder: UInt64 = 0
 
     public init(settings: CheckinSettings) {
@@ -290,6 +293,7 @@ public struct CheckinHub: Sendable {
     mutating func remove(_ id: CircleID, reason: CheckinCloseReason, out: inout [CheckinDelivery]) {
         guard let circle = circles.removeValue(forKey: id) else { return }
         filed[id] = nil
+        lapsedHomes[id] = nil
         deliver(.closed(reason), of: id, out: &out)
         for connection in listeners[id].map({ Array($0.keys) }) ?? [] { unlisten(id, connection) }
         listeners[id] = nil

@@ -254,13 +254,8 @@ public struct PanicHub: Sendable {
         let digest = secrets.digest(ofToken: watchToken)
         var cut: [WatcherID] = []
         let result = steer(id, by: connection, ownerToken: ownerToken, secrets: secrets) { stream -> Result<PanicRevocation, PanicFailure> in
-            guard let index = stream.watchTokenIndex(digest) else { return .success(.notLive) }
-            stream.watchTokens.remove(at: index)
-            cut = stream.watchers.filter { $0.value.matches(digest) }.map(\.key).sorted()
-            guard !cut.isEmpty else { return .success(.revoked) }
-            for watcher in cut { stream.watchers.removeValue(forKey: watcher) }
-            out.append(PanicDelivery(stream: id, kind: .revoked, recipients: cut))
-            Self.deliverWatcherCount(of: stream, out: &out)
+            guard let killed = Self.killWatchToken(digest, of: &stream, out: &out) else { return .success(.notLive) }
+            cut = killed
             return .success(.revoked)
         }
         for watcher in cut { Self.unindex(&watching, watcher, id) }
@@ -370,6 +365,21 @@ public struct PanicHub: Sendable {
     static func deliver(_ event: PanicEvent, of stream: PanicStream, out: inout [PanicDelivery]) {
         let recipients = stream.watchers.keys.sorted()
         if !recipients.isEmpty { out.append(PanicDelivery(stream: stream.id, kind: .event(event), recipients: recipients)) }
+    }
+
+    /// Kills the live watch token `digest` of `stream`: the connections watching with it are told
+    /// (`revoked`) and stop watching, and the owner hears the new count if it changed. Returns those
+    /// connections (the caller unindexes them), nil when the token was not live. Shared by `revoke`
+    /// and the replicated revocation, which must cut exactly the same watchers.
+    static func killWatchToken(_ digest: TokenDigest, of stream: inout PanicStream, out: inout [PanicDelivery]) -> [WatcherID]? {
+        guard let index = stream.watchTokenIndex(digest) else { return nil }
+        stream.watchTokens.remove(at: index)
+        let cut = stream.watchers.filter { $0.value.matches(digest) }.map(\.key).sorted()
+        guard !cut.isEmpty else { return cut }
+        for watcher in cut { stream.watchers.removeValue(forKey: watcher) }
+        out.append(PanicDelivery(stream: stream.id, kind: .revoked, recipients: cut))
+        deliverWatcherCount(of: stream, out: &out)
+        return cut
     }
 
     /// The stream's watcher count to its owner connection (nothing while it has none).

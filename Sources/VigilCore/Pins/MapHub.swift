@@ -136,7 +136,7 @@ public struct MapHub: Sendable {
     /// `pin` with its JSON object (`Pin.json`), made now if it has none, and kept in the store
     /// when the store holds the pin. `pin` must be the pin as the store holds it (or held it last,
     /// for one just removed): every caller has just read or written it there.
-    private mutating func encoded(_ pin: Pin) -> Pin {
+    mutating func encoded(_ pin: Pin) -> Pin {
         guard pin.json == nil else { return pin }
         var pin = pin
         let json = ServerMessages.pinJSON(pin)
@@ -145,7 +145,7 @@ public struct MapHub: Sendable {
         return pin
     }
 
-    private mutating func deliver(_ kind: PinEventKind, _ pin: Pin, out: inout [PinDelivery]) {
+    mutating func deliver(_ kind: PinEventKind, _ pin: Pin, out: inout [PinDelivery]) {
         guard let bit = settings.categoryIndex(pin.category) else { return }
         var recipients: [SubscriberID] = []
         subscriptions.forEachRecipient(of: pin, categoryBit: bit) { recipients.append($0) }
@@ -160,7 +160,7 @@ public struct MapHub: Sendable {
     /// a `removed(moved)`), not a change nobody hears of. The same holds for a pin's reach
     /// (`PinReach`): a move, or a new or removed `range_m`, is an `added` for the subscribers it
     /// now reaches and a `removed(moved)` for those it no longer does.
-    private func deliverTransition(from old: Pin, to new: Pin, out: inout [PinDelivery]) {
+    func deliverTransition(from old: Pin, to new: Pin, out: inout [PinDelivery]) {
         let oldBit = settings.categoryIndex(old.category)
         let newBit = settings.categoryIndex(new.category)
         func sees(_ subscriber: SubscriberID, _ pin: Pin, _ bit: Int?) -> Bool {

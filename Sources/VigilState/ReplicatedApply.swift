@@ -1,0 +1,57 @@
+import VigilCore
+
+/// The live counterpart of `StateImage.apply`: one record of the replicated log applied to the
+/// hubs of a running node, with the deliveries the original operation made (docs/CLUSTER.md,
+/// "The replicated log (design)"). Every node, the writer included, calls it for every record in
+/// stream order; the writer validated the request with the hub's own operation, took the change
+/// back, published the record, and learns here whether it applied (`ReplicatedOutcome`).
+///
+/// The outcome depends only on the record, `base` and the hubs' durable state, so every node
+/// reaches the same one: two writers that validated against the same state are ordered by the
+/// stream, the first applies everywhere and the second is a `conflict` everywhere. A record
+/// delivered again is a `duplicate` (or, where the thing it changed is gone since, a `conflict`):
+/// either way nothing changes and nothing is delivered.
+public enum ReplicatedApply {
+    /// Applies `record` to the hubs, appending deliveries to `pins`, `panicOut` and `checkinOut`.
+    ///
+    /// - `base`: for an edit, the state the writer validated against: the pin's `updatedAt`
+    ///   (`UInt64(bitPattern:)`) for a `pinPut`, the circle's `revision` for a `circlePut`; nil
+    ///   for a create. Ignored by the other records.
+    /// - `owner`: the writer's own connection, on the writer's node only (nil elsewhere): it owns
+    ///   a stream a `panicStart` starts, and listens to a circle a `circlePut` creates.
+    ///
+    /// Rules by record (each in its hub's `…+Replicated.swift`):
+    /// - `pinPut`: create (absent; capacity) or edit (`updatedAt == base`; votes kept as held);
+    /// - `pinRemove`: removed if held; `pinVote`: `MapHub.vote`'s rules;
+    /// - `panicStart`: inserted if absent (capacity not checked); `panicEvent`: the next seq only;
+    /// - `panicInvite`: active and under `maxWatchTokens`; `panicRevoke`, `panicRemove`: if live;
+    /// - `circlePut`: create (absent; capacity) or edit (`revision == base`); `circleRemove`: if held.
+    public static func apply(_ record: JournalRecord, base: UInt64?, owner: WatcherID?,
+                             map: inout MapHub, panic: inout PanicHub, checkin: inout CheckinHub,
+                             pins: inout [PinDelivery], panicOut: inout [PanicDelivery],
+                             checkinOut: inout [CheckinDelivery]) -> ReplicatedOutcome {
+        switch record {
+        case .pinPut(let pin):
+            return map.applyReplicatedPut(pin, base: base, out: &pins)
+        case .pinRemove(let id):
+            return map.applyReplicatedRemove(id, out: &pins)
+        case .pinVote(let id, let voter, let value):
+            return map.applyReplicatedVote(id, voter: voter, value: value, out: &pins)
+        case .panicStart(let start):
+            guard let stream = try? start.stream() else { return .conflict("the stream's start is out of range") }
+            return panic.applyReplicatedStart(stream, owner: owner)
+        case .panicEvent(let id, let event):
+            return panic.applyReplicatedEvent(id, event, out: &panicOut)
+        case .panicInvite(let id, let digest):
+            return panic.applyReplicatedInvite(id, digest)
+        case .panicRevoke(let id, let digest):
+            return panic.applyReplicatedRevoke(id, digest, out: &panicOut)
+        case .panicRemove(let id):
+            return panic.applyReplicatedRemove(id)
+        case .circlePut(let circle):
+            return checkin.applyReplicatedPut(circle, base: base, owner: owner, out: &checkinOut)
+        case .circleRemove(let id):
+            return checkin.applyReplicatedRemove(id, out: &checkinOut)
+        }
+    }
+}
