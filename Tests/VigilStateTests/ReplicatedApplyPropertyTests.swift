@@ -99,6 +99,23 @@ import VigilTestSupport
             if !records.isEmpty { count(wOut) }
         }
 
+        /// The lead's flow on the writer's node: the change made by the hub's own operation (which
+        /// validated it) is taken back, then its record is applied as on every node. The state is
+        /// then the one the operation made, and the record delivers what the operation delivered.
+        func writerTakesBackAndApplies(_ records: [(JournalRecord, UInt64?, WatcherID?)], undo: (inout ReplicaNode) -> Void,
+                                       validated: ReplicaNode.Out) {
+            let direct = w.stateBytes
+            undo(&w)
+            var out = ReplicaNode.Out()
+            for (record, base, owner) in records {
+                let outcome = w.apply(record, base: base, owner: owner, out: &out)
+                #expect(outcome == .applied, "the writer's own \(record)")
+            }
+            let same = w.stateBytes == direct
+            #expect(same, "the writer's state after taking back and applying differs from the operation's")
+            DeliveryText.expectSame(validated, out, ordered: true, "the writer's own \(records.map(\.0))")
+        }
+
         /// Time passes on both nodes: pins expire, and the hubs' clocks run.
         func tick() {
             var wOut = ReplicaNode.Out()
@@ -133,6 +150,9 @@ import VigilTestSupport
             tick()
             var out = ReplicaNode.Out()
             var records: [(JournalRecord, UInt64?, WatcherID?)] = []
+            // How the writer's node takes the change back (V1Application's undo), before it
+            // applies the change's record like every node.
+            var undo: (inout ReplicaNode) -> Void = { _ in }
             let c = connection()
             switch roll(43) {
             case 0, 1, 2:   // subscribe, on both nodes
@@ -150,6 +170,7 @@ import VigilTestSupport
                 let id = PinID(random: secrets.randomBytes(16))
                 if case .success(let pin) = w.map.create(draft, id: id, editDigest: secrets.digest(ofToken: "edit-\(id)"), now: now, out: &out.pins) {
                     records.append((.pinPut(pin), nil, nil))
+                    undo = { $0.map.revertPin(id, to: nil) }
                 }
             case 7, 8, 9:
                 guard let id = anyPin(), let before = w.map.store[id] else { break }
@@ -162,18 +183,23 @@ import VigilTestSupport
                 if roll(4) == 0 { changes.range = roll(2) == 0 ? .remove : .set(1_000 + roll(80_000)) }
                 if case .success(let pin) = w.map.update(id, digest: secrets.digest(ofToken: "edit-\(id)"), changes: changes, now: now, out: &out.pins) {
                     records.append((.pinPut(pin), UInt64(bitPattern: before.updatedAt), nil))
+                    undo = { $0.map.revertPin(id, to: before) }
                 }
             case 10:
-                guard let id = anyPin() else { break }
+                guard let id = anyPin(), let before = w.map.store[id] else { break }
                 if case .success = w.map.delete(id, digest: secrets.digest(ofToken: "edit-\(id)"), out: &out.pins) {
                     records.append((.pinRemove(id), nil, nil))
+                    undo = { $0.map.revertPin(id, to: before) }
                 }
             case 11, 12, 13, 36, 37, 38, 39:
                 guard let id = anyPin() else { break }
                 let voter = UInt64(1 + roll(6)), value: Int8 = roll(4) == 0 ? 1 : -1
+                let previous = w.map.store[id]?.votes[voter]
                 // A vote that flags the pin is published as the vote (the lead's glue), not a removal.
                 if case .success(let vote) = w.map.vote(id, voter: voter, value: value, out: &out.pins), vote.change != .unchanged {
                     records.append((.pinVote(id, voter: voter, value: value), nil, nil))
+                    let flagged = vote.change == .flagged ? vote.pin : nil
+                    undo = { $0.map.revertVote(id, voter: voter, previous: previous, flagged: flagged) }
                 }
             case 14, 15:
                 let timer: PanicTimer? = roll(3) == 0 ? .inSeconds(Int64(5 + roll(60))) : nil
@@ -182,9 +208,11 @@ import VigilTestSupport
                                                               secrets: secrets, now: now, out: &out.panic) {
                     streams[started.stream.id] = StreamTokens(owner: started.ownerToken, live: started.watchTokens)
                     records.append((.panicStart(started.stream), nil, c))
+                    undo = { $0.panic.revertStart(started.stream.id) }
                 }
             case 16, 17, 30, 31, 32:
-                guard let id = anyStream(), let t = streams[id] else { break }
+                guard let id = anyStream(), let t = streams[id], let checkpoint = w.panic.checkpoint(id) else { break }
+                undo = { $0.panic.revert(to: checkpoint, connected: { _ in true }) }
                 let by = w.panic.stream(id)?.owner ?? c
                 let token: String? = roll(4) == 0 ? nil : t.owner
                 var event: PanicEvent?
@@ -211,13 +239,16 @@ import VigilTestSupport
                 }
                 if let event { records.append((.panicEvent(id, event), nil, nil)) }
             case 18:
-                guard let id = anyStream(), let t = streams[id] else { break }
+                guard let id = anyStream(), let t = streams[id], let checkpoint = w.panic.checkpoint(id) else { break }
+                undo = { $0.panic.revert(to: checkpoint, connected: { _ in true }) }
                 if case .success(let token) = w.panic.invite(id, by: c, ownerToken: t.owner, secrets: secrets) {
                     streams[id]?.live.append(token)
                     records.append((.panicInvite(id, secrets.digest(ofToken: token)), nil, nil))
                 }
             case 19:
-                guard let id = anyStream(), let t = streams[id], !t.live.isEmpty else { break }
+                guard let id = anyStream(), let t = streams[id], !t.live.isEmpty,
+                      let checkpoint = w.panic.checkpoint(id, keepingWatchers: true) else { break }
+                undo = { $0.panic.revert(to: checkpoint, connected: { _ in true }) }
                 let token = t.live[roll(t.live.count)]
                 if case .success(.revoked) = w.panic.revoke(id, by: c, ownerToken: t.owner, watchToken: token, secrets: secrets, out: &out.panic) {
                     streams[id]?.live.removeAll { $0 == token }
@@ -241,10 +272,13 @@ import VigilTestSupport
                     let members = Dictionary(uniqueKeysWithValues: created.circle.members.map(\.id).enumerated().map { ($1, created.memberTokens[$0]) })
                     circles[created.circle.id] = CircleTokens(owner: created.ownerToken, members: members)
                     records.append((.circlePut(created.circle), nil, c))
+                    undo = { $0.checkin.revert(to: .created(created.circle.id), connected: { _ in true }) }
                 }
             case 23, 24, 25, 26:
                 guard let id = anyCircle(), let t = circles[id], let before = w.checkin.circle(id) else { break }
                 let base = before.revision
+                let checkpoint = w.checkin.checkpoint(id)
+                undo = { $0.checkin.revert(to: checkpoint, connected: { _ in true }) }
                 var changed: CheckinCircle?
                 switch roll(6) {
                 case 0:
@@ -277,6 +311,8 @@ import VigilTestSupport
                 if let changed { records.append((.circlePut(changed), base, nil)) }
             case 27:
                 guard let id = anyCircle(), let t = circles[id] else { break }
+                let checkpoint = w.checkin.checkpoint(id)
+                undo = { $0.checkin.revert(to: checkpoint, connected: { _ in true }) }
                 if case .success = w.checkin.close(id, ownerToken: t.owner, secrets: secrets, out: &out.checkin) {
                     circles[id] = nil
                     records.append((.circleRemove(id), nil, nil))
@@ -294,7 +330,12 @@ import VigilTestSupport
                     both { n, _ in _ = n.checkin.join(id, by: c, memberToken: token, secrets: secrets) }
                 }
             }
-            if !records.isEmpty { replicate(records, wOut: out) } else { #expect(out.isEmpty) }
+            if !records.isEmpty {
+                writerTakesBackAndApplies(records, undo: undo, validated: out)
+                replicate(records, wOut: out)
+            } else {
+                #expect(out.isEmpty)
+            }
             let same = w.stateBytes == r.stateBytes      // not in the #expect: it would print both snapshots
             #expect(same, "the replica's state differs from the writer's")
         }

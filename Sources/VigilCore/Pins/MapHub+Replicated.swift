@@ -12,9 +12,14 @@ extension MapHub {
         guard let held = store[pin.id] else {
             guard base == nil else { return .conflict("the pin is gone") }
             guard store.count < settings.maxPins else { return .conflict("the map holds its maximum of pins") }
-            // The store numbers it (`sequence`): creation order is per node, like the sequence.
-            let stored = encoded(store.insert(pin))
-            deliver(.added, stored, out: &out)
+            // The writer's number (`sequence`), not this store's next one: the writer's store
+            // counted the create it validated and took back, so numbering afresh would give the
+            // writer's node and the others different numbers, hence different snapshots. Two
+            // writers may give one number twice; creation order then falls back to the id, on
+            // every node alike. A pin with no number (0) gets this store's next one.
+            if pin.sequence == 0 { store.insert(pin) } else { store.restore([pin]) }
+            guard let stored = store[pin.id] else { return .conflict("the pin is gone") }
+            deliver(.added, encoded(stored), out: &out)
             return .applied
         }
         // Votes move only through `pinVote` records, so a pin voted on since its put is the same put.
