@@ -53,9 +53,10 @@ public final class JetStream {
     /// message is stored (on a quorum of the stream's replicas) at `sequence`. `messageID` goes
     /// in `Nats-Msg-Id`: publishing the same id again within the stream's duplicate window (a
     /// retry after a lost ack) stores nothing new and acknowledges the first copy (`duplicate`).
-    public func publish(subject: String, messageID: String, payload: [UInt8],
+    /// `headers` are sent after it (the application's own, e.g. a record's precondition).
+    public func publish(subject: String, messageID: String, headers extra: [(name: String, value: String)] = [], payload: [UInt8],
                         completion: @escaping (Result<JSPubAck, JetStreamError>) -> Void) throws(NATSClientError) {
-        let headers = NATSHeaders(fields: [(name: JSPubAck.messageIDHeader, value: messageID)])
+        let headers = NATSHeaders(fields: [(name: JSPubAck.messageIDHeader, value: messageID)] + extra)
         try client.request(subject: subject, headers: headers, payload: payload, timeoutMs: timeoutMs) { result in
             completion(Self.decode(result, JSPubAck.decode))
         }

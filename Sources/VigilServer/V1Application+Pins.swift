@@ -23,6 +23,9 @@ extension V1Application {
     func updatePin(_ id: PinID?, token: String, changes: PinChanges, now: Int64) -> Outcome {
         guard let id else { return Outcome(.error(.from(PinFailure.forbidden))) }
         let before = hub.store[id]  // the update replaces the pin: holding this copies nothing
+        // Every edit moves `updated_at` on, by a millisecond at least: a cluster node's record
+        // names the version it edited by it (`ClusterNode`), so two edits never share one.
+        let now = before.map { max(now, $0.updatedAt + 1) } ?? now
         let result = hub.update(id, digest: secrets.digest(ofToken: token), changes: changes, now: now, out: &scratch.pins)
         guard case .success(let pin) = result, let before else { return Outcome(.from(result)) }
         return Outcome(.pin(pin), record: .pinPut(pin), undo: .pin(id, before: before))

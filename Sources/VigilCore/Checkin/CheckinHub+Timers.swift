@@ -42,6 +42,9 @@ extension CheckinHub {
         let id: CircleID
         let circle: CheckinCircle?
         let listeners: [WatcherID: CheckinRole]
+
+        /// The circle as it was (nil: the change created it): a replicated write's precondition.
+        public var before: CheckinCircle? { circle }
     }
 
     /// The checkpoint of circle `id` as it is now (a circle not held: its creation is taken back
