@@ -85,6 +85,7 @@ extension Server {
             w.field("websockets", Int64(f.webSockets))
             w.field("connections", Int64(f.totalConnections))
             w.field("uptime_s", Int64(f.uptimeSeconds))
+            if let cluster = v1?.cluster { cluster.health(into: &w) }
             w.endObject()
             body = w.bytes + [10]
             type = "application/json"

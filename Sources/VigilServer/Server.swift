@@ -121,6 +121,11 @@ public final class Server {
                 snapshotIntervalSeconds: config.snapshotIntervalSeconds, pinSettings: config.pins,
                 panicSettings: config.panic, checkinSettings: config.checkin, logger: logger, loop: loop))
         }
+        if config.cluster.enabled {
+            try v1.joinCluster(config.cluster, startAfter: 0,
+                               highestVoter: v1.persistence?.recovered.highestVoteSession ?? 0, logger: logger)
+            logger.notice("cluster node", metadata: ["cluster": "\(config.cluster)"])
+        }
     }
 
     /// Puts an application behind a WebSocket path (replacing whatever was there).

@@ -52,7 +52,11 @@ extension V1Application {
                 if result == .queued || result == .conflated { sent += 1 }
             }
             delivered(sent)
-        case .panic(let delivery):
+        case .panic(var delivery):
+            if let cluster, case .watchers(let count) = delivery.kind {
+                // Watchers on the other nodes of a cluster count too (`ClusterPresence`).
+                delivery.kind = .watchers(count: count + cluster.presence.remoteWatchers(delivery.stream))
+            }
             ServerMessages.panicDelivery(delivery, now: Self.wallClockMs(), into: &eventWriter)
             var frames = EventFrames(SharedFrame.text(eventWriter.takeChunk()))
             // A location supersedes the stream's earlier unsent ones for a slow watcher; any other

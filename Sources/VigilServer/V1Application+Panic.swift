@@ -99,6 +99,7 @@ extension V1Application {
         guard let stream else { return Self.forbidden }
         switch panic.watch(stream, watcher: me, watchToken: token, since: since, secrets: secrets, out: &scratch.panic) {
         case .success(let (s, replay, gap)):
+            cluster?.presence.changed.insert(stream)
             for event in replay {
                 scratch.panic.append(PanicDelivery(stream: stream, kind: .event(event), recipients: [me]))
             }
@@ -110,7 +111,10 @@ extension V1Application {
 
     /// Not watching (any more) is the goal, so a malformed or unknown stream is fine too.
     func unwatchStream(_ stream: StreamID?, watcher me: Int32) -> Outcome {
-        if let stream { panic.unwatch(stream, watcher: me, out: &scratch.panic) }
+        if let stream {
+            panic.unwatch(stream, watcher: me, out: &scratch.panic)
+            cluster?.presence.changed.insert(stream)
+        }
         return Outcome(.ok)
     }
 
@@ -131,6 +135,7 @@ extension V1Application {
         let before = panic.checkpoint(stream, keepingWatchers: true)
         switch panic.revoke(stream, by: me, ownerToken: token, watchToken: watchToken, secrets: secrets, out: &scratch.panic) {
         case .success(.revoked):
+            cluster?.presence.changed.insert(stream)
             return Outcome(.ok, record: .panicRevoke(stream, secrets.digest(ofToken: watchToken)), undo: before.map { .stream($0) })
         case .success(.notLive):
             return Outcome(.ok)  // nothing changed: nothing to journal, nothing to fsync

@@ -73,6 +73,8 @@ public final class V1Application: WebSocketApplication {
     private(set) var persistence: Persistence?
     /// This turn's changes not recorded yet, to take back if the journal cannot record them.
     var pending = PendingChanges()
+    /// Set on a cluster node: changes go through the replicated log (`V1Application+Cluster`).
+    var cluster: ClusterNode?
 
     init(server: Server, settings: PinSettings, panic: PanicSettings, secrets: any Secrets) {
         self.server = server
@@ -147,16 +149,19 @@ public final class V1Application: WebSocketApplication {
 
     public func opened(_ connection: Connection) {
         sessions[connection.fd] = V1Session(sessionRates, nowMs: monotonicMilliseconds())
+        cluster?.opened(connection.fd)
         // The session id is random and shown once; nothing refers to it later, so it is not kept.
         outbox.append(.welcome(connection.fd, session: Base64URL.encode(secrets.randomBytes(16))))
     }
 
     public func closed(_ connection: Connection) {
+        if let cluster { cluster.presence.changed.formUnion(panic.streamsWatched(by: connection.fd)) }
         hub.unsubscribe(connection.fd)
         panic.disconnected(connection.fd, out: &scratch.panic)
         checkin.disconnected(connection.fd)
         outbox.append(deliveries: &scratch)
         sessions[connection.fd] = nil
+        cluster?.closed(connection.fd)
         // Called from a flush too (a failed write), after this turn's fan-out: make sure another
         // turn sends what the hubs just produced.
         server.loop.requestTurn()
@@ -188,6 +193,13 @@ public final class V1Application: WebSocketApplication {
             outbox.append(.reply(fd, ref: rejected.ref, .error(rejected.error)))
             return
         }
+        if request.operation.changesState, let cluster, !cluster.log.writable {
+            // Not connected to the stream (or not caught up with it): nothing is acknowledged
+            // that the stream does not hold (docs/CLUSTER.md, "Losing NATS").
+            stats.refusedUnrecorded += 1
+            outbox.append(.reply(fd, ref: request.ref, .error(.unavailable(retryAfterMs: cluster.log.retryAfterMs))))
+            return
+        }
         if request.operation.changesState, let retry = log?.refusalRetryAfterMs() {
             // The change could not be recorded: refused before it is made (docs/DURABILITY.md).
             stats.refusedUnrecorded += 1
@@ -209,6 +221,10 @@ public final class V1Application: WebSocketApplication {
         let caller = Caller(fd: fd, address: connection.addressKey, monotonicMs: now)
         let first = outbox.count
         let outcome = dispatch(request.operation, caller: caller, now: Self.wallClockMs())
+        if let cluster, let record = outcome.record {
+            replicate(outcome, record: record, caller: caller, ref: request.ref, cluster: cluster)
+            return
+        }
         apply(outcome, to: fd, ref: request.ref)
         if log != nil { pending.note(request.operation, outcome, items: first..<outbox.count) }
     }
@@ -288,6 +304,7 @@ public final class V1Application: WebSocketApplication {
     public func endOfTurn() {
         if log?.commitTurn() == false { takeBackUnrecorded() }
         pending.clear()
+        if let cluster { announceWatchers(cluster) }
         fanOut()
         flushClusters()
     }
@@ -300,28 +317,32 @@ public final class V1Application: WebSocketApplication {
         let now = monotonicMilliseconds()
         var retry = StorageOutage.minRetryAfterMs
         for change in pending.changes.reversed() {
-            switch change.undo {
-            case nil:
-                assertionFailure("a change without its undo")
-            case .pinCreated(let id):
-                hub.revertPin(id, to: nil)
-                budgets.pinRemoved(id, now: now)
-            case .pin(let id, let before):
-                hub.revertPin(id, to: before)
-            case .vote(let id, let voter, let previous, let flagged):
-                hub.revertVote(id, voter: voter, previous: previous, flagged: flagged)
-            case .streamStarted(let id):
-                panic.revertStart(id)
-                budgets.streamEnded(id, now: now)
-            case .stream(let checkpoint):
-                panic.revert(to: checkpoint, connected: { [sessions] in sessions[$0] != nil })
-            case .circle(let checkpoint):
-                checkin.revert(to: checkpoint, connected: { [sessions] in sessions[$0] != nil })
-            }
+            if let undo = change.undo { takeBack(undo, now: now) } else { assertionFailure("a change without its undo") }
             retry = log?.refusalRetryAfterMs() ?? retry
             stats.refusedUnrecorded += 1
         }
         outbox.withdraw(pending.withdrawn, answer: .unavailable(retryAfterMs: retry))
+    }
+
+    /// Takes one change back (its news never sent): the journal's failure and a cluster node's
+    /// speculative write overtaken by the stream both use it.
+    func takeBack(_ undo: Undo, now: Int64) {
+        switch undo {
+        case .pinCreated(let id):
+            hub.revertPin(id, to: nil)
+            budgets.pinRemoved(id, now: now)
+        case .pin(let id, let before):
+            hub.revertPin(id, to: before)
+        case .vote(let id, let voter, let previous, let flagged):
+            hub.revertVote(id, voter: voter, previous: previous, flagged: flagged)
+        case .streamStarted(let id):
+            panic.revertStart(id)
+            budgets.streamEnded(id, now: now)
+        case .stream(let checkpoint):
+            panic.revert(to: checkpoint, connected: { [sessions] in sessions[$0] != nil })
+        case .circle(let checkpoint):
+            checkin.revert(to: checkpoint, connected: { [sessions] in sessions[$0] != nil })
+        }
     }
 
     /// Every tick: pins that expired and panic streams' timers (safety timers that passed, stale

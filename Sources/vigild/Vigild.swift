@@ -104,19 +104,6 @@ struct Vigild: ParsableCommand {
             throw ExitCode(1)
         }
 
-        if settings.cluster.enabled {
-            // Issue 16 is built up to the NATS client and JetStream calls; a node that took a
-            // `cluster:` section and then acknowledged writes it never replicated would break the
-            // promise the section makes. So it refuses, and says what works today.
-            FileHandle.standardError.write(Data("""
-                vigild: the config has a cluster: section (\(settings.cluster)), but this build cannot run as a cluster
-                  node yet: the replicated log is not built (docs/CLUSTER.md). `vigild cluster check FILE`
-                  checks the NATS side. Remove the section to run this node alone.
-
-                """.utf8))
-            throw ExitCode(1)
-        }
-
         let level = Logger.Level(rawValue: settings.logLevel) ?? .info
         LoggingSystem.bootstrap { _ in LogfmtHandler(level: level) }
         let logger = Logger(label: "vigild")

@@ -2,9 +2,8 @@
 
 What is built: the section is checked, `vigild cluster check FILE` connects with it (first
 reachable URL of the list, credentials) and reports or creates the JetStream stream; a daemon
-given the section refuses to start, because the replicated log is not built yet and a node must
-never acknowledge a write it did not replicate. Without the section nothing changes (every other
-e2e test). Tests/setup-deps installs nats-server.
+given the section runs as a node of the cluster (test_cluster.py tests the cluster itself).
+Without the section nothing changes (every other e2e test). Tests/setup-deps installs nats-server.
 """
 
 from __future__ import annotations
@@ -88,13 +87,21 @@ def test_no_server_answers_within_the_timeout(vigild_binary, tmp_path):
     assert time.monotonic() - started < 8
 
 
-def test_a_daemon_with_the_section_refuses_to_start(vigild_binary, tmp_path, nats):
-    path = cluster_config(tmp_path, nats)
-    assert run(vigild_binary, "--check-config", str(path)).returncode == 0
-    p = run(vigild_binary, "--config", str(path), "--listen", "127.0.0.1:0", "--admin-listen", "off")
-    assert p.returncode == 1
-    assert "cannot run as a cluster" in p.stderr and "docs/CLUSTER.md" in p.stderr, p.stderr
-    assert "s3cret" not in p.stderr
+def test_a_daemon_with_the_section_runs_as_a_node_and_says_so(vigild, tmp_path, nats):
+    """It starts, creates the stream and reports itself writable on the admin /healthz, with its
+    cluster and node names; the password is never logged."""
+    from wsraw import http_get
+    d = vigild(json.loads(json.dumps({"cluster": {"urls": [f"nats://127.0.0.1:{nats}"], "name": "E2E", "node_id": "n1",
+                                                  "user": "vigil", "password": "s3cret"}})))
+    deadline = time.monotonic() + 15
+    while True:
+        health = json.loads(http_get(d.admin_port, "/healthz").body)
+        if health["cluster"]["writable"]:
+            break
+        assert time.monotonic() < deadline, health
+        time.sleep(0.02)
+    assert health["cluster"]["node"] == "n1" and health["cluster"]["name"] == "E2E", health
+    assert "s3cret" not in d.stderr_text()
 
 
 @pytest.mark.parametrize("cluster, key", [

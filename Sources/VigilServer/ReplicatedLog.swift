@@ -1,0 +1,258 @@
+import Logging
+import VigilCluster
+import VigilLoop
+import VigilNATS
+import VigilCore
+import VigilState
+
+/// What a cluster node's `/v1` needs of the replicated log: publish a record, know its own
+/// writes again when the stream hands them back, say whether writes are taken. `ReplicatedLog`
+/// is the JetStream one; the glue tests run two nodes over an in-memory one.
+protocol ReplicationLog: AnyObject {
+    var settings: ClusterSettings { get }
+    /// Connected, the stream ready, and caught up: writes are taken.
+    var writable: Bool { get }
+    /// What a refused writer is told to wait.
+    var retryAfterMs: Int64 { get }
+    /// A new message id of this node's run, and the number in it.
+    func nextMessageID() -> (id: String, number: UInt64)
+    /// The number in a message id of this node's run, nil for anyone else's.
+    func ownWriteNumber(_ messageID: String?) -> UInt64?
+    /// Publishes `record`; `completion` (on the loop, possibly at once) learns its sequence or
+    /// why it was not stored.
+    func publish(_ record: JournalRecord, subject: String, messageID: String, base: UInt64?,
+                 completion: @escaping (Result<UInt64, JetStreamError>) -> Void)
+    /// Sends a watcher-count message to the other nodes (not stored; lost when disconnected).
+    func publishPresence(_ payload: [UInt8])
+    /// The connection's part of `/healthz`'s `cluster` object.
+    func health(into w: inout JSONWriter)
+}
+
+/// The replicated log of a cluster node (docs/CLUSTER.md): the JetStream stream every node
+/// publishes its changes to and applies, in stream order, to its own memory.
+///
+/// It owns the NATS client and the ordered consumer, and knows nothing of pins or sockets:
+/// it publishes a `JournalRecord` (the journal's own encoding, framed with its checksum) with
+/// its message id and precondition, and hands every record of the stream, in order, to
+/// `deliver`. `/v1` (`V1Application+Cluster`) decides what a record means.
+///
+/// Writable means: connected, the stream found (or created) as configured, and the node caught
+/// up with the stream as it was when the node (re)joined it: a node that validated writes
+/// against state it has not caught up on would only collect conflicts. While not writable,
+/// writes are refused with `unavailable` and a retry time; reads and live events go on.
+final class ReplicatedLog: ReplicationLog {
+    /// One record of the stream, as `deliver` gets it.
+    struct Entry {
+        let sequence: UInt64
+        /// `Nats-Msg-Id`: `<node>-<boot>-<n>` for a write, or a decision's own id.
+        let messageID: String?
+        /// The precondition the writer validated against (`Vigil-Base`), if any.
+        let base: UInt64?
+        /// nil when the bytes are not a record this build can read (counted, logged, skipped).
+        let record: JournalRecord?
+    }
+
+    static let baseHeader = "Vigil-Base"
+
+    let settings: ClusterSettings
+    let client: NATSClient
+    let jetStream: JetStream
+    private let logger: Logger
+    private let deliver: (Entry) -> Void
+    private var consumer: OrderedConsumer?
+    /// The stream as found at the last (re)connection.
+    private(set) var streamReady = false
+    /// The stream's last sequence when this node last found it: caught up once applied up to it.
+    private(set) var catchUpTarget: UInt64 = 0
+    private(set) var appliedSequence: UInt64
+    /// The highest sequence this node has seen acknowledged or applied (for the lag).
+    private(set) var knownLastSequence: UInt64 = 0
+    private(set) var lastError: String?
+    private(set) var undecodable = 0
+    private(set) var published = 0
+    private(set) var publishFailures = 0
+    /// This run's part of every message id: writes of an earlier run of this node never match.
+    let bootTag: String
+    private var nextWrite: UInt64 = 1
+    private var retryAtMs: Int64?
+
+    init(settings: ClusterSettings, startAfter: UInt64, loop: EventLoop, logger: Logger, deliver: @escaping (Entry) -> Void) {
+        self.settings = settings
+        self.logger = logger
+        self.deliver = deliver
+        appliedSequence = startAfter
+        knownLastSequence = startAfter
+        var clientSettings = NATSClientSettings()
+        clientSettings.connectTimeoutMs = min(Int64(settings.requestTimeoutMs), 5_000)
+        client = NATSClient(urls: settings.serverURLs, options: settings.connectOptions, settings: clientSettings, loop: loop)
+        jetStream = JetStream(client: client, timeoutMs: Int64(settings.requestTimeoutMs))
+        bootTag = client.randomToken(length: 8)
+        client.addStateObserver { [unowned self] state, reason in self.clientChanged(state, reason: reason) }
+        client.addTickHandler { [unowned self] now in self.tick(nowMs: now) }
+    }
+
+    func start() throws(SystemError) {
+        try client.start()
+    }
+
+    func stop() {
+        consumer?.stop()
+        client.close()
+    }
+
+    var connected: Bool { client.state == .connected }
+    var caughtUp: Bool { appliedSequence >= catchUpTarget }
+    var writable: Bool { connected && streamReady && caughtUp }
+    var lag: UInt64 { knownLastSequence > appliedSequence ? knownLastSequence - appliedSequence : 0 }
+
+    /// Why writes are refused now (nil while writable), for logs and `/healthz`.
+    var refusal: String? {
+        if !connected { return "not connected to NATS" }
+        if !streamReady { return "stream not ready" + (lastError.map { ": \($0)" } ?? "") }
+        if !caughtUp { return "catching up with the stream" }
+        return nil
+    }
+
+    /// What a refused writer is told to wait.
+    var retryAfterMs: Int64 { connected ? 250 : 1_000 }
+
+    /// A new message id of this node's run, and the number in it.
+    func nextMessageID() -> (id: String, number: UInt64) {
+        defer { nextWrite += 1 }
+        return ("\(settings.nodeID)-\(bootTag)-\(nextWrite)", nextWrite)
+    }
+
+    /// The number in a message id of this node's run, nil for anyone else's.
+    func ownWriteNumber(_ messageID: String?) -> UInt64? {
+        guard let messageID else { return nil }
+        let prefix = "\(settings.nodeID)-\(bootTag)-"
+        guard messageID.hasPrefix(prefix) else { return nil }
+        return UInt64(messageID.dropFirst(prefix.count))
+    }
+
+    /// Publishes `record`; `completion` (on the loop) learns JetStream's sequence for it, or why
+    /// it was not stored (then it is not in the stream, or — after a timeout — its fate is unknown
+    /// until the consumer reaches it).
+    func publish(_ record: JournalRecord, subject: String, messageID: String, base: UInt64?,
+                 completion: @escaping (Result<UInt64, JetStreamError>) -> Void) {
+        let headers: [(name: String, value: String)] = base.map { [(name: Self.baseHeader, value: String($0))] } ?? []
+        do throws(NATSClientError) {
+            try jetStream.publish(subject: subject, messageID: messageID, headers: headers, payload: JournalCodec.encode(record)) {
+                [weak self] result in
+                guard let self else { return }
+                switch result {
+                case .success(let ack):
+                    self.published += 1
+                    self.knownLastSequence = max(self.knownLastSequence, ack.sequence)
+                    completion(.success(ack.sequence))
+                case .failure(let error):
+                    self.publishFailures += 1
+                    completion(.failure(error))
+                }
+            }
+        } catch {
+            publishFailures += 1
+            completion(.failure(.client(error)))
+        }
+    }
+
+    func publishPresence(_ payload: [UInt8]) {
+        try? client.publish(subject: "\(settings.name).presence", payload: payload)
+    }
+
+    /// Subscribes to the other nodes' watcher counts (kept across reconnections).
+    func onPresence(_ handler: @escaping ([UInt8]) -> Void) {
+        _ = try? client.subscribe(subject: "\(settings.name).presence") { message in handler(message.payload) }
+    }
+
+    func health(into w: inout JSONWriter) {
+        w.field("connected", connected)
+        w.field("writable", writable)
+        if let refusal { w.field("refusal", refusal) }
+        w.field("applied_seq", Int64(clamping: appliedSequence))
+        w.field("last_seq", Int64(clamping: knownLastSequence))
+        w.field("lag", Int64(clamping: lag))
+        w.field("published", Int64(published))
+        w.field("publish_failures", Int64(publishFailures))
+        w.field("undecodable", Int64(undecodable))
+    }
+
+    // MARK: connection and consumption
+
+    private func clientChanged(_ state: NATSClientState, reason: String) {
+        switch state {
+        case .connected:
+            logger.notice("cluster: connected to NATS", metadata: ["cluster": "\(settings.name)", "node": "\(settings.nodeID)"])
+            findStream()
+        default:
+            if streamReady {
+                logger.error("cluster: NATS connection lost; writes are refused until it is back", metadata: ["reason": "\(reason)"])
+            }
+            streamReady = false
+        }
+    }
+
+    /// STREAM.INFO (creating the stream when it is missing), then consumption from the
+    /// sequence after the last one applied.
+    private func findStream() {
+        retryAtMs = nil
+        do throws(NATSClientError) {
+            try jetStream.ensureStream(settings.streamConfig) { [weak self] result in
+                guard let self else { return }
+                switch result {
+                case .success(let info):
+                    self.lastError = nil
+                    self.streamReady = true
+                    self.catchUpTarget = max(self.catchUpTarget, info.lastSequence)
+                    self.knownLastSequence = max(self.knownLastSequence, info.lastSequence)
+                    if info.firstSequence > self.appliedSequence + 1 && info.lastSequence > self.appliedSequence {
+                        // Retention passed this node's state: it cannot catch up from the stream.
+                        self.streamReady = false
+                        self.lastError = "the stream starts at \(info.firstSequence), after this node's state (\(self.appliedSequence)): start it from a snapshot"
+                        self.logger.critical("cluster: \(self.lastError!)")
+                        return
+                    }
+                    if self.consumer == nil {
+                        self.consumer = OrderedConsumer(jetStream: self.jetStream, stream: self.settings.name,
+                                                        startAfter: self.appliedSequence) { [weak self] sequence, message in
+                            self?.received(sequence, message)
+                        }
+                    }
+                    self.logger.notice("cluster: stream ready", metadata: ["stream": "\(info.name)", "last": "\(info.lastSequence)",
+                                                                         "applied": "\(self.appliedSequence)"])
+                case .failure(let error):
+                    self.failed(error.description)
+                }
+            }
+        } catch {
+            failed(error.description)
+        }
+    }
+
+    private func failed(_ reason: String) {
+        lastError = reason
+        streamReady = false
+        retryAtMs = monotonicMilliseconds() + 1_000
+        logger.error("cluster: the stream is not usable; retrying", metadata: ["reason": "\(reason)"])
+    }
+
+    private func tick(nowMs: Int64) {
+        if let retryAt = retryAtMs, nowMs >= retryAt, connected { findStream() }
+    }
+
+    private func received(_ sequence: UInt64, _ message: NATSMessage) {
+        appliedSequence = sequence
+        knownLastSequence = max(knownLastSequence, sequence)
+        let base = message.headers?[Self.baseHeader].flatMap { UInt64($0) }
+        var record: JournalRecord?
+        let scan = JournalCodec.scan(message.payload)
+        if scan.stop == nil, scan.records.count == 1 {
+            record = scan.records[0]
+        } else {
+            undecodable += 1
+            logger.error("cluster: a stream message is not one readable record; skipped (every node skips it alike)",
+                         metadata: ["sequence": "\(sequence)", "bytes": "\(message.payload.count)"])
+        }
+        deliver(Entry(sequence: sequence, messageID: message.headers?[JSPubAck.messageIDHeader], base: base, record: record))
+    }
+}

@@ -1,0 +1,334 @@
+import Logging
+import VigilCluster
+import VigilCore
+import VigilLoop
+import VigilState
+import VigilWire
+
+/// `/v1` as a node of a cluster (docs/CLUSTER.md, "The replicated log").
+///
+/// Every change goes through the stream, and every node applies the stream in order; the writer
+/// too, but it does not wait for the stream to *see* its own change: a write is validated and
+/// applied here at once (speculatively), published, and held — its reply and its events — until
+/// the consumer reaches it. Then:
+/// - it is this node's write, the oldest unconfirmed one on its entity, and still in place: it
+///   is confirmed; the held reply and events go out. This is the common case, and it keeps a
+///   client's pipelined writes on one pin or stream (a phone streaming its location) working.
+/// - anything else (another node's write, or one of ours that was taken back): every
+///   speculative write of ours on that entity is taken back first (newest first, with the undo
+///   the journal path uses), then the record is applied with its precondition
+///   (`ReplicatedApply`): exactly what every other node does, so all converge on the stream's
+///   order. A write of ours applied that way is answered with the real outcome: `ok`, or
+///   `conflict` when another node's change came first.
+/// Nothing is sent that the stream does not hold: a publish that fails takes the write (and
+/// those made on top of it) back and answers `unavailable`.
+final class ClusterNode {
+    /// What one record is about: writes on one entity are ordered by the stream; writes on two
+    /// never conflict.
+    enum Entity: Hashable {
+        case pin(PinID)
+        case stream(StreamID)
+        case circle(CircleID)
+    }
+
+    /// A write of this node applied here and not yet seen in the stream.
+    struct Write {
+        let entity: Entity
+        let undo: Undo?
+        let fd: Int32
+        let ref: JSONValue?
+        let reply: Reply
+        /// Its events, sent when it is confirmed (dropped when it is taken back).
+        var deliveries: Deliveries
+        /// The connection serial and close count when it was made: a recipient or writer whose
+        /// fd was closed and reused since is not the one meant (see `recipientsStillMeant`).
+        let serial: UInt64
+        let closes: UInt64
+        /// The writer's connection, for a start or a creation applied from the stream: it owns
+        /// the stream or circle then.
+        let owner: Int32?
+        var takenBack = false
+    }
+
+    let log: any ReplicationLog
+    /// This node's writes awaiting the stream, by the number in their message id.
+    var writes: [UInt64: Write] = [:]
+    /// The numbers of those writes, per entity, oldest first.
+    var byEntity: [Entity: [UInt64]] = [:]
+    /// Serial of the connection on each fd (grown on demand; 8 bytes per fd, cluster mode only).
+    var serials: [UInt64] = []
+    var nextSerial: UInt64 = 1
+    var closes: UInt64 = 0
+    /// Counted for `/healthz` and `/metrics`.
+    var confirmed = 0
+    var conflicts = 0
+    var takenBack = 0
+    var applied = 0
+    /// Watcher counts of the other nodes (`ClusterPresence`).
+    var presence = ClusterPresence()
+
+    init(log: any ReplicationLog) {
+        self.log = log
+    }
+
+    func opened(_ fd: Int32) {
+        let i = Int(fd)
+        if i >= serials.count { serials.append(contentsOf: repeatElement(0, count: max(i + 1 - serials.count, 64))) }
+        serials[i] = nextSerial
+        nextSerial += 1
+    }
+
+    func closed(_ fd: Int32) {
+        closes += 1
+        if Int(fd) < serials.count { serials[Int(fd)] = 0 }
+    }
+
+    /// Whether `fd` is still the connection that was open when `write` was made.
+    func isSame(_ fd: Int32, as write: Write) -> Bool {
+        if write.closes == closes { return true }
+        let i = Int(fd)
+        return i < serials.count && serials[i] != 0 && serials[i] < write.serial
+    }
+
+    /// The subject a record is published under: `NAME.pins.<geohash, 3 characters>`, or
+    /// `NAME.panic.<8 hex>` / `NAME.checkin.<8 hex>` of a digest of the id (an id is a secret
+    /// and must not show in NATS's monitoring).
+    func subject(for record: JournalRecord, cell: String?) -> String {
+        let name = log.settings.name
+        switch Self.entity(of: record) {
+        case .pin: return "\(name).pins.\(cell.map { String($0.prefix(3)) } ?? "_")"
+        case .stream(let id): return "\(name).panic.\(Self.shortDigest(id.description))"
+        case .circle(let id): return "\(name).checkin.\(Self.shortDigest(id.description))"
+        }
+    }
+
+    static func shortDigest(_ text: String) -> String {
+        Crypto.sha256(Array(text.utf8)).prefix(4).map { b in
+            let digits = Array("0123456789abcdef".utf8)
+            return String(decoding: [digits[Int(b >> 4)], digits[Int(b & 15)]], as: UTF8.self)
+        }.joined()
+    }
+
+    /// `/healthz`'s `cluster` object: whether writes are taken, how far this node has applied
+    /// the stream, and what it has published and confirmed.
+    func health(into w: inout JSONWriter) {
+        w.key("cluster")
+        w.beginObject()
+        w.field("name", log.settings.name)
+        w.field("node", log.settings.nodeID)
+        log.health(into: &w)
+        w.field("pending_writes", Int64(writes.count))
+        w.field("confirmed", Int64(confirmed))
+        w.field("applied", Int64(applied))
+        w.field("conflicts", Int64(conflicts))
+        w.field("taken_back", Int64(takenBack))
+        w.endObject()
+    }
+
+    static func entity(of record: JournalRecord) -> Entity {
+        switch record {
+        case .pinPut(let pin): return .pin(pin.id)
+        case .pinRemove(let id), .pinVote(let id, _, _): return .pin(id)
+        case .panicStart(let start): return .stream(start.id)
+        case .panicEvent(let id, _), .panicInvite(let id, _), .panicRevoke(let id, _), .panicRemove(let id): return .stream(id)
+        case .circlePut(let circle): return .circle(circle.id)
+        case .circleRemove(let id): return .circle(id)
+        }
+    }
+
+    /// The first voter number of this node: its own range of 2^40 numbers, chosen by a digest of
+    /// its id, so that a vote recorded on one node never collides with another node's voter.
+    static func voterBase(nodeID: String) -> UInt64 {
+        let d = Crypto.sha256(Array(nodeID.utf8))
+        let tag = (UInt64(d[0]) << 16 | UInt64(d[1]) << 8 | UInt64(d[2])) & 0x7F_FFFF
+        return (tag << 40) + 1
+    }
+}
+
+extension V1Application {
+    /// A validated change on a cluster node: held, published, answered when the stream has it.
+    func replicate(_ outcome: Outcome, record: JournalRecord, caller: Caller, ref: JSONValue?, cluster: ClusterNode) {
+        let entity = ClusterNode.entity(of: record)
+        var held = Deliveries()
+        swap(&held, &scratch)
+        var cell: String?
+        var base: UInt64?
+        var owner: Int32?
+        switch (record, outcome.undo) {
+        case (.pinPut(let pin), .pin(_, let before)?):
+            cell = pin.cell.string
+            base = UInt64(bitPattern: before.updatedAt)
+        case (.pinPut(let pin), _):
+            cell = pin.cell.string
+        case (_, .pin(_, let before)?):
+            cell = before.cell.string
+        case (.pinVote(let id, _, _), .vote(_, _, _, let flagged)?):
+            cell = (hub.store[id] ?? flagged)?.cell.string
+        case (.panicStart, _):
+            owner = caller.fd
+        case (.circlePut, .circle(let checkpoint)?):
+            if let before = checkpoint.before { base = before.revision } else { owner = caller.fd }
+        default:
+            break
+        }
+        let (messageID, number) = cluster.log.nextMessageID()
+        cluster.writes[number] = ClusterNode.Write(entity: entity, undo: outcome.undo, fd: caller.fd, ref: ref, reply: outcome.reply,
+                                                   deliveries: held, serial: cluster.nextSerial, closes: cluster.closes, owner: owner)
+        cluster.byEntity[entity, default: []].append(number)
+        cluster.log.publish(record, subject: cluster.subject(for: record, cell: cell), messageID: messageID, base: base) {
+            [unowned self, unowned cluster] result in
+            if case .failure = result { self.publishFailed(number, cluster: cluster) }
+        }
+    }
+
+    /// The stream did not take a write (or did not answer in time): it and every write made on
+    /// top of it are taken back; it is answered `unavailable` (the others wait for the stream,
+    /// where they will conflict, or for their own failure).
+    private func publishFailed(_ number: UInt64, cluster: ClusterNode) {
+        guard let write = cluster.writes[number] else { return }
+        takeBackSpeculative(write.entity, cluster: cluster)
+        cluster.writes[number] = nil
+        cluster.byEntity[write.entity]?.removeAll { $0 == number }
+        if cluster.byEntity[write.entity]?.isEmpty == true { cluster.byEntity[write.entity] = nil }
+        answer(write, .error(.unavailable(retryAfterMs: cluster.log.retryAfterMs)), cluster: cluster)
+        server.loop.requestTurn()
+    }
+
+    /// Every speculative write of ours on `entity`, newest first, put back as it was before.
+    private func takeBackSpeculative(_ entity: ClusterNode.Entity, cluster: ClusterNode) {
+        guard let numbers = cluster.byEntity[entity] else { return }
+        let now = monotonicMilliseconds()
+        for number in numbers.reversed() {
+            guard var write = cluster.writes[number], !write.takenBack else { continue }
+            if let undo = write.undo { takeBack(undo, now: now) }
+            write.takenBack = true
+            write.deliveries = Deliveries()
+            cluster.writes[number] = write
+            cluster.takenBack += 1
+        }
+    }
+
+    /// One record of the stream, in order (see `ClusterNode`).
+    func applyFromStream(_ entry: ReplicatedLog.Entry, cluster: ClusterNode) {
+        guard let record = entry.record else { return }
+        let entity = ClusterNode.entity(of: record)
+        let own = cluster.log.ownWriteNumber(entry.messageID).flatMap { n in cluster.writes[n].map { (n, $0) } }
+        if let (number, write) = own {
+            let wasOldest = cluster.byEntity[entity]?.first == number
+            cluster.writes[number] = nil
+            cluster.byEntity[entity]?.removeAll { $0 == number }
+            if cluster.byEntity[entity]?.isEmpty == true { cluster.byEntity[entity] = nil }
+            if !write.takenBack && wasOldest {
+                // Confirmed: the change is in place since it was made.
+                cluster.confirmed += 1
+                var deliveries = write.deliveries
+                if write.closes != cluster.closes { forgetReused(&deliveries, write: write, cluster: cluster) }
+                answer(write, write.reply, cluster: cluster)
+                outbox.append(deliveries: &deliveries)
+                return
+            }
+        }
+        takeBackSpeculative(entity, cluster: cluster)
+        if case .panicRevoke(let stream, _) = record { cluster.presence.changed.insert(stream) }
+        let ownerFD = own.flatMap { (_, write) in write.owner.flatMap { cluster.isSame($0, as: write) ? $0 : nil } }
+        let outcome = ReplicatedApply.apply(record, base: entry.base, owner: ownerFD, map: &hub, panic: &panic, checkin: &checkin,
+                                            pins: &scratch.pins, panicOut: &scratch.panic, checkinOut: &scratch.checkin)
+        cluster.applied += 1
+        if let (_, write) = own {
+            switch outcome {
+            case .applied, .duplicate:
+                answer(write, write.reply, cluster: cluster)
+            case .conflict(let why):
+                cluster.conflicts += 1
+                answer(write, .error(RequestError("conflict", "another change came first: \(why); read the current state and try again")),
+                       cluster: cluster)
+            }
+        }
+        outbox.append(deliveries: &scratch)
+    }
+
+    /// The writer's reply, unless its connection is gone (or its fd now someone else's).
+    private func answer(_ write: ClusterNode.Write, _ reply: Reply, cluster: ClusterNode) {
+        guard cluster.isSame(write.fd, as: write) else { return }
+        outbox.append(.reply(write.fd, ref: write.ref, reply))
+    }
+
+    /// Drops recipients whose fd was closed and given to a new connection since the write.
+    private func forgetReused(_ deliveries: inout Deliveries, write: ClusterNode.Write, cluster: ClusterNode) {
+        for i in deliveries.pins.indices { deliveries.pins[i].recipients.removeAll { !cluster.isSame($0, as: write) } }
+        for i in deliveries.panic.indices { deliveries.panic[i].recipients.removeAll { !cluster.isSame($0, as: write) } }
+        for i in deliveries.checkin.indices { deliveries.checkin[i].recipients.removeAll { !cluster.isSame($0, as: write) } }
+        deliveries.pins.removeAll { $0.recipients.isEmpty }
+        deliveries.panic.removeAll { $0.recipients.isEmpty }
+        deliveries.checkin.removeAll { $0.recipients.isEmpty }
+    }
+}
+
+extension V1Application {
+    /// Makes this `/v1` a node of the cluster `settings` names: changes go through the stream,
+    /// which is consumed from the sequence after `startAfter` (what the restored state holds).
+    func joinCluster(_ settings: ClusterSettings, startAfter: UInt64, highestVoter: UInt64, logger: Logger) throws {
+        let replicated = ReplicatedLog(settings: settings, startAfter: startAfter, loop: server.loop, logger: logger) {
+            [unowned self] entry in
+            guard let cluster = self.cluster else { return }
+            self.applyFromStream(entry, cluster: cluster)
+        }
+        cluster = ClusterNode(log: replicated)
+        replicated.onPresence { [unowned self] payload in self.presenceReceived(payload) }
+        try replicated.start()
+        server.addStopStep { [unowned replicated] in replicated.stop() }
+        joined(cluster!, highestVoter: highestVoter)
+    }
+
+    /// What every node does on joining, whatever its log: its own voter numbers, the presence
+    /// tick, no local journal (the stream is the journal; snapshots go on).
+    func joined(_ node: ClusterNode, highestVoter: UInt64) {
+        cluster = node
+        log = nil
+        let base = ClusterNode.voterBase(nodeID: node.log.settings.nodeID)
+        let own = highestVoter >= base && highestVoter - base < (1 << 40) ? highestVoter + 1 : base
+        budgets = AddressBudgets(settings: server.config.addressBudgets, firstVoter: own)
+        server.addTickStep { [unowned self] in self.presenceTick() }
+    }
+}
+
+extension V1Application {
+    /// Another node's watcher count of a stream changed: the owner, if it is connected here,
+    /// hears the new total.
+    func presenceReceived(_ payload: [UInt8]) {
+        guard let cluster, let stream = cluster.presence.received(payload, ownNode: cluster.log.settings.nodeID,
+                                                                   nowMs: monotonicMilliseconds()) else { return }
+        tellOwnerWatchers(stream)
+    }
+
+    private func tellOwnerWatchers(_ stream: StreamID) {
+        guard let owner = panic.ownerConnection(of: stream) else { return }
+        // The count in a delivery is this node's; the fan-out adds the other nodes' (see `send`).
+        outbox.append(.panic(PanicDelivery(stream: stream, kind: .watchers(count: panic.watcherCount(stream)), recipients: [owner])))
+        server.loop.requestTurn()
+    }
+
+    /// End of a turn: this node's counts that changed, to the others.
+    func announceWatchers(_ cluster: ClusterNode) {
+        guard !cluster.presence.changed.isEmpty else { return }
+        for stream in cluster.presence.changed {
+            announce(stream, count: panic.watcherCount(stream), cluster: cluster)
+        }
+        cluster.presence.changed.removeAll(keepingCapacity: true)
+    }
+
+    private func announce(_ stream: StreamID, count: Int, cluster: ClusterNode) {
+        cluster.log.publishPresence(ClusterPresence.encode(node: cluster.log.settings.nodeID, stream: stream, count: count))
+    }
+
+    /// Every tick: all non-zero counts again every `refreshMs` (a node that joined or lost
+    /// messages learns them), and other nodes' counts that stopped being refreshed dropped.
+    private func presenceTick() {
+        guard let cluster else { return }
+        let now = monotonicMilliseconds()
+        guard now >= cluster.presence.nextRefreshMs else { return }
+        cluster.presence.nextRefreshMs = now + ClusterPresence.refreshMs
+        panic.forEachWatchedStream { stream, count in announce(stream, count: count, cluster: cluster) }
+        for stream in cluster.presence.expire(nowMs: now) { tellOwnerWatchers(stream) }
+    }
+}

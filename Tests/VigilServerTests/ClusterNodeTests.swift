@@ -1,0 +1,229 @@
+import Glibc
+import Testing
+import VigilCluster
+import VigilCore
+import VigilState
+@testable import VigilServer
+
+/// A cluster node's `/v1` (`V1Application+Cluster`): two real servers (socketpair clients, turns
+/// driven by hand) over an in-memory stream whose order and timing the test decides, so that the
+/// races a real cluster meets now and then happen here every time: a write answered only once
+/// the stream has it, pipelined writes on one pin, two nodes editing one pin at once, a publish
+/// that fails, a writer gone before its answer.
+@Suite struct ClusterNodeTests {
+    /// The stream both nodes publish to: records in the order they were published.
+    final class MemoryStream {
+        struct Stored {
+            let messageID: String
+            let base: UInt64?
+            let record: JournalRecord
+        }
+        var stored: [Stored] = []
+        /// The next publish fails (as a lost connection or a timeout would).
+        var failNext = false
+        var presence: [[UInt8]] = []
+    }
+
+    final class MemoryLog: ReplicationLog {
+        let settings: ClusterSettings
+        let stream: MemoryStream
+        var writable = true
+        let retryAfterMs: Int64 = 250
+        private var next: UInt64 = 1
+        /// How many of the stream's records this node has been handed.
+        var delivered = 0
+
+        init(node: String, stream: MemoryStream) {
+            var s = ClusterSettings()
+            s.enabled = true
+            s.name = "T"
+            s.nodeID = node
+            settings = s
+            self.stream = stream
+        }
+
+        func nextMessageID() -> (id: String, number: UInt64) {
+            defer { next += 1 }
+            return ("\(settings.nodeID)-boot-\(next)", next)
+        }
+
+        func ownWriteNumber(_ messageID: String?) -> UInt64? {
+            guard let messageID, messageID.hasPrefix("\(settings.nodeID)-boot-") else { return nil }
+            return UInt64(messageID.dropFirst("\(settings.nodeID)-boot-".count))
+        }
+
+        func publish(_ record: JournalRecord, subject: String, messageID: String, base: UInt64?,
+                     completion: @escaping (Result<UInt64, JetStreamError>) -> Void) {
+            if stream.failNext {
+                stream.failNext = false
+                return completion(.failure(.client(.timedOut)))
+            }
+            stream.stored.append(.init(messageID: messageID, base: base, record: record))
+            completion(.success(UInt64(stream.stored.count)))
+        }
+
+        func publishPresence(_ payload: [UInt8]) { stream.presence.append(payload) }
+        func health(into w: inout JSONWriter) {}
+    }
+
+    final class Node {
+        let h: ServerHarness
+        let log: MemoryLog
+        init(_ name: String, _ stream: MemoryStream) throws {
+            h = try ServerHarness()
+            log = MemoryLog(node: name, stream: stream)
+            h.v1.joined(ClusterNode(log: log), highestVoter: 0)
+        }
+
+        /// Hands this node the stream's records it has not seen, in order, then runs a turn.
+        func catchUp() throws {
+            let cluster = try #require(h.v1.cluster)
+            while log.delivered < log.stream.stored.count {
+                let s = log.stream.stored[log.delivered]
+                log.delivered += 1
+                h.v1.applyFromStream(.init(sequence: UInt64(log.delivered), messageID: s.messageID, base: s.base, record: s.record),
+                                     cluster: cluster)
+            }
+            h.server.loop.requestTurn()
+            try h.turn()
+        }
+    }
+
+    static let area = #"{"bbox":[52.0,13.0,53.0,14.0]}"#
+
+    static func send(_ n: Node, _ c: TestClient, _ request: String) throws {
+        c.send(request)
+        try n.h.run(until: { c.poll(); return n.log.stream.stored.count > 0 || !c.messages.isEmpty })
+    }
+
+    /// Turns until `client` holds a reply (ok or error) beyond the first `after` messages.
+    static func reply(_ n: Node, _ c: TestClient, after: Int = 0) throws -> TestClient.Message {
+        try n.h.run(until: { c.poll(); return c.messages.dropFirst(after).contains { $0.type == "ok" || $0.type == "error" } })
+        return try #require(c.messages.dropFirst(after).first { $0.type == "ok" || $0.type == "error" })
+    }
+
+    @Test func aWriteIsAnsweredAndShownOnlyOnceTheStreamHasIt() throws {
+        let stream = MemoryStream()
+        let a = try Node("a", stream), b = try Node("b", stream)
+        let subA = try a.h.open(), subB = try b.h.open()
+        for (n, s) in [(a, subA), (b, subB)] {
+            s.send(#"{"op":"subscribe","ref":1,"area":\#(Self.area)}"#)
+            try n.h.read(s, count: 1)
+            s.messages.removeAll()
+        }
+        let writer = try a.h.open()
+        writer.send(#"{"op":"pin.create","ref":2,"pin":{"lat":52.5,"lon":13.4,"title":"t"}}"#)
+        try a.h.run(until: { stream.stored.count == 1 })
+        // published, not yet back from the stream: nobody hears of it, not even the writer
+        for _ in 0..<3 { try a.h.turn() }
+        writer.poll(); subA.poll()
+        #expect(writer.messages.isEmpty && subA.messages.isEmpty)
+        try a.catchUp()
+        let ok = try Self.reply(a, writer)
+        #expect(ok.type == "ok" && ok["ref"]?.int == 2)
+        try a.h.read(subA, count: 1)
+        #expect(subA.messages[0].type == "pin.added")
+        // node B hears of it when its consumer reaches it
+        try b.catchUp()
+        try b.h.read(subB, count: 1)
+        #expect(subB.messages[0].type == "pin.added")
+        #expect(subB.messages[0]["pin"]?.object?["id"] == subA.messages[0]["pin"]?.object?["id"])
+    }
+
+    @Test func pipelinedEditsOfOnePinAreAllConfirmed() throws {
+        let stream = MemoryStream()
+        let a = try Node("a", stream), b = try Node("b", stream)
+        let writer = try a.h.open()
+        writer.send(#"{"op":"pin.create","ref":1,"pin":{"lat":52.5,"lon":13.4,"title":"t"}}"#)
+        try a.h.run(until: { stream.stored.count == 1 })
+        try a.catchUp()
+        let created = try Self.reply(a, writer)
+        let id = try #require(created["pin"]?.object?["id"]?.string), token = try #require(created["edit_token"]?.string)
+        let before = writer.messages.count
+        for i in 0..<10 {
+            writer.send(#"{"op":"pin.update","ref":\#(10 + i),"id":"\#(id)","edit_token":"\#(token)","changes":{"title":"v\#(i)"}}"#)
+        }
+        try a.h.run(until: { stream.stored.count == 11 })
+        try a.catchUp()
+        try a.h.run(until: { writer.poll(); return writer.messages.count >= before + 10 })
+        let replies = writer.messages.dropFirst(before)
+        #expect(replies.map { $0.type } == Array(repeating: "ok", count: 10))
+        #expect(replies.last?["pin"]?.object?["title"]?.string == "v9")
+        try b.catchUp()
+        #expect(b.h.v1.hub.store.exportPins() == a.h.v1.hub.store.exportPins())
+    }
+
+    @Test func twoNodesEditingOnePinAtOnceConvergeAndTheLoserIsTold() throws {
+        let stream = MemoryStream()
+        let a = try Node("a", stream), b = try Node("b", stream)
+        let wa = try a.h.open(), wb = try b.h.open()
+        wa.send(#"{"op":"pin.create","ref":1,"pin":{"lat":52.5,"lon":13.4,"title":"t"}}"#)
+        try a.h.run(until: { stream.stored.count == 1 })
+        try a.catchUp()
+        try b.catchUp()
+        let created = try Self.reply(a, wa)
+        let id = try #require(created["pin"]?.object?["id"]?.string), token = try #require(created["edit_token"]?.string)
+        let na = wa.messages.count, nb = wb.messages.count
+        // both validated against the same pin, before either saw the other's edit
+        wa.send(#"{"op":"pin.update","ref":2,"id":"\#(id)","edit_token":"\#(token)","changes":{"title":"from a"}}"#)
+        try a.h.run(until: { stream.stored.count == 2 })
+        wb.send(#"{"op":"pin.update","ref":3,"id":"\#(id)","edit_token":"\#(token)","changes":{"title":"from b"}}"#)
+        try b.h.run(until: { stream.stored.count == 3 })
+        try b.catchUp()  // B first sees A's edit: its own speculative edit is taken back
+        try a.catchUp()
+        let ra = try Self.reply(a, wa, after: na), rb = try Self.reply(b, wb, after: nb)
+        #expect(ra.type == "ok")
+        #expect(rb.type == "error" && rb["code"]?.string == "conflict")
+        #expect(a.h.v1.hub.store.exportPins() == b.h.v1.hub.store.exportPins())
+        #expect(a.h.v1.hub.store.exportPins().first?.title == "from a")
+        #expect(b.h.v1.cluster?.writes.isEmpty == true && a.h.v1.cluster?.writes.isEmpty == true)
+    }
+
+    @Test func aFailedPublishIsTakenBackUnseenAndAnsweredUnavailable() throws {
+        let stream = MemoryStream()
+        let a = try Node("a", stream)
+        let sub = try a.h.open()
+        sub.send(#"{"op":"subscribe","ref":1,"area":\#(Self.area)}"#)
+        try a.h.read(sub, count: 1)
+        let writer = try a.h.open()
+        stream.failNext = true
+        writer.send(#"{"op":"pin.create","ref":2,"pin":{"lat":52.5,"lon":13.4,"title":"t"}}"#)
+        let r = try Self.reply(a, writer)
+        #expect(r.type == "error" && r["code"]?.string == "unavailable" && (r["retry_after_ms"]?.int ?? 0) > 0)
+        #expect(a.h.v1.hub.store.count == 0)
+        #expect(a.h.v1.cluster?.writes.isEmpty == true)
+        for _ in 0..<3 { try a.h.turn() }
+        sub.poll()
+        #expect(sub.messages.count == 1)  // the subscribe's reply, no event
+    }
+
+    @Test func aNodeThatIsNotWritableRefusesWritesAndServesReads() throws {
+        let stream = MemoryStream()
+        let a = try Node("a", stream)
+        a.log.writable = false
+        let c = try a.h.open()
+        c.send(#"{"op":"pin.create","ref":1,"pin":{"lat":52.5,"lon":13.4,"title":"t"}}"#)
+        let r = try Self.reply(a, c)
+        #expect(r["code"]?.string == "unavailable" && r["retry_after_ms"]?.int == 250)
+        c.send(#"{"op":"subscribe","ref":2,"area":\#(Self.area)}"#)
+        #expect(try Self.reply(a, c, after: 1).type == "ok")
+        #expect(stream.stored.isEmpty)
+    }
+
+    @Test func aWriterGoneBeforeItsAnswerLeavesItsChangeAndNoStrayReply() throws {
+        let stream = MemoryStream()
+        let a = try Node("a", stream)
+        let writer = try a.h.open()
+        writer.send(#"{"op":"pin.create","ref":1,"pin":{"lat":52.5,"lon":13.4,"title":"t"}}"#)
+        try a.h.run(until: { stream.stored.count == 1 })
+        close(writer.fd)
+        try a.h.run(until: { a.h.server.connectionCount == 0 })
+        // a new connection, likely on the same fd, must not get the old writer's reply
+        let newcomer = try a.h.open()
+        try a.catchUp()
+        for _ in 0..<3 { try a.h.turn() }
+        newcomer.poll()
+        #expect(newcomer.messages.isEmpty)
+        #expect(a.h.v1.hub.store.count == 1)  // the write itself stands: the stream has it
+    }
+}

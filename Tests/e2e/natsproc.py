@@ -1,0 +1,58 @@
+"""A nats-server -js of Debian's package, started by the tests themselves on a loopback port."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+NATS = shutil.which("nats-server") or "/usr/sbin/nats-server"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class NatsServer:
+    """One nats-server -js; ``start()`` returns once its client port takes connections.
+    Restartable on the same port and store directory (``kill()`` then ``start()``)."""
+
+    def __init__(self, workdir: Path, *, port: int | None = None, extra: list[str] | None = None):
+        self.workdir = Path(workdir)
+        self.port = port or free_port()
+        self.extra = extra or []
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 10.0) -> "NatsServer":
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen([NATS, "-js", "-a", "127.0.0.1", "-p", str(self.port),
+                                      "-sd", str(self.workdir / "js"), "-l", str(self.workdir / "nats.log"),
+                                      *self.extra], stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while True:  # no readiness signal but the port itself
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return self
+            except OSError:
+                assert self.proc.poll() is None, f"nats-server exited at start: {self.log_tail()}"
+                assert time.monotonic() < deadline, f"nats-server did not listen within {timeout} s"
+                time.sleep(0.02)
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def log_tail(self, n: int = 20) -> str:
+        try:
+            return "\n".join((self.workdir / "nats.log").read_text().splitlines()[-n:])
+        except OSError:
+            return "(no log)"
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
