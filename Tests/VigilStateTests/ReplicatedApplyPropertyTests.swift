@@ -89,11 +89,13 @@ import VigilTestSupport
 
         /// R applies W's records; each must apply, and applying it again must change nothing.
         func replicate(_ records: [(JournalRecord, UInt64?, WatcherID?)], wOut: ReplicaNode.Out, ordered: Bool = true,
+                       expected: [ReplicatedOutcome]? = nil,
                        then local: (inout ReplicaNode, inout ReplicaNode.Out) -> Void = { _, _ in }) {
             var rOut = ReplicaNode.Out()
-            for (record, base, owner) in records {
+            for (i, (record, base, owner)) in records.enumerated() {
                 let outcome = r.apply(record, base: base, owner: owner, out: &rOut)
-                #expect(outcome == .applied, "\(record)")
+                #expect(outcome == expected?[i] ?? .applied, "\(record)")
+                if case .conflict = outcome { conflicts += 1; continue }
                 applied[String(describing: record).prefix(while: { $0 != "(" }).description, default: 0] += 1
                 let before = r.stateBytes
                 var again = ReplicaNode.Out()
@@ -107,10 +109,10 @@ import VigilTestSupport
         }
 
         /// C applies an operation's records, as R does.
-        func replicateToClusterNode(_ records: [(JournalRecord, UInt64?, WatcherID?)], wOut: ReplicaNode.Out) {
+        func replicateToClusterNode(_ records: [(JournalRecord, UInt64?, WatcherID?)], wOut: ReplicaNode.Out, expected: [ReplicatedOutcome]) {
             var out = ReplicaNode.Out()
-            for (record, base, owner) in records {
-                #expect(cluster.apply(record, base: base, owner: owner, out: &out) == .applied, "\(record) on the cluster node")
+            for (i, (record, base, owner)) in records.enumerated() {
+                #expect(cluster.apply(record, base: base, owner: owner, out: &out) == expected[i], "\(record) on the cluster node")
             }
             DeliveryText.expectSame(wOut, out, ordered: true, "the cluster node, after \(records.map(\.0))")
         }
@@ -139,20 +141,26 @@ import VigilTestSupport
 
         /// The lead's flow on the writer's node: the change made by the hub's own operation (which
         /// validated it) is taken back, then its record is applied as on every node. The state is
-        /// then the one the operation made, and the record delivers what the operation delivered.
+        /// then the one the operation made, and the record delivers what the operation delivered;
+        /// or, when the record is a conflict (an edit too near an expiry), the state before the
+        /// operation and nothing delivered. Returns the outcomes, which every node must share.
         func writerTakesBackAndApplies(_ records: [(JournalRecord, UInt64?, WatcherID?)], undo: (inout ReplicaNode) -> Void,
-                                       validated: ReplicaNode.Out) {
+                                       validated: ReplicaNode.Out, before: [UInt8]) -> [ReplicatedOutcome] {
             let direct = w.stateBytes
             undo(&w)
             var out = ReplicaNode.Out()
-            for (record, base, owner) in records {
-                let outcome = w.apply(record, base: base, owner: owner, out: &out)
-                #expect(outcome == .applied, "the writer's own \(record)")
+            let outcomes = records.map { record, base, owner in w.apply(record, base: base, owner: owner, out: &out) }
+            if outcomes.allSatisfy({ $0 == .applied }) {
+                let same = w.stateBytes == direct
+                #expect(same, "the writer's state after taking back and applying differs from the operation's")
+                DeliveryText.expectSame(validated, out, ordered: true, "the writer's own \(records.map(\.0))")
+            } else {
+                let same = w.stateBytes == before
+                #expect(same && out.isEmpty, "a conflict left the writer's state changed")
             }
-            let same = w.stateBytes == direct
-            #expect(same, "the writer's state after taking back and applying differs from the operation's")
-            DeliveryText.expectSame(validated, out, ordered: true, "the writer's own \(records.map(\.0))")
+            return outcomes
         }
+        var conflicts = 0
 
         /// Time passes on both nodes: pins expire, and the hubs' clocks run.
         func tick() {
@@ -191,6 +199,7 @@ import VigilTestSupport
             now += 1 + Int64(roll(4_000))
             tick()
             var out = ReplicaNode.Out()
+            let stateBefore = w.stateBytes
             var records: [(JournalRecord, UInt64?, WatcherID?)] = []
             // How the writer's node takes the change back (V1Application's undo), before it
             // applies the change's record like every node.
@@ -373,9 +382,10 @@ import VigilTestSupport
                 }
             }
             if !records.isEmpty {
-                writerTakesBackAndApplies(records, undo: undo, validated: out)
-                replicate(records, wOut: out)
-                replicateToClusterNode(records, wOut: out)
+                let outcomes = writerTakesBackAndApplies(records, undo: undo, validated: out, before: stateBefore)
+                let delivered = outcomes.allSatisfy { $0 == .applied } ? out : ReplicaNode.Out()
+                replicate(records, wOut: delivered, expected: outcomes)
+                replicateToClusterNode(records, wOut: delivered, expected: outcomes)
             } else {
                 #expect(out.isEmpty)
             }
@@ -392,15 +402,17 @@ import VigilTestSupport
     /// every kind of delivery, or the comparison proved less than it claims.
     @Test func aReplicaApplyingTheRecordsIsTheWriter() {
         var applied: [String: Int] = [:], delivered: [String: Int] = [:]
-        var decisions = 0
+        var decisions = 0, conflicts = 0
         for seed in 1...6 as ClosedRange<UInt64> {
             let run = Run(seed: seed)
             for _ in 0..<1_500 { run.step() }
             applied.merge(run.applied, uniquingKeysWith: +)
             delivered.merge(run.delivered, uniquingKeysWith: +)
             decisions += run.decisionsTaken
+            conflicts += run.conflicts
         }
         #expect(decisions > 20, "the cluster node took \(decisions) decisions through the log")
+        #expect(conflicts > 0, "no record was a conflict (an edit racing an expiry)")
         for kind in ["pinPut", "pinRemove", "pinVote", "panicStart", "panicEvent", "panicInvite", "panicRevoke", "panicRemove", "circlePut",
                      "circleRemove"] {
             #expect(applied[kind, default: 0] > 0, "no \(kind) record: \(applied)")

@@ -23,7 +23,8 @@ extension CheckinHub {
         if let home = circle.home, lapsedHomes[circle.id] == home { circle.home = nil }
         guard let held = circles[circle.id] else {
             guard base == nil else { return .conflict("the circle is gone") }
-            guard circles.count < settings.maxCircles else { return .conflict("the maximum of circles is held") }
+            // `maxCircles` is not checked: the writer checked it, and this node's count depends on
+            // its own clock (idle removal), so nodes at the limit would disagree.
             circles[circle.id] = circle
             if let owner { listen(circle.id, owner, as: .owner) }
             arm(circle)
@@ -36,7 +37,7 @@ extension CheckinHub {
         }
         // Idle past its lifetime when the change was made: removed on a node whose clock got
         // there, so refused everywhere (the next tick removes it here too).
-        guard held.idleDeadline(settings) > circle.activeAt else { return .conflict("the circle is gone") }
+        guard held.idleDeadline(settings) > circle.activeAt + ReplicatedTiming.deadlineMarginMs else { return .conflict("the circle is gone") }
         circles[circle.id] = circle
         deliverDifference(from: held, to: circle, out: &out)
         arm(circle)
