@@ -290,6 +290,22 @@ import VigilTestSupport
         #expect(again.isEmpty)
     }
 
+    /// Home safe set in the millisecond of the circle's last change leaves its revision as it was;
+    /// it is still a change, not a duplicate of the circle held.
+    @Test func aHomeChangeThatLeavesTheRevisionStillApplies() throws {
+        let secrets = TestSecrets(seed: 10)
+        let (node, circle, owner, _) = try Self.nodeWithCircle(secrets)
+        var writer = node, replica = node
+        var out: [CheckinDelivery] = []
+        let changed = try #require(try writer.checkin.setHome(circle.id, ownerToken: owner, change: .forSeconds(30), secrets: secrets,
+                                                              now: Self.t0, out: &out).get())
+        #expect(changed.revision == circle.revision && changed.home != nil)
+        let (outcome, o) = Self.apply(&replica, .circlePut(changed), base: circle.revision)
+        #expect(outcome == .applied && o.checkin.map(\.kind) == [.home(changed.home, lapsed: false)])
+        #expect(Self.apply(&replica, .circlePut(changed), base: circle.revision).0 == .duplicate)
+        #expect(replica.stateBytes == writer.stateBytes)
+    }
+
     @Test func aCirclesRevisionIsTheSameEverywhereAndMovesWithEveryChange() throws {
         let secrets = TestSecrets(seed: 9)
         let (node, circle, owner, members) = try Self.nodeWithCircle(secrets)

@@ -30,8 +30,9 @@ extension CheckinHub {
             arm(circle)
             return .applied
         }
-        // Every change moves `activeAt` (see `revision`): the same revision is the same change.
-        if held.revision == circle.revision { return .duplicate }
+        // The same revision and the same home safe: this change, again. (The same revision with
+        // another home safe is a home change whose time did not move `activeAt`: it applies.)
+        if held.revision == circle.revision && held.home == circle.home { return .duplicate }
         guard let base, held.revision == base else {
             return .conflict(base == nil ? "the circle exists already" : "the circle changed since")
         }
