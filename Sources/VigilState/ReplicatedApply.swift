@@ -21,11 +21,16 @@ public enum ReplicatedApply {
     ///   a stream a `panicStart` starts, and listens to a circle a `circlePut` creates.
     ///
     /// Rules by record (each in its hub's `…+Replicated.swift`):
-    /// - `pinPut`: create (absent; capacity) or edit (`updatedAt == base`; votes kept as held);
+    /// - `pinPut`: create (absent; capacity not checked) or edit (`updatedAt == base`, not near
+    ///   expiry: `ReplicatedTiming`; votes kept as held);
     /// - `pinRemove`: removed if held; `pinVote`: `MapHub.vote`'s rules;
     /// - `panicStart`: inserted if absent (capacity not checked); `panicEvent`: the next seq only;
     /// - `panicInvite`: active and under `maxWatchTokens`; `panicRevoke`, `panicRemove`: if live;
-    /// - `circlePut`: create (absent; capacity) or edit (`revision == base`); `circleRemove`: if held.
+    /// - `circlePut`: create (absent; capacity not checked) or edit (`revision == base`, not near its
+    ///   idle removal); `circleRemove`: if held.
+    ///
+    /// Capacity (`maxPins`, `maxCircles`) is the writer's to check: a node's count depends on its
+    /// own clock (expiry, idle removal), so refusing here would split nodes at the limit.
     public static func apply(_ record: JournalRecord, base: UInt64?, owner: WatcherID?,
                              map: inout MapHub, panic: inout PanicHub, checkin: inout CheckinHub,
                              pins: inout [PinDelivery], panicOut: inout [PanicDelivery],

@@ -16,6 +16,10 @@ import VigilTestSupport
 /// Time passes for both alike: pins expire, and both hubs' ticks run at the same `now`; W's tick
 /// decisions (escalations, abandonments, removals) become records that R applies before its own
 /// tick, which then finds nothing left to decide.
+///
+/// A third node, C, is a node of a cluster: it gets the operations' records like R, but its tick
+/// decides nothing (`deciding: false`); what it reports due (`dueDecisions`) must be exactly what
+/// W's tick decided, and applied back as records must leave C where W's tick left W.
 @Suite struct ReplicatedApplyPropertyTests {
     struct StreamTokens {
         var owner: String
@@ -32,6 +36,9 @@ import VigilTestSupport
     final class Run {
         var w = ReplicaNode()
         var r = ReplicaNode()
+        /// A cluster node: its tick decides nothing; it reports what is due (`dueDecisions`),
+        /// which comes back to it as records. It gets W's operations' records, not W's tick's.
+        var cluster = ReplicaNode()
         let secrets: TestSecrets
         let dice: TestSecrets
         var now: Int64 = 1_700_000_000_000
@@ -82,11 +89,13 @@ import VigilTestSupport
 
         /// R applies W's records; each must apply, and applying it again must change nothing.
         func replicate(_ records: [(JournalRecord, UInt64?, WatcherID?)], wOut: ReplicaNode.Out, ordered: Bool = true,
+                       expected: [ReplicatedOutcome]? = nil,
                        then local: (inout ReplicaNode, inout ReplicaNode.Out) -> Void = { _, _ in }) {
             var rOut = ReplicaNode.Out()
-            for (record, base, owner) in records {
+            for (i, (record, base, owner)) in records.enumerated() {
                 let outcome = r.apply(record, base: base, owner: owner, out: &rOut)
-                #expect(outcome == .applied, "\(record)")
+                #expect(outcome == expected?[i] ?? .applied, "\(record)")
+                if case .conflict = outcome { conflicts += 1; continue }
                 applied[String(describing: record).prefix(while: { $0 != "(" }).description, default: 0] += 1
                 let before = r.stateBytes
                 var again = ReplicaNode.Out()
@@ -99,22 +108,59 @@ import VigilTestSupport
             if !records.isEmpty { count(wOut) }
         }
 
+        /// C applies an operation's records, as R does.
+        func replicateToClusterNode(_ records: [(JournalRecord, UInt64?, WatcherID?)], wOut: ReplicaNode.Out, expected: [ReplicatedOutcome]) {
+            var out = ReplicaNode.Out()
+            for (i, (record, base, owner)) in records.enumerated() {
+                #expect(cluster.apply(record, base: base, owner: owner, out: &out) == expected[i], "\(record) on the cluster node")
+            }
+            DeliveryText.expectSame(wOut, out, ordered: true, "the cluster node, after \(records.map(\.0))")
+        }
+
+        /// C's tick at `now`: its local tick, then the decisions it reports applied back as records
+        /// (then a local tick again, for the removals they make due): what W's deciding tick did.
+        func clusterNodeTicks(wOut: ReplicaNode.Out, decided: [StreamEvent], removed: [StreamID], expired: [Pin], idle: [CircleID]) {
+            var out = ReplicaNode.Out()
+            var cRemoved: [StreamID] = []
+            let early = cluster.panic.dueDecisions(now: now)            // before the tick: read from the heaps
+            #expect(cluster.map.expire(now: now, out: &out.pins).map(\.id) == expired.map(\.id))
+            #expect(cluster.panic.tick(now: now, out: &out.panic, removed: &cRemoved, deciding: false).isEmpty)
+            #expect(cluster.checkin.tick(now: now, out: &out.checkin) == idle)
+            let decisions = cluster.panic.dueDecisions(now: now)         // after it: from the entries it set aside
+            #expect(early == decided && decisions == decided)
+            for d in decisions {
+                #expect(cluster.apply(.panicEvent(d.stream, d.event), base: nil, owner: nil, out: &out) == .applied)
+            }
+            #expect(cluster.panic.tick(now: now, out: &out.panic, removed: &cRemoved, deciding: false).isEmpty)
+            #expect(cluster.panic.dueDecisions(now: now).isEmpty)
+            #expect(Set(cRemoved) == Set(removed))
+            DeliveryText.expectSame(wOut, out, ordered: false, "the cluster node's tick")
+            if !decided.isEmpty { decisionsTaken += decided.count }
+        }
+        var decisionsTaken = 0
+
         /// The lead's flow on the writer's node: the change made by the hub's own operation (which
         /// validated it) is taken back, then its record is applied as on every node. The state is
-        /// then the one the operation made, and the record delivers what the operation delivered.
+        /// then the one the operation made, and the record delivers what the operation delivered;
+        /// or, when the record is a conflict (an edit too near an expiry), the state before the
+        /// operation and nothing delivered. Returns the outcomes, which every node must share.
         func writerTakesBackAndApplies(_ records: [(JournalRecord, UInt64?, WatcherID?)], undo: (inout ReplicaNode) -> Void,
-                                       validated: ReplicaNode.Out) {
+                                       validated: ReplicaNode.Out, before: [UInt8]) -> [ReplicatedOutcome] {
             let direct = w.stateBytes
             undo(&w)
             var out = ReplicaNode.Out()
-            for (record, base, owner) in records {
-                let outcome = w.apply(record, base: base, owner: owner, out: &out)
-                #expect(outcome == .applied, "the writer's own \(record)")
+            let outcomes = records.map { record, base, owner in w.apply(record, base: base, owner: owner, out: &out) }
+            if outcomes.allSatisfy({ $0 == .applied }) {
+                let same = w.stateBytes == direct
+                #expect(same, "the writer's state after taking back and applying differs from the operation's")
+                DeliveryText.expectSame(validated, out, ordered: true, "the writer's own \(records.map(\.0))")
+            } else {
+                let same = w.stateBytes == before
+                #expect(same && out.isEmpty, "a conflict left the writer's state changed")
             }
-            let same = w.stateBytes == direct
-            #expect(same, "the writer's state after taking back and applying differs from the operation's")
-            DeliveryText.expectSame(validated, out, ordered: true, "the writer's own \(records.map(\.0))")
+            return outcomes
         }
+        var conflicts = 0
 
         /// Time passes on both nodes: pins expire, and the hubs' clocks run.
         func tick() {
@@ -133,6 +179,7 @@ import VigilTestSupport
                 #expect(rRemoved.isEmpty)
                 #expect(r.checkin.tick(now: now, out: &rOut.checkin) == wIdle)
             }
+            clusterNodeTicks(wOut: wOut, decided: decided, removed: removed, expired: expired, idle: wIdle)
             for id in removed { streams[id] = nil }
             for id in wIdle { circles[id] = nil }
         }
@@ -140,15 +187,19 @@ import VigilTestSupport
         /// A local operation (connections come and go) on both nodes alike.
         func both(_ body: (inout ReplicaNode, inout ReplicaNode.Out) -> Void) {
             var wOut = ReplicaNode.Out(), rOut = ReplicaNode.Out()
+            var cOut = ReplicaNode.Out()
             body(&w, &wOut)
             body(&r, &rOut)
+            body(&cluster, &cOut)
             DeliveryText.expectSame(wOut, rOut, ordered: true, "local operation")
+            DeliveryText.expectSame(wOut, cOut, ordered: true, "local operation on the cluster node")
         }
 
         func step() {
             now += 1 + Int64(roll(4_000))
             tick()
             var out = ReplicaNode.Out()
+            let stateBefore = w.stateBytes
             var records: [(JournalRecord, UInt64?, WatcherID?)] = []
             // How the writer's node takes the change back (V1Application's undo), before it
             // applies the change's record like every node.
@@ -331,13 +382,17 @@ import VigilTestSupport
                 }
             }
             if !records.isEmpty {
-                writerTakesBackAndApplies(records, undo: undo, validated: out)
-                replicate(records, wOut: out)
+                let outcomes = writerTakesBackAndApplies(records, undo: undo, validated: out, before: stateBefore)
+                let delivered = outcomes.allSatisfy { $0 == .applied } ? out : ReplicaNode.Out()
+                replicate(records, wOut: delivered, expected: outcomes)
+                replicateToClusterNode(records, wOut: delivered, expected: outcomes)
             } else {
                 #expect(out.isEmpty)
             }
-            let same = w.stateBytes == r.stateBytes      // not in the #expect: it would print both snapshots
+            let wState = w.stateBytes
+            let same = wState == r.stateBytes, sameInCluster = wState == cluster.stateBytes   // not in the #expect: it would print both snapshots
             #expect(same, "the replica's state differs from the writer's")
+            #expect(sameInCluster, "the cluster node's state differs from the writer's")
         }
 
         func location() -> PanicLocation { PanicLocation(lat: unit(), lon: unit(), accuracyM: roll(2) == 0 ? nil : 10) }
@@ -347,12 +402,17 @@ import VigilTestSupport
     /// every kind of delivery, or the comparison proved less than it claims.
     @Test func aReplicaApplyingTheRecordsIsTheWriter() {
         var applied: [String: Int] = [:], delivered: [String: Int] = [:]
+        var decisions = 0, conflicts = 0
         for seed in 1...6 as ClosedRange<UInt64> {
             let run = Run(seed: seed)
             for _ in 0..<1_500 { run.step() }
             applied.merge(run.applied, uniquingKeysWith: +)
             delivered.merge(run.delivered, uniquingKeysWith: +)
+            decisions += run.decisionsTaken
+            conflicts += run.conflicts
         }
+        #expect(decisions > 20, "the cluster node took \(decisions) decisions through the log")
+        #expect(conflicts > 0, "no record was a conflict (an edit racing an expiry)")
         for kind in ["pinPut", "pinRemove", "pinVote", "panicStart", "panicEvent", "panicInvite", "panicRevoke", "panicRemove", "circlePut",
                      "circleRemove"] {
             #expect(applied[kind, default: 0] > 0, "no \(kind) record: \(applied)")

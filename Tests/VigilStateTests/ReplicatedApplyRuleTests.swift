@@ -76,7 +76,9 @@ import VigilTestSupport
         _ = writer
     }
 
-    @Test func aCreatePastCapacityIsAConflict() throws {
+    /// Capacity is the writer's to check: a node's count depends on its own expiry clock, so a
+    /// node at the limit must not refuse a create that a node whose clock removed a pin took.
+    @Test func aCreatePastCapacityStillApplies() throws {
         var settings = PinSettings()
         settings.maxPins = 1
         var map = MapHub(settings: settings)
@@ -87,8 +89,28 @@ import VigilTestSupport
                 createdAt: Self.t0, expiresAt: Self.t0 + 60_000, editDigest: secrets.digest(ofToken: "e"))
         }
         #expect(map.applyReplicatedPut(pin(), base: nil, out: &out) == .applied)
-        #expect(map.applyReplicatedPut(pin(), base: nil, out: &out) == .conflict("the map holds its maximum of pins"))
-        #expect(map.store.count == 1)
+        #expect(map.applyReplicatedPut(pin(), base: nil, out: &out) == .applied)
+        #expect(map.store.count == 2)
+    }
+
+    /// An edit made near the pin's expiry is refused on every node, also where the pin is still
+    /// held: a node whose clock is a little ahead has expired it already.
+    @Test func anEditNearExpiryIsAConflictEverywhere() throws {
+        let secrets = TestSecrets(seed: 12)
+        let (writer, pin) = try Self.nodeWithPin(secrets)
+        var ahead = writer
+        var out: [PinDelivery] = []
+        ahead.map.expire(now: pin.expiresAt, out: &out)
+        #expect(ahead.map.store[pin.id] == nil)
+        for (offset, expected) in [(ReplicatedTiming.deadlineMarginMs, ReplicatedOutcome.conflict("the pin has expired")),
+                                   (ReplicatedTiming.deadlineMarginMs + 1, .applied)] {
+            var edit = pin
+            edit.title = "edited"
+            edit.updatedAt = pin.expiresAt - offset
+            var held = writer
+            #expect(Self.apply(&held, .pinPut(edit), base: UInt64(pin.updatedAt)).0 == expected)
+            #expect(Self.apply(&ahead, .pinPut(edit), base: UInt64(pin.updatedAt)).0 == .conflict("the pin is gone"))
+        }
     }
 
     /// Two writers edit one pin, both against `updatedAt` t0; replicas apply A then B, or B then A.
@@ -230,14 +252,15 @@ import VigilTestSupport
         #expect(Self.apply(&x, .circlePut(asked), base: base).0 == .conflict("the circle is gone"))
     }
 
-    @Test func aCircleCreatePastCapacityIsAConflict() throws {
+    @Test func aCircleCreatePastCapacityStillApplies() throws {
         let secrets = TestSecrets(seed: 7)
         var hub = CheckinHub(settings: CheckinSettings(maxCircles: 1))
         var out: [CheckinDelivery] = []
         let (_, one, _, _) = try Self.nodeWithCircle(secrets)
         let (_, two, _, _) = try Self.nodeWithCircle(secrets)
         #expect(hub.applyReplicatedPut(one, base: nil, owner: 4, out: &out) == .applied && hub.listenerCount(one.id) == 1)
-        #expect(hub.applyReplicatedPut(two, base: nil, owner: nil, out: &out) == .conflict("the maximum of circles is held"))
+        #expect(hub.applyReplicatedPut(two, base: nil, owner: nil, out: &out) == .applied && hub.listenerCount(two.id) == 0)
+        #expect(hub.count == 2)
     }
 
     /// Home safe lapses on each node's clock. A writer that had not lapsed it yet carries it in its
@@ -265,6 +288,22 @@ import VigilTestSupport
         var again: [CheckinDelivery] = []
         _ = lapsed.checkin.tick(now: Self.t0 + 30_000, out: &again)
         #expect(again.isEmpty)
+    }
+
+    /// Home safe set in the millisecond of the circle's last change leaves its revision as it was;
+    /// it is still a change, not a duplicate of the circle held.
+    @Test func aHomeChangeThatLeavesTheRevisionStillApplies() throws {
+        let secrets = TestSecrets(seed: 10)
+        let (node, circle, owner, _) = try Self.nodeWithCircle(secrets)
+        var writer = node, replica = node
+        var out: [CheckinDelivery] = []
+        let changed = try #require(try writer.checkin.setHome(circle.id, ownerToken: owner, change: .forSeconds(30), secrets: secrets,
+                                                              now: Self.t0, out: &out).get())
+        #expect(changed.revision == circle.revision && changed.home != nil)
+        let (outcome, o) = Self.apply(&replica, .circlePut(changed), base: circle.revision)
+        #expect(outcome == .applied && o.checkin.map(\.kind) == [.home(changed.home, lapsed: false)])
+        #expect(Self.apply(&replica, .circlePut(changed), base: circle.revision).0 == .duplicate)
+        #expect(replica.stateBytes == writer.stateBytes)
     }
 
     @Test func aCirclesRevisionIsTheSameEverywhereAndMovesWithEveryChange() throws {

@@ -7,9 +7,12 @@
 ///
 /// Home safe is left out on purpose: it lapses on each node's own clock (`CheckinHub.tick`), so
 /// for a moment one node holds it and another does not, and a revision over it would make the
-/// nodes disagree about whether a record applies. Every change a writer makes also moves
-/// `activeAt` (the writer gives each change a time past the circle's `activeAt`, as it gives a
-/// pin edit an `updatedAt` past its base), so a change of home safe still changes the revision.
+/// nodes disagree about whether a record applies. Every change also moves `activeAt` (to the
+/// change's time, when that is later), so a change of home safe still changes the revision, unless
+/// it came in the millisecond of the circle's last change (or from a clock behind it): the writer
+/// should give a change a time past the circle's `activeAt`, as it gives a pin edit an `updatedAt`
+/// past its base. If it does not, such a home change still applies (see
+/// `CheckinHub.applyReplicatedPut`), but a change racing it is not seen as a conflict.
 extension CheckinCircle {
     public var revision: UInt64 {
         var h = FNV1a64()

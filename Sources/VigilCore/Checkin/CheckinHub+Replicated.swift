@@ -23,20 +23,22 @@ extension CheckinHub {
         if let home = circle.home, lapsedHomes[circle.id] == home { circle.home = nil }
         guard let held = circles[circle.id] else {
             guard base == nil else { return .conflict("the circle is gone") }
-            guard circles.count < settings.maxCircles else { return .conflict("the maximum of circles is held") }
+            // `maxCircles` is not checked: the writer checked it, and this node's count depends on
+            // its own clock (idle removal), so nodes at the limit would disagree.
             circles[circle.id] = circle
             if let owner { listen(circle.id, owner, as: .owner) }
             arm(circle)
             return .applied
         }
-        // Every change moves `activeAt` (see `revision`): the same revision is the same change.
-        if held.revision == circle.revision { return .duplicate }
+        // The same revision and the same home safe: this change, again. (The same revision with
+        // another home safe is a home change whose time did not move `activeAt`: it applies.)
+        if held.revision == circle.revision && held.home == circle.home { return .duplicate }
         guard let base, held.revision == base else {
             return .conflict(base == nil ? "the circle exists already" : "the circle changed since")
         }
         // Idle past its lifetime when the change was made: removed on a node whose clock got
         // there, so refused everywhere (the next tick removes it here too).
-        guard held.idleDeadline(settings) > circle.activeAt else { return .conflict("the circle is gone") }
+        guard held.idleDeadline(settings) > circle.activeAt + ReplicatedTiming.deadlineMarginMs else { return .conflict("the circle is gone") }
         circles[circle.id] = circle
         deliverDifference(from: held, to: circle, out: &out)
         arm(circle)

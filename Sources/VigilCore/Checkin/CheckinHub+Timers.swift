@@ -30,7 +30,10 @@ extension CheckinHub {
     public mutating func restoreCircles(_ restored: [CheckinCircle], now: Int64) {
         for var circle in restored.sorted(by: { $0.id < $1.id }) {
             guard circle.idleDeadline(settings) > now else { continue }
-            if let home = circle.home, home.until <= now { circle.home = nil }
+            if let home = circle.home, home.until <= now {
+                circle.home = nil
+                lapsedHomes[circle.id] = home      // see `applyReplicatedPut`
+            }
             circles[circle.id] = circle
             arm(circle)
         }

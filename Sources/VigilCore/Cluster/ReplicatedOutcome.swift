@@ -13,3 +13,12 @@ public enum ReplicatedOutcome: Equatable, Sendable {
     /// and the log, so it names no id, token or coordinate.
     case conflict(String)
 }
+
+/// Time in applying a record. Applying reads no clock, but pin expiry and a circle's idle removal
+/// happen on each node's own clock, so near such a deadline one node may still hold what another
+/// has dropped. An edit made within this margin of the deadline (by the record's own time) is a
+/// conflict on every node, whether it holds the thing or not, so that nodes whose clocks differ
+/// by less than the margin answer the same. (NTP keeps them within milliseconds.)
+public enum ReplicatedTiming {
+    public static let deadlineMarginMs: Int64 = 5_000
+}

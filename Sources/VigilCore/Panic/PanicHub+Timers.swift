@@ -32,11 +32,19 @@ extension PanicHub {
 
     /// `tick`, also appending to `removed` the id of every stream removed (its grace over), which
     /// the server journals so that the removal reaches the disk (see docs/DURABILITY.md, "Data that leaves").
+    ///
+    /// `deciding: false` is the tick of a node in a cluster, where escalations and abandonments
+    /// go through the replicated log once instead of being taken by every node's clock
+    /// (docs/CLUSTER.md): it makes neither, and keeps each one that comes due aside for
+    /// `dueDecisions(now:)` to report until its record, applied with
+    /// `applyReplicatedEvent`, makes it moot. Stale notices and removals after the grace are
+    /// taken as always: they follow from the stream's times alone and are the same on every node.
+    /// Returns nothing then.
     @discardableResult
-    public mutating func tick(now: Int64, out: inout [PanicDelivery], removed: inout [StreamID]) -> [StreamEvent] {
-        var changed = escalateMissedCheckIns(now: now, out: &out)
+    public mutating func tick(now: Int64, out: inout [PanicDelivery], removed: inout [StreamID], deciding: Bool = true) -> [StreamEvent] {
+        var changed = escalateMissedCheckIns(now: now, out: &out, deciding: deciding)
         noteStaleStreams(now: now, out: &out)
-        changed += endAbandonedStreams(now: now, out: &out)
+        changed += endAbandonedStreams(now: now, out: &out, deciding: deciding)
         removeEndedStreams(dueBy: now)
         removed += removedSinceTick
         removedSinceTick.removeAll(keepingCapacity: true)
@@ -45,11 +53,22 @@ extension PanicHub {
 
     /// An entry fires only if it is the stream's current deadline: a timer moved or cancelled
     /// since leaves its entry behind, to be skipped here (the new deadline has an entry of its own).
-    private mutating func escalateMissedCheckIns(now: Int64, out: inout [PanicDelivery]) -> [StreamEvent] {
+    /// Not `deciding`, an entry that would fire waits in `undecidedTimers` instead (and one
+    /// waiting there goes once its stream no longer has that deadline).
+    private mutating func escalateMissedCheckIns(now: Int64, out: inout [PanicDelivery], deciding: Bool) -> [StreamEvent] {
+        if !undecidedTimers.isEmpty {
+            let waiting = undecidedTimers
+            undecidedTimers.removeAll()
+            for entry in waiting where isCurrentTimer(entry) { timerDeadlines.insert(entry) }   // judged again below
+        }
         guard (timerDeadlines.min?.at ?? .max) <= now else { return [] }   // the common case: allocates nothing
         var escalated: [StreamEvent] = []
         while let top = timerDeadlines.min, top.at <= now {
             _ = timerDeadlines.popMin()
+            guard deciding else {
+                if isCurrentTimer(top) && !undecidedTimers.contains(where: { $0.id == top.id }) { undecidedTimers.append(top) }
+                continue
+            }
             withStream(top.id) { stream in
                 guard stream.isActive, let due = stream.dueAt, due == top.at else { return }
                 let event = stream.record(.missedCheckIn(dueAt: due, last: stream.last), now: max(due, stream.updatedAt))
@@ -99,11 +118,30 @@ extension PanicHub {
     /// moved by its events: when the entry comes due and the stream has had an event since, it is
     /// filed again at `updatedAt + abandonAfterMs`. A stream that speaks costs one heap operation
     /// per `abandonAfterMs`, not one per event.
-    private mutating func endAbandonedStreams(now: Int64, out: inout [PanicDelivery]) -> [StreamEvent] {
+    ///
+    /// Not `deciding`, a stream that would be abandoned waits in `undecidedAbandons` instead; one
+    /// waiting there goes once it ended or was escalated, and goes back to the heap when an event
+    /// since moved its deadline (as an entry is filed again here).
+    private mutating func endAbandonedStreams(now: Int64, out: inout [PanicDelivery], deciding: Bool) -> [StreamEvent] {
         let abandonAfterMs = settings.abandonAfterMs, graceMs = settings.endedGraceMs
         var ended: [StreamEvent] = []
+        if !undecidedAbandons.isEmpty {
+            let waiting = undecidedAbandons
+            undecidedAbandons.removeAll()
+            for entry in waiting { abandonDeadlines.insert(entry) }     // judged again below, like any due entry
+        }
         while let top = abandonDeadlines.min, top.at <= now {
             _ = abandonDeadlines.popMin()
+            if !deciding {
+                guard let stream = streams[top.id], stream.isActive, !stream.isEscalated else { continue }
+                let due = Self.saturatingSum(stream.updatedAt, abandonAfterMs)
+                if due > now {
+                    fileAbandon(at: due, top.id)
+                } else if !undecidedAbandons.contains(where: { $0.id == top.id }) {
+                    undecidedAbandons.append(top)
+                }
+                continue
+            }
             var refileAt: Int64?
             var endedAt: Int64?
             withStream(top.id) { stream in

@@ -51,6 +51,11 @@ public struct PanicHub: Sendable {
     /// journal; a `start` that frees room removes due streams too. At most the removals between two ticks.
     var removedSinceTick: [StreamID] = []
     var nextOrder: UInt64 = 0
+    /// Safety timers and abandonments that came due in a tick that does not decide them (a node
+    /// in a cluster: `tick(…, deciding: false)`), until their record is applied; at most one of
+    /// each a stream. Not state: the heaps' entries, moved here so a tick need not pop them again.
+    var undecidedTimers: [Deadline] = []
+    var undecidedAbandons: [Deadline] = []
 
     public init(settings: PanicSettings) {
         self.settings = settings

@@ -11,7 +11,10 @@ extension MapHub {
     public mutating func applyReplicatedPut(_ pin: Pin, base: UInt64?, out: inout [PinDelivery]) -> ReplicatedOutcome {
         guard let held = store[pin.id] else {
             guard base == nil else { return .conflict("the pin is gone") }
-            guard store.count < settings.maxPins else { return .conflict("the map holds its maximum of pins") }
+            // `maxPins` is not checked: the writer checked it, and this node's count depends on
+            // its own expiry clock, so at the limit (a flood keeps it there) nodes would disagree.
+            // Writers racing at the limit can pass it by the creates in flight; none is refused
+            // here that another node kept.
             // The writer's number (`sequence`), not this store's next one: the writer's store
             // counted the create it validated and took back, so numbering afresh would give the
             // writer's node and the others different numbers, hence different snapshots. Two
@@ -27,9 +30,9 @@ extension MapHub {
         guard let base, UInt64(bitPattern: held.updatedAt) == base else {
             return .conflict(base == nil ? "the pin exists already" : "the pin changed since")
         }
-        // A pin due to expire before the edit was made is gone on a node whose clock has expired
-        // it: refusing it everywhere keeps every node's answer the same (the writer's included).
-        guard held.expiresAt > pin.updatedAt else { return .conflict("the pin has expired") }
+        // A pin due to expire (nearly) before the edit was made is gone on a node whose clock has
+        // expired it: refusing it everywhere keeps every node's answer the same.
+        guard held.expiresAt > pin.updatedAt + ReplicatedTiming.deadlineMarginMs else { return .conflict("the pin has expired") }
         var edited = pin
         edited.votes = held.votes
         edited.up = held.up          // sets `json` to nil: the held pin's counts are what it shows
