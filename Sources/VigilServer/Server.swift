@@ -70,6 +70,8 @@ public final class Server {
     private var lastFailure: SystemError?
     /// The figures of the last summary line (its changes are reported).
     var lastSummary: ServerFigures?
+    /// `/state/digest`'s kept digest (see `StateDigestCache`).
+    var stateDigests = StateDigestCache()
     private var nextSummaryMs: Int64
     /// Admin connections open; they have their own small cap, so that a server full of clients
     /// still answers its operator.
