@@ -175,7 +175,7 @@ public final class Server {
             let admin = try Listener(address: address, backlog: 64, server: self, tls: nil, admin: true)
             adminListener = admin
             boundAdminAddress = ListenAddress(host: address.host, port: Socket.localPort(admin.fd) ?? address.port)
-            logger.info("admin endpoints on \(boundAdminAddress!)", metadata: ["endpoints": "/metrics /stats /healthz"])
+            logger.info("admin endpoints on \(boundAdminAddress!)", metadata: ["endpoints": "/metrics /stats /healthz /state/digest"])
         }
         if let address = config.listen {
             let listener = try Listener(address: address, backlog: Int32(config.backlog), server: self, tls: nil)
