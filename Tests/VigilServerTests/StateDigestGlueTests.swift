@@ -26,6 +26,7 @@ import VigilState
         #expect(json["digest"]?.string == expected.hex && expected.hex.count == 64)
         #expect(json["pins"]?.int64 == 1 && json["streams"]?.int64 == 1 && json["circles"]?.int64 == 0)
         #expect(json["age_ms"]?.int64 == 0 && json["compute_ms"] != nil)
+        #expect(json["cluster_sequence"]?.isNull == true, "null on a standalone node")
         // Asked again at once: the kept digest, not a second computation; the new pin is not in it yet.
         client.send(#"{"op":"pin.create","ref":3,"pin":{"lat":52.6,"lon":13.4,"title":"u"}}"#)
         try h.read(client, count: 3)
@@ -33,6 +34,20 @@ import VigilState
         #expect(again["digest"]?.string == expected.hex && again["at"]?.int64 == at && h.server.stateDigests.computations == 1)
         // Only on the admin listener.
         #expect(try h.get("/state/digest").status == 404)
+    }
+
+    /// A cluster node's applied sequence is taken with the digest, and kept with it.
+    @Test func theDigestCarriesTheClusterSequenceTakenWithIt() throws {
+        var cache = StateDigestCache()
+        var applied: UInt64 = 41
+        cache.clusterSequence = { applied += 1; return applied }
+        let empty = StateDigest.of(snapshot: StateSnapshot(takenAt: 0, journalSegment: 0, pins: [], streams: []),
+                                   rules: StateDigest.Rules(now: 0, endedGraceMs: 1, circleIdleLifetimeMs: 1))
+        #expect(cache.entry(nowNs: 0, wallMs: 1) { _ in empty }.clusterSequence == 42)
+        #expect(cache.entry(nowNs: 1, wallMs: 2) { _ in empty }.clusterSequence == 42, "kept with its digest")
+        let h = try ServerHarness()
+        h.server.stateDigests.clusterSequence = { 7 }
+        #expect(try Self.digest(h)["cluster_sequence"]?.int64 == 7)
     }
 
     @Test func theCacheKeepsADigestForASecondOrTenTimesItsCost() {

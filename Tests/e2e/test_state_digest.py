@@ -82,6 +82,7 @@ def test_two_daemons_restored_from_one_state_agree_and_a_change_tells_them_apart
     before = digest(a)
     assert (before["pins"], before["streams"], before["circles"]) == (4, 1, 1), before
     assert len(before["digest"]) == 64 and before["age_ms"] >= 0 and before["compute_ms"] >= 0
+    assert before["cluster_sequence"] is None, "a standalone node"
     assert a.stop(signal.SIGTERM) == 0           # the final snapshot holds everything
     shutil.copytree(first_dir, second_dir)
     shutil.copytree(first_dir, still_dir)
