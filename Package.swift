@@ -75,8 +75,9 @@ let package = Package(
         // The NATS client on the loop (connection, reconnects, request/reply) and the JetStream calls
         // a cluster needs. Knows the loop and the NATS codec, nothing of WebSocket or the hubs.
         .target(name: "VigilCluster", dependencies: ["VigilLoop", "VigilNATS"]),
-        // Durable state: snapshot and journal codecs (pure), the state directory's files, recovery.
-        .target(name: "VigilState", dependencies: ["VigilCore", "VigilGeo"]),
+        // Durable state: snapshot and journal codecs (pure), the state directory's files, recovery,
+        // the state digest (SHA-256 from libcrypto: a hash function, nothing of sockets or TLS).
+        .target(name: "VigilState", dependencies: ["VigilCore", "VigilGeo", "COpenSSL"]),
         // Glue: connection state machine, routing, configuration.
         .target(
             name: "VigilServer",

@@ -69,6 +69,12 @@ final class Persistence: ChangeLog {
     private var intervalSyncReceiver: InboxReceiver<IntervalSync.Outcome>?
     private(set) var journalStats = JournalStats()
     var snapshotStats: SnapshotStats { snapshots.stats }
+    /// A cluster node's last applied replicated-stream sequence, recorded in every snapshot written
+    /// from now on (see `SnapshotSchedule.clusterSequence`); nil, the default, for a standalone node.
+    var clusterSequence: () -> UInt64? {
+        get { snapshots.clusterSequence }
+        set { snapshots.clusterSequence = newValue }
+    }
     /// Failed writes, fsyncs and file creations of the state, by `StateError.storageErrorKind`.
     private(set) var storageErrors: [String: Int] = [:]
     private(set) var outages = 0
@@ -120,8 +126,10 @@ final class Persistence: ChangeLog {
     private func startJournal(_ state: RecoveredState, now: Int64) throws(StateError) -> Int {
         journal = try directory.openSegment(state.nextSegment)
         acknowledgedBytes = journal?.writtenBytes ?? 0
+        // The recovered snapshot's sequence carries over: the state may hold more than it (the
+        // journal replayed on top), and replaying from the next sequence is harmless.
         let snapshot = StateSnapshot(takenAt: now, journalSegment: state.nextSegment, map: state.map, panic: state.panic,
-                                     checkin: state.checkin)
+                                     checkin: state.checkin, clusterSequence: state.clusterSequence)
         let bytes = SnapshotCodec.encode(snapshot)
         try directory.writeSnapshot(bytes, segment: state.nextSegment)
         _ = try directory.removeObsolete(before: state.nextSegment, liveStreams: Set(snapshot.streams.map(\.id)))
@@ -350,7 +358,7 @@ final class Persistence: ChangeLog {
         guard let segment else { return }
         do {
             let final = StateSnapshot(takenAt: V1Application.wallClockMs(), journalSegment: segment, map: map, panic: panic,
-                                      checkin: checkin)
+                                      checkin: checkin, clusterSequence: clusterSequence())
             let bytes = SnapshotCodec.encode(final)
             try directory.writeSnapshot(bytes, segment: segment)
             _ = try directory.removeObsolete(before: segment, liveStreams: Set(final.streams.map(\.id)))

@@ -3,7 +3,8 @@ import VigilCore
 import VigilLoop
 import VigilWire
 
-/// The operator's surface: the admin listener's endpoints (`/metrics`, `/stats`, `/healthz`),
+/// The operator's surface: the admin listener's endpoints (`/metrics`, `/stats`, `/healthz`,
+/// `/state/digest` in `Server+StateDigest`),
 /// the public `/healthz`, the minute's summary log line and systemd's notifications.
 extension Server {
     /// Everything the operator's endpoints report, now.
@@ -75,6 +76,8 @@ extension Server {
         case "/stats":
             body = Self.statsJSON(figures())
             type = "application/json"
+        case "/state/digest":
+            return stateDigestResponse(head)
         case "/healthz":
             let f = figures()
             if f.phase != .serving { status = .serviceUnavailable }
@@ -90,7 +93,7 @@ extension Server {
             body = w.bytes + [10]
             type = "application/json"
         default:
-            return HTTPResponse(status: .notFound, body: Array("no such endpoint: try /metrics, /stats or /healthz\n".utf8),
+            return HTTPResponse(status: .notFound, body: Array("no such endpoint: try /metrics, /stats, /healthz or /state/digest\n".utf8),
                                 contentType: "text/plain; charset=utf-8")
         }
         return HTTPResponse(status: status, body: head.method == "HEAD" ? [] : body, contentType: type, contentLength: body.count)

@@ -70,6 +70,8 @@ public final class Server {
     private var lastFailure: SystemError?
     /// The figures of the last summary line (its changes are reported).
     var lastSummary: ServerFigures?
+    /// `/state/digest`'s kept digest (see `StateDigestCache`).
+    var stateDigests = StateDigestCache()
     private var nextSummaryMs: Int64
     /// Admin connections open; they have their own small cap, so that a server full of clients
     /// still answers its operator.
@@ -178,7 +180,7 @@ public final class Server {
             let admin = try Listener(address: address, backlog: 64, server: self, tls: nil, admin: true)
             adminListener = admin
             boundAdminAddress = ListenAddress(host: address.host, port: Socket.localPort(admin.fd) ?? address.port)
-            logger.info("admin endpoints on \(boundAdminAddress!)", metadata: ["endpoints": "/metrics /stats /healthz"])
+            logger.info("admin endpoints on \(boundAdminAddress!)", metadata: ["endpoints": "/metrics /stats /healthz /state/digest"])
         }
         if let address = config.listen {
             let listener = try Listener(address: address, backlog: Int32(config.backlog), server: self, tls: nil)

@@ -46,6 +46,12 @@ final class SnapshotSchedule {
     private var receiver: InboxReceiver<Outcome>?
     /// Told whether the snapshot being made reached the disk (the retry after an outage waits for it).
     private var completion: ((Bool) -> Void)?
+    /// A cluster node's last applied replicated-stream sequence, asked when a snapshot begins and
+    /// recorded in it (`StateSnapshot.clusterSequence`). Asked at `begin`, not at the end: the
+    /// slices taken afterwards may include later changes too, which replay from the next sequence
+    /// applies again harmlessly (replay is idempotent), whereas a sequence read at the end could
+    /// claim changes a slice taken earlier missed. A standalone node keeps the default: nil.
+    var clusterSequence: () -> UInt64? = { nil }
 
     init(directory: StateDirectory, intervalSeconds: Int, logger: Logger, loop: EventLoop) throws {
         self.directory = directory
@@ -67,7 +73,8 @@ final class SnapshotSchedule {
     /// if any, learns on the loop whether it was written.
     func begin(segment: UInt64, map: MapHub, nowMs: Int64, completion: ((Bool) -> Void)? = nil) {
         self.completion = completion
-        job = Job(ids: map.pinIDs, writer: SnapshotWriter(takenAt: V1Application.wallClockMs(), journalSegment: segment),
+        let writer = SnapshotWriter(takenAt: V1Application.wallClockMs(), journalSegment: segment, clusterSequence: clusterSequence())
+        job = Job(ids: map.pinIDs, writer: writer,
                   segment: segment, startedMs: nowMs)
     }
 

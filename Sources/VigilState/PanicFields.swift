@@ -187,7 +187,9 @@ enum PanicFields {
             + stream.history.count * (minimumEventBytes + 16 + 24)
     }
 
-    static func write(_ stream: PanicStream, to w: inout StateWriter) {
+    /// `staleNotified`: written in place of the stream's own flag (the state digest, which leaves
+    /// the flag out, writes false).
+    static func write(_ stream: PanicStream, to w: inout StateWriter, staleNotified: Bool? = nil) {
         w.streamID(stream.id)
         w.u8(code(stream.status))
         w.i64(stream.startedAt)
@@ -205,7 +207,7 @@ enum PanicFields {
         }
         w.digest(stream.ownerTokenDigest)
         writeDigests(stream.watchTokenDigests, to: &w)
-        w.bool(stream.isStaleNotified)
+        w.bool(staleNotified ?? stream.isStaleNotified)
         w.u32(UInt32(truncatingIfNeeded: stream.history.capacity))
         let events = stream.history.all
         w.u32(UInt32(truncatingIfNeeded: events.count))

@@ -1,15 +1,18 @@
 import VigilCore
 
-/// The snapshot file format, version 4:
+/// The snapshot file format, version 5:
 ///
 ///     magic           8 bytes  89 'V' 'G' 'S' 0D 0A 1A 0A
-///     version         u16      4 (1 to 3 are read too: 1's streams lack the safety timer's
-///                              fields, the pins of 1 and 2 lack range_m, and before 4 there
-///                              are no circles)
+///     version         u16      5 (1 to 4 are read too: 1's streams lack the safety timer's
+///                              fields, the pins of 1 and 2 lack range_m, before 4 there are no
+///                              circles, and before 5 no cluster sequence)
 ///     flags           u16      0 (reserved: a reader refuses what it does not know)
 ///     takenAt         i64      unix ms
 ///     journalSegment  u64
 ///     pin count       u32,  stream count u32
+///     cluster         u8       0 standalone, 1 a cluster node                 since version 5
+///     clusterSequence u64      the last replicated-stream sequence included
+///                              (0 when standalone)                            since version 5
 ///     pins            (see `PinFields`), each followed by range_m u32 (0: none) since version 3
 ///     streams         (see `PanicFields`)
 ///     circle count    u32,  circles (see `CircleFields`)      since version 4
@@ -21,9 +24,15 @@ import VigilCore
 public enum SnapshotCodec {
     public static let magic: [UInt8] = [0x89, 0x56, 0x47, 0x53, 0x0D, 0x0A, 0x1A, 0x0A]
     /// The version written. Every version from `oldestReadable` up is read.
-    public static let version: UInt16 = 4
+    public static let version: UInt16 = 5
     public static let oldestReadable: UInt16 = 1
-    static let headerBytes = 8 + 2 + 2 + 8 + 8 + 4 + 4
+    /// The header `version` writes (the cluster fields make it 9 bytes longer since version 5).
+    static let headerBytes = headerBytes(version: version)
+    static let clusterFieldBytes = 1 + 8
+
+    static func headerBytes(version: UInt16) -> Int {
+        8 + 2 + 2 + 8 + 8 + 4 + 4 + (version >= 5 ? clusterFieldBytes : 0)
+    }
     static let checksumBytes = 4
 
     /// The snapshot's bytes, ready to write. Sizes the buffer exactly for the pins (the bulk)
@@ -34,7 +43,8 @@ public enum SnapshotCodec {
         for pin in snapshot.pins { capacity += PinFields.size(pin) }
         for stream in snapshot.streams { capacity += PanicFields.estimatedSize(stream) }
         for circle in snapshot.circles { capacity += CircleFields.estimatedSize(circle) }
-        var writer = SnapshotWriter(takenAt: snapshot.takenAt, journalSegment: snapshot.journalSegment, capacity: capacity)
+        var writer = SnapshotWriter(takenAt: snapshot.takenAt, journalSegment: snapshot.journalSegment,
+                                    clusterSequence: snapshot.clusterSequence, capacity: capacity)
         for pin in snapshot.pins { writer.append(pin) }
         for stream in snapshot.streams { writer.append(stream) }
         for circle in snapshot.circles { writer.append(circle) }
@@ -72,6 +82,7 @@ public enum SnapshotCodec {
         let journalSegment = try body.u64()
         let pinCount = try body.count(of: "pin", minimumElementBytes: PinFields.minimumBytes)
         let streamCount = try body.count(of: "stream", minimumElementBytes: PanicFields.minimumStreamBytes)
+        let clusterSequence = found >= 5 ? try readClusterSequence(&body) : nil
         body.what = "pin"
         var pins: [Pin] = []
         pins.reserveCapacity(pinCount)
@@ -94,7 +105,25 @@ public enum SnapshotCodec {
         guard body.isAtEnd else {
             throw .invalid(what: "snapshot", offset: body.offset, reason: "\(body.remaining) bytes after the last stream or circle")
         }
-        return StateSnapshot(takenAt: takenAt, journalSegment: journalSegment, pins: pins, streams: streams, circles: circles)
+        return StateSnapshot(takenAt: takenAt, journalSegment: journalSegment, pins: pins, streams: streams, circles: circles,
+                             clusterSequence: clusterSequence)
+    }
+
+    /// The cluster fields of a version 5 header: a standalone node's sequence must be 0, so that
+    /// each value has one form.
+    static func readClusterSequence(_ r: inout StateReader) throws(StateError) -> UInt64? {
+        let at = r.offset
+        let clustered = try r.u8()
+        let sequence = try r.u64()
+        switch clustered {
+        case 0:
+            guard sequence == 0 else { throw r.invalid("a standalone snapshot has cluster sequence \(sequence)", at: at + 1) }
+            return nil
+        case 1:
+            return sequence
+        default:
+            throw r.invalid("unknown cluster flag \(clustered)", at: at)
+        }
     }
 
     /// Magic, version, flags and (optionally) checksum; leaves `r` after the flags and returns the version.
@@ -110,7 +139,7 @@ public enum SnapshotCodec {
         guard found >= oldestReadable && found <= version else { throw .unsupportedVersion(kind: "snapshot", found: found, supported: version) }
         let flags = try r.u16()
         guard flags == 0 else { throw .invalid(what: "snapshot header", offset: r.offset - 2, reason: "unknown flags \(flags)") }
-        guard raw.count >= headerBytes + checksumBytes else { throw .truncated(what: "snapshot header", offset: raw.count) }
+        guard raw.count >= headerBytes(version: found) + checksumBytes else { throw .truncated(what: "snapshot header", offset: raw.count) }
         if verifyingChecksum {
             let payloadEnd = raw.count - checksumBytes
             let stored = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: payloadEnd, as: UInt32.self))

@@ -130,10 +130,10 @@ public struct StateImage: Sendable {
     }
 
     /// The image as a snapshot (pins in creation order, streams and circles by id).
-    public func snapshot(takenAt: Int64, journalSegment: UInt64) -> StateSnapshot {
+    public func snapshot(takenAt: Int64, journalSegment: UInt64, clusterSequence: UInt64? = nil) -> StateSnapshot {
         StateSnapshot(takenAt: takenAt, journalSegment: journalSegment, pins: pinStore.exportPins(),
                       streams: streams.keys.sorted().compactMap { streams[$0] },
-                      circles: circles.keys.sorted().compactMap { circles[$0] })
+                      circles: circles.keys.sorted().compactMap { circles[$0] }, clusterSequence: clusterSequence)
     }
 
     private mutating func count(_ changed: Bool) {

@@ -41,6 +41,13 @@ struct InspectorLine {
         return String(decoding: out, as: UTF8.self) + "…"
     }
 
+    /// `"cluster_sequence"`: a snapshot's replicated-stream sequence, null when a standalone node
+    /// wrote it (or a version before 5).
+    mutating func clusterSequence(_ sequence: UInt64?) {
+        w.key("cluster_sequence")
+        if let sequence { w.int(Int64(bitPattern: sequence)) } else { w.null() }
+    }
+
     mutating func pin(_ pin: Pin) {
         w.field("id", pin.id.description)
         if content {

@@ -13,14 +13,17 @@ import VigilCore
 /// little to search for the token. Without `content` (the default) the output holds counts, sizes,
 /// times, ids and those digests, but no coordinates, notes or pin texts (see `InspectorLine`).
 public enum StateInspector {
-    /// Inspects a state directory, or a single snapshot or journal file.
-    public static func inspect(path: String, entries: Bool = true, content: Bool = false, emit: (String) -> Void) throws(StateError) {
+    /// Inspects a state directory, or a single snapshot or journal file. With `state`, a
+    /// directory's files are followed by the line of the state they restore to (`stateLine`).
+    public static func inspect(path: String, entries: Bool = true, content: Bool = false, state: StateDigest.Rules? = nil,
+                               emit: (String) -> Void) throws(StateError) {
         let directory = StateDirectory(unchecked: path)
         if try StateFiles.isDirectory(directory.path) == true {
             let files = try directory.listing()
             let names: [StateFileName] = files.snapshots.map { .snapshot($0) } + files.temps.map { .snapshotTemp($0) }
                 + files.journals.map { .journal($0) } + files.journalTemps.map { .journalTemp($0) }
             for name in names { try inspectFile(directory.file(name.name), entries: entries, content: content, emit: emit) }
+            if let state { emit(try stateLine(directory: path, rules: state)) }
         } else {
             try inspectFile(directory.path, entries: entries, content: content, emit: emit)
         }
@@ -59,6 +62,7 @@ public enum StateInspector {
             line.w.field("valid", true)
             line.w.field("taken_at", s.takenAt)
             line.w.field("journal_segment", Int64(bitPattern: s.journalSegment))
+            line.clusterSequence(s.clusterSequence)
             line.w.field("pins", Int64(s.pins.count))
             line.w.field("streams", Int64(s.streams.count))
             line.w.field("circles", Int64(s.circles.count))

@@ -9,6 +9,9 @@ public struct RecoveredState: Sendable {
     /// The snapshot restored from (nil: none, the journal alone was replayed).
     public var snapshotFile: String?
     public var snapshotTakenAt: Int64?
+    /// The restored snapshot's `clusterSequence`: the last replicated-stream sequence it includes
+    /// (nil: no snapshot, or one written by a standalone node).
+    public var clusterSequence: UInt64?
     /// Newer snapshots that were skipped, each with the reason.
     public var snapshotFallbacks: [String]
     public var journal: JournalReadReport
@@ -62,6 +65,7 @@ extension StateDirectory {
         var image: StateImage
         let from: UInt64
         let takenAt = loaded.snapshot?.takenAt
+        let clusterSequence = loaded.snapshot?.clusterSequence
         if let snapshot = loaded.snapshot {
             image = StateImage(snapshot)
             from = snapshot.journalSegment
@@ -76,6 +80,7 @@ extension StateDirectory {
         // Never reuse a segment number a file already has, damaged or not.
         let next = journal.lastSegment.map { max(from, $0 + 1) } ?? from
         return RecoveredState(map: map, panic: panic, checkin: checkin, snapshotFile: loaded.file, snapshotTakenAt: takenAt,
+                              clusterSequence: clusterSequence,
                               snapshotFallbacks: loaded.fallbacks, journal: journal, replayIssues: image.issues,
                               replayIssueCount: image.issueCount, highestVoteSession: image.highestVoteSession,
                               nextSegment: next)

@@ -14,19 +14,27 @@ public struct StateSnapshot: Sendable {
     public var streams: [PanicStream]
     /// Check-in circles, ordered by id (snapshot version 4 and later).
     public var circles: [CheckinCircle]
+    /// For a cluster node, the last sequence of the replicated stream whose change this snapshot
+    /// includes (a node restoring it consumes from the next one); nil for a standalone node
+    /// (snapshot version 5 and later; older versions read as nil). 0 is a cluster node that had
+    /// applied nothing yet, not the same as nil.
+    public var clusterSequence: UInt64?
 
-    public init(takenAt: Int64, journalSegment: UInt64, pins: [Pin], streams: [PanicStream], circles: [CheckinCircle] = []) {
+    public init(takenAt: Int64, journalSegment: UInt64, pins: [Pin], streams: [PanicStream], circles: [CheckinCircle] = [],
+                clusterSequence: UInt64? = nil) {
         self.takenAt = takenAt
         self.journalSegment = journalSegment
         self.pins = pins
         self.streams = streams
         self.circles = circles
+        self.clusterSequence = clusterSequence
     }
 
     /// The state of two hubs. Call it on copies (copy-on-write makes copying a hub O(1)) so
     /// the export and the encode can run on a writer thread while the loop thread goes on.
-    public init(takenAt: Int64, journalSegment: UInt64, map: MapHub, panic: PanicHub, checkin: CheckinHub? = nil) {
+    public init(takenAt: Int64, journalSegment: UInt64, map: MapHub, panic: PanicHub, checkin: CheckinHub? = nil,
+                clusterSequence: UInt64? = nil) {
         self.init(takenAt: takenAt, journalSegment: journalSegment, pins: map.exportPins(), streams: panic.exportStreams(),
-                  circles: checkin?.exportCircles() ?? [])
+                  circles: checkin?.exportCircles() ?? [], clusterSequence: clusterSequence)
     }
 }

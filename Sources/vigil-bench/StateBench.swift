@@ -20,35 +20,10 @@ extension VigilBench {
         @Option(help: "Random seed.") var seed: UInt64 = 1
 
         func run() throws {
-            let secrets = BenchSecrets()
-            var rng = SplitMix64(state: seed)
+            let now = Int64(time(nil)) * 1000
             var hub = MapHub(settings: PinSettings())
             var panic = PanicHub(settings: PanicSettings())
-            var out: [PinDelivery] = []
-            var panicOut: [PanicDelivery] = []
-            let digest = secrets.digest(ofToken: "bench")
-            let now = Int64(time(nil)) * 1000
-            let tFill = seconds {
-                for i in 0..<pins {
-                    let p = GeoPoint(lat: rng.double(47.3, 55.0), lon: rng.double(5.9, 15.0))
-                    let id = PinID(high: rng.next(), low: UInt64(i))
-                    _ = hub.create(PinDraft(point: p, title: "pin \(i)", description: "a sighting near the station", category: "general",
-                                            ttlSeconds: 86_400), id: id, editDigest: digest, now: now, out: &out)
-                    if i % 10 == 0 { _ = hub.vote(id, voter: UInt64(i), value: 1, out: &out) }
-                    out.removeAll(keepingCapacity: true)
-                }
-                for s in 0..<streams {
-                    let location = PanicLocation(lat: rng.double(47.3, 55.0), lon: rng.double(5.9, 15.0), accuracyM: 8)
-                    guard case .success(let started) = panic.start(owner: Int32(s), status: .red, location: location, note: nil, watchers: 3,
-                                                                   secrets: secrets, now: now, out: &panicOut) else { continue }
-                    for k in 1..<events {
-                        _ = panic.update(started.stream.id, by: Int32(s), ownerToken: nil,
-                                         location: PanicLocation(lat: location.lat + Double(k) / 1e4, lon: location.lon, accuracyM: 8),
-                                         secrets: secrets, now: now + Int64(k) * 1000, out: &panicOut)
-                    }
-                    panicOut.removeAll(keepingCapacity: true)
-                }
-            }
+            let tFill = seconds { benchState(pins: pins, streams: streams, events: events, seed: seed, now: now, map: &hub, panic: &panic) }
             var encodeTimes: [Double] = []
             var bytes: [UInt8] = []
             for _ in 0..<runs {
@@ -82,4 +57,33 @@ func secondsThrowing(_ body: () throws -> Void) throws -> Double {
     let start = monotonicMilliseconds()
     try body()
     return Double(monotonicMilliseconds() - start) / 1000
+}
+
+/// The bench's state: `pins` pins (every tenth with a vote) in Germany's box, `streams` red panic
+/// streams of `events` location events each, all made at `now`.
+func benchState(pins: Int, streams: Int, events: Int, seed: UInt64, now: Int64, map hub: inout MapHub, panic: inout PanicHub) {
+    let secrets = BenchSecrets()
+    var rng = SplitMix64(state: seed)
+    var out: [PinDelivery] = []
+    var panicOut: [PanicDelivery] = []
+    let digest = secrets.digest(ofToken: "bench")
+    for i in 0..<pins {
+        let p = GeoPoint(lat: rng.double(47.3, 55.0), lon: rng.double(5.9, 15.0))
+        let id = PinID(high: rng.next(), low: UInt64(i))
+        _ = hub.create(PinDraft(point: p, title: "pin \(i)", description: "a sighting near the station", category: "general",
+                                ttlSeconds: 86_400), id: id, editDigest: digest, now: now, out: &out)
+        if i % 10 == 0 { _ = hub.vote(id, voter: UInt64(i), value: 1, out: &out) }
+        out.removeAll(keepingCapacity: true)
+    }
+    for s in 0..<streams {
+        let location = PanicLocation(lat: rng.double(47.3, 55.0), lon: rng.double(5.9, 15.0), accuracyM: 8)
+        guard case .success(let started) = panic.start(owner: Int32(s), status: .red, location: location, note: nil, watchers: 3,
+                                                       secrets: secrets, now: now, out: &panicOut) else { continue }
+        for k in 1..<events {
+            _ = panic.update(started.stream.id, by: Int32(s), ownerToken: nil,
+                             location: PanicLocation(lat: location.lat + Double(k) / 1e4, lon: location.lon, accuracyM: 8),
+                             secrets: secrets, now: now + Int64(k) * 1000, out: &panicOut)
+        }
+        panicOut.removeAll(keepingCapacity: true)
+    }
 }

@@ -145,7 +145,7 @@ struct StateCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "inspect",
             abstract: "Print a state directory's snapshots and journal segments (or one file) as JSON lines.",
-            discussion: "One line per file (kind, segment, size, valid or torn), then one per pin, stream or journal record: ids, times, counts, sizes and shortened token digests (tokens themselves are never stored). Coordinates, notes and pin texts are left out unless --show-content is given.")
+            discussion: "One line per file (kind, segment, size, valid or torn), then one per pin, stream or journal record: ids, times, counts, sizes and shortened token digests (tokens themselves are never stored). Coordinates, notes and pin texts are left out unless --show-content is given. For a directory, a last line {\"type\":\"state\",\"digest\":…} gives the state it restores to and its digest, the one a daemon restored from it reports at /state/digest.")
 
         @Argument(help: "A state directory, or one snapshot-*.vgs / journal-*.vgj file in it.")
         var path: String
@@ -156,15 +156,22 @@ struct StateCommand: ParsableCommand {
         @Flag(name: .customLong("show-content"), help: "Also print coordinates, notes, and pin titles and descriptions (personal data: mind where the output goes).")
         var showContent = false
 
+        @Option(name: .long, help: ArgumentHelp("For a directory's last line (the state it restores to, with its digest): the config whose panic.ended_grace_ms and checkin.idle_lifetime_ms apply (default: the built-in defaults).", valueName: "file"))
+        var config: String?
+
+        @Option(name: .long, help: ArgumentHelp("For that line: the time the digest is taken at, unix ms (default: now); what has expired by then is left out.", valueName: "ms"))
+        var at: Int64?
+
         func run() throws {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
                 FileHandle.standardError.write(Data("vigild state inspect: \(path): no such file or directory\n".utf8))
                 throw ExitCode(1)
             }
+            let rules = try StateDigestRules.rules(config: config, at: at)
             do throws(StateError) {
                 if isDirectory.boolValue {
-                    try StateInspector.inspect(path: path, entries: !filesOnly, content: showContent) { print($0) }
+                    try StateInspector.inspect(path: path, entries: !filesOnly, content: showContent, state: rules) { print($0) }
                 } else {
                     try StateInspector.inspectFile(path, entries: !filesOnly, content: showContent) { print($0) }
                 }

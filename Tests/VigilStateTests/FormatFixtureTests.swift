@@ -42,6 +42,18 @@ import VigilGeo
         "6156eea10100000302110000000586b8990211112222333344445555666677778888",
     ])
 
+    /// A version 4 snapshot as the build before version 5 wrote it (the fuzz seed `circles.vgs`
+    /// of commit bf7972a): one check-in circle, no pins or streams, no cluster fields.
+    static let snapshotV4 = hex([
+        "895647530d0a1a0a040000000068e5cf8b01000005000000000000000000000000000000010000000357eec96e9c319f",
+        "1228144c5bf316bb0068e5cf8b0100000568e5cf8b01000013a2316ba22fe9c8490448e84ecfa1541674523355f64f05",
+        "f571b4044df7279204000000020000000100000001030000004d756d0068e5cf8b0100006c9c2a38627190c758d59088",
+        "744cc2e279df04d3a912498517bb3eb3b45d1a9d02000000000068e5cf8b010000a2c05f1051b63295803e98b2d5ad9a",
+        "e97aecd26a6b8e08795d84b6c5ca1372af0100000002000000000368e5cf8b010000010268e5cf8b010000010b000000",
+        "686f6d652022736f6f6e22010000000100000001030000004d756d0168e5cf8b010000010568e5cf8b01000035dde5cf",
+        "8b01000084be1055",
+    ])
+
     static func hex(_ lines: [String]) -> [UInt8] {
         let text = Array(lines.joined().utf8)
         func nibble(_ c: UInt8) -> UInt8 { c <= UInt8(ascii: "9") ? c - UInt8(ascii: "0") : c - UInt8(ascii: "a") + 10 }
@@ -62,12 +74,13 @@ import VigilGeo
         #expect(stream.ended == PanicEnd(reason: .safe, at: 1_795_000_007_000))
         #expect(stream.history.all.map(\.seq) == [1, 2, 3, 4] && stream.watchTokenDigests.count == 2)
         // Version 1 has no timer fields: its streams read as without a timer, and are written
-        // back as version 4 (the same bytes but for the version, two absent timer fields, the
-        // pin's absent range (4 bytes, since version 3) and the count of an empty circle list
-        // (4 bytes, since version 4)).
+        // back as version 5 (the same bytes but for the version, two absent timer fields, the
+        // pin's absent range (4 bytes, since version 3), the count of an empty circle list
+        // (4 bytes, since version 4) and the cluster fields (9 bytes, since version 5)).
         #expect(stream.dueAt == nil && stream.missedCheckInAt == nil && pin.rangeMeters == nil && snapshot.circles.isEmpty)
+        #expect(snapshot.clusterSequence == nil)
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 4 && again.count == Self.snapshot.count + 2 + 4 + 4)
+        #expect(again[8] == 5 && again.count == Self.snapshot.count + 2 + 4 + 4 + 9)
         expectSameStreams(try SnapshotCodec.decode(again).streams, snapshot.streams)
 
         // Votes kept by session number are votes by voter number now; new voters number on above them.
@@ -75,6 +88,19 @@ import VigilGeo
         #expect(image.highestVoteSession == 12)
         image.apply(.pinVote(Self.pinID, voter: 9, value: 1))
         #expect(image.pins[Self.pinID]?.up == 3 && image.pins[Self.pinID]?.down == 0)
+    }
+
+    /// Version 4 reads as a standalone node's snapshot (no cluster sequence), and is written back
+    /// as version 5: the same bytes but for the version and the 9 bytes of the cluster fields.
+    @Test func aVersion4SnapshotReadsAsStandalone() throws {
+        let snapshot = try SnapshotCodec.decode(Self.snapshotV4)
+        #expect(Self.snapshotV4[8] == 4 && snapshot.clusterSequence == nil)
+        #expect(snapshot.takenAt == 1_700_000_000_000 && snapshot.journalSegment == 5 && snapshot.pins.isEmpty && snapshot.streams.isEmpty)
+        let circle = try #require(snapshot.circles.first)
+        #expect(snapshot.circles.count == 1 && circle.members.count == 2 && circle.home != nil)
+        let again = SnapshotCodec.encode(snapshot)
+        #expect(again[8] == 5 && again.count == Self.snapshotV4.count + 9)
+        #expect(Array(again[45..<(again.count - 4)]) == Array(Self.snapshotV4[36..<(Self.snapshotV4.count - 4)]))
     }
 
     @Test func anOldJournalReadsRecordForRecord() throws {

@@ -25,6 +25,10 @@ import VigilTestSupport
         out.append(("snapshot", "pins-and-streams.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 7, pins: pins, streams: streams))))
         out.append(("snapshot", "one-stream.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 2, pins: [], streams: [streams[1]]))))
         out.append(("snapshot", "old-format.vgs", FormatFixtureTests.snapshot))
+        out.append(("snapshot", "v4-format.vgs", FormatFixtureTests.snapshotV4))
+        // A cluster node's snapshot (version 5's cluster fields set).
+        out.append(("snapshot", "cluster.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 3, pins: [pins[0]],
+                                                                                    streams: [], clusterSequence: 4_242))))
         let timed = [Fixtures.timedStream(secrets, escalated: false), Fixtures.timedStream(secrets, escalated: true)].sorted { $0.id < $1.id }
         out.append(("snapshot", "timers.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 4, pins: [], streams: timed))))
         let stream = streams[0]

@@ -36,7 +36,7 @@ import VigilTestSupport
     @Test func emptyRoundTrips() throws {
         let decoded = try roundTrip(StateSnapshot(takenAt: 0, journalSegment: 0, pins: [], streams: []))
         #expect(decoded.pins.isEmpty && decoded.streams.isEmpty)
-        // The header, the empty circle list's count (version 4) and the checksum.
+        // The header (with the cluster fields of version 5), the empty circle list's count (version 4) and the checksum.
         #expect(SnapshotCodec.encode(decoded).count == SnapshotCodec.headerBytes + 4 + SnapshotCodec.checksumBytes)
     }
 
@@ -88,12 +88,12 @@ import VigilTestSupport
 
     @Test func unknownVersionIsRefusedByName() {
         var bytes = SnapshotCodec.encode(Self.sample())
-        bytes[8] = 5
-        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 5, supported: 4)) { try SnapshotCodec.decode(bytes) }
+        bytes[8] = 6
+        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 6, supported: 5)) { try SnapshotCodec.decode(bytes) }
         bytes[8] = 0
-        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 0, supported: 4)) { try SnapshotCodec.decode(bytes) }
-        let message = StateError.unsupportedVersion(kind: "snapshot", found: 5, supported: 4).description
-        #expect(message == "snapshot format version 5 is not supported (this build reads version 4)")
+        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 0, supported: 5)) { try SnapshotCodec.decode(bytes) }
+        let message = StateError.unsupportedVersion(kind: "snapshot", found: 6, supported: 5).description
+        #expect(message == "snapshot format version 6 is not supported (this build reads version 5)")
     }
 
     @Test func wrongMagicAndChecksumAreNamed() {

@@ -3,7 +3,8 @@
 //
 // Every input goes to `SnapshotCodec.decode` with the checksum off (so random bytes reach the field
 // decoders) and with it on. A file that decodes must re-encode to bytes that decode again to the
-// same encoding (the format is canonical), and `verify` must agree with the checked decode.
+// same encoding (the format is canonical) and the same state digest, and `verify` must agree with
+// the checked decode.
 // Seeds: Tests/fuzz/seeds/snapshot, written by the real encoder (SnapshotFuzzSeedTests).
 import VigilState
 
@@ -18,5 +19,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard let again = try? SnapshotCodec.decode(encoded) else { preconditionFailure("a decoded snapshot re-encodes to bytes that do not decode") }
     precondition(SnapshotCodec.encode(again) == encoded, "re-encoding is not stable")
     precondition(again.pins.count == snapshot.pins.count && again.streams.count == snapshot.streams.count, "counts changed")
+    precondition(again.clusterSequence == snapshot.clusterSequence, "the cluster sequence changed")
+    // The state digest of what was read survives the round trip (any time: here, the snapshot's own).
+    let rules = StateDigest.Rules(now: snapshot.takenAt, endedGraceMs: 3_600_000, circleIdleLifetimeMs: 2_592_000_000)
+    precondition(StateDigest.of(snapshot: again, rules: rules) == StateDigest.of(snapshot: snapshot, rules: rules), "the digest changed")
     return 0
 }

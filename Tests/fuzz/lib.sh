@@ -54,12 +54,13 @@ fuzz_build() {
       "$ROOT/Tests/VigilTestSupport/MapHubOracle.swift" "$ROOT/Tests/VigilTestSupport/CheckedMapHub.swift" \
       "$ROOT/Tests/VigilTestSupport/PinNotice.swift" "$ROOT/Tests/fuzz/HubScript.swift" "$ROOT/Tests/fuzz/HubFuzz.swift" \
       "${OBJECTS[@]}" -o "$OUT/hubfuzz"
-  quietly snapshot-build swiftc "${FLAGS[@]}" -I "$BIN/Modules" -I "$BIN" -module-name SnapshotFuzz \
-      "$ROOT/Tests/fuzz/SnapshotFuzz.swift" "${STATE_OBJECTS[@]}" -o "$OUT/snapshotfuzz"
+  # VigilState hashes with libcrypto (the state digest): its C module and the library.
+  quietly snapshot-build swiftc "${FLAGS[@]}" -I "$BIN/Modules" -I "$BIN" -I "$ROOT/Sources/COpenSSL" -module-name SnapshotFuzz \
+      "$ROOT/Tests/fuzz/SnapshotFuzz.swift" "${STATE_OBJECTS[@]}" -lcrypto -o "$OUT/snapshotfuzz"
   quietly nats-build swiftc "${FLAGS[@]}" -I "$BIN/Modules" -I "$BIN" -module-name NATSFuzz \
       "$ROOT/Tests/fuzz/FuzzChunks.swift" "$ROOT/Tests/fuzz/NATSFuzz.swift" "${OBJECTS[@]}" "$BIN/VigilNATS.build"/*.o -o "$OUT/natsfuzz"
-  quietly journal-build swiftc "${FLAGS[@]}" -I "$BIN/Modules" -I "$BIN" -module-name JournalFuzz \
-      "$ROOT/Tests/fuzz/JournalFuzz.swift" "${STATE_OBJECTS[@]}" -o "$OUT/journalfuzz"
+  quietly journal-build swiftc "${FLAGS[@]}" -I "$BIN/Modules" -I "$BIN" -I "$ROOT/Sources/COpenSSL" -module-name JournalFuzz \
+      "$ROOT/Tests/fuzz/JournalFuzz.swift" "${STATE_OBJECTS[@]}" -lcrypto -o "$OUT/journalfuzz"
 }
 
 fuzz_run() {

@@ -43,7 +43,7 @@ extension PanicHub {
 
     /// `a + b`, pinned to the Int64 range instead of trapping (stored times are bounded by
     /// `PanicStream.restorableMagnitude`, settings by the operator: this is the last line).
-    static func saturatingSum(_ a: Int64, _ b: Int64) -> Int64 {
+    public static func saturatingSum(_ a: Int64, _ b: Int64) -> Int64 {
         let (sum, overflow) = a.addingReportingOverflow(b)
         return overflow ? (b > 0 ? .max : .min) : sum
     }
