@@ -56,7 +56,7 @@ def pin(cpu: int, pid: int) -> None:
 def start_vigild(workdir: Path, name: str, extra: dict) -> Vigild:
     cfg = json.loads(json.dumps(LIMITS))
     cfg.update(extra)
-    d = Vigild(BIN, write_config(workdir / f"{name}.yaml", cfg), extra_args=["--log-level", "warning"])
+    d = Vigild(BIN, write_config(workdir / f"{name}.yaml", cfg))
     d.start()
     pin(0, d.pid)
     return d

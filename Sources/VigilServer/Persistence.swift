@@ -75,6 +75,14 @@ final class Persistence: ChangeLog {
         get { snapshots.clusterSequence }
         set { snapshots.clusterSequence = newValue }
     }
+    /// See `SnapshotSchedule.takeBacks`.
+    var takeBacks: () -> Int {
+        get { snapshots.takeBacks }
+        set { snapshots.takeBacks = newValue }
+    }
+    /// Run by `/v1`'s stop step before `shutdown` (a cluster node takes back its unconfirmed
+    /// writes, so that the final snapshot holds only what the stream holds).
+    var beforeFinalSnapshot: () -> Void = {}
     /// Failed writes, fsyncs and file creations of the state, by `StateError.storageErrorKind`.
     private(set) var storageErrors: [String: Int] = [:]
     private(set) var outages = 0

@@ -14,6 +14,8 @@ protocol ReplicationLog: AnyObject {
     var writable: Bool { get }
     /// What a refused writer is told to wait.
     var retryAfterMs: Int64 { get }
+    /// The last stream sequence applied (what a snapshot taken now holds at least).
+    var appliedSequence: UInt64 { get }
     /// A new message id of this node's run, and the number in it.
     func nextMessageID() -> (id: String, number: UInt64)
     /// The number in a message id of this node's run, nil for anyone else's.

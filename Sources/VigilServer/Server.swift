@@ -124,7 +124,7 @@ public final class Server {
                 panicSettings: config.panic, checkinSettings: config.checkin, logger: logger, loop: loop))
         }
         if config.cluster.enabled {
-            try v1.joinCluster(config.cluster, startAfter: 0,
+            try v1.joinCluster(config.cluster, startAfter: v1.persistence?.recovered.clusterSequence ?? 0,
                                highestVoter: v1.persistence?.recovered.highestVoteSession ?? 0, logger: logger)
             logger.notice("cluster node", metadata: ["cluster": "\(config.cluster)"])
         }

@@ -19,6 +19,7 @@ final class SnapshotSchedule {
 
     /// What the background thread reports.
     struct Outcome: Sendable {
+        let takeBacks: Int
         let segment: UInt64
         let pins: Int
         let startedMs: Int64
@@ -31,6 +32,7 @@ final class SnapshotSchedule {
         var writer: SnapshotWriter
         let segment: UInt64
         let startedMs: Int64
+        let takeBacks: Int
     }
 
     private let directory: StateDirectory
@@ -52,6 +54,10 @@ final class SnapshotSchedule {
     /// applies again harmlessly (replay is idempotent), whereas a sequence read at the end could
     /// claim changes a slice taken earlier missed. A standalone node keeps the default: nil.
     var clusterSequence: () -> UInt64? = { nil }
+    /// A count that moves whenever state the snapshot may already hold is taken back (a cluster
+    /// node's speculative write overtaken or failed, `V1Application+Cluster`). A snapshot during
+    /// which it moved may hold a change that never happened: it is followed at once by another.
+    var takeBacks: () -> Int = { 0 }
 
     init(directory: StateDirectory, intervalSeconds: Int, logger: Logger, loop: EventLoop) throws {
         self.directory = directory
@@ -75,7 +81,7 @@ final class SnapshotSchedule {
         self.completion = completion
         let writer = SnapshotWriter(takenAt: V1Application.wallClockMs(), journalSegment: segment, clusterSequence: clusterSequence())
         job = Job(ids: map.pinIDs, writer: writer,
-                  segment: segment, startedMs: nowMs)
+                  segment: segment, startedMs: nowMs, takeBacks: takeBacks())
     }
 
     /// Encodes the next slice of pins; after the last one, hands the rest to the background thread.
@@ -100,7 +106,7 @@ final class SnapshotSchedule {
         let circles = checkin.exportCircles()
         let writer = current.writer
         let directory = self.directory, outcomes = self.outcomes
-        let segment = current.segment, startedMs = current.startedMs, pins = writer.pinsWritten
+        let segment = current.segment, startedMs = current.startedMs, pins = writer.pinsWritten, takeBacks = current.takeBacks
         let thread = Thread {
             // Lowest CPU priority for this thread only (Linux applies nice per thread): on a small
             // machine the snapshot must take spare CPU, never the loop's.
@@ -120,7 +126,7 @@ final class SnapshotSchedule {
             } catch {
                 result = .failure(error)
             }
-            outcomes.post(Outcome(segment: segment, pins: pins, startedMs: startedMs, result: result))
+            outcomes.post(Outcome(takeBacks: takeBacks, segment: segment, pins: pins, startedMs: startedMs, result: result))
         }
         thread.name = "vigil-snapshot"
         thread.start()
@@ -138,6 +144,12 @@ final class SnapshotSchedule {
             stats.lastBytes = bytes
             logger.info("snapshot written", metadata: ["segment": "\(outcome.segment)", "bytes": "\(bytes)",
                                                        "pins": "\(outcome.pins)", "ms": "\(now - outcome.startedMs)"])
+            if takeBacks() != outcome.takeBacks {
+                // It may hold a speculative change taken back since: the next one, at once,
+                // replaces it (restore reads the newest).
+                nextMs = now
+                logger.notice("snapshot superseded at once: a change it may hold was taken back while it was made")
+            }
         case .failure(let error):
             stats.failures += 1
             // The journal still holds everything since the last good snapshot; try again next time.

@@ -66,6 +66,8 @@ final class ClusterNode {
     var applied = 0
     /// Watcher counts of the other nodes (`ClusterPresence`).
     var presence = ClusterPresence()
+    /// Decisions of the tick published lately (message id → when), not to publish them every tick.
+    var decisionsPublished: [String: Int64] = [:]
 
     init(log: any ReplicationLog) {
         self.log = log
@@ -102,8 +104,8 @@ final class ClusterNode {
         }
     }
 
-    static func shortDigest(_ text: String) -> String {
-        Crypto.sha256(Array(text.utf8)).prefix(4).map { b in
+    static func shortDigest(_ text: String, bytes: Int = 4) -> String {
+        Crypto.sha256(Array(text.utf8)).prefix(bytes).map { b in
             let digits = Array("0123456789abcdef".utf8)
             return String(decoding: [digits[Int(b >> 4)], digits[Int(b & 15)]], as: UTF8.self)
         }.joined()
@@ -195,7 +197,7 @@ extension V1Application {
     }
 
     /// Every speculative write of ours on `entity`, newest first, put back as it was before.
-    private func takeBackSpeculative(_ entity: ClusterNode.Entity, cluster: ClusterNode) {
+    func takeBackSpeculative(_ entity: ClusterNode.Entity, cluster: ClusterNode) {
         guard let numbers = cluster.byEntity[entity] else { return }
         let now = monotonicMilliseconds()
         for number in numbers.reversed() {
@@ -234,6 +236,7 @@ extension V1Application {
         let outcome = ReplicatedApply.apply(record, base: entry.base, owner: ownerFD, map: &hub, panic: &panic, checkin: &checkin,
                                             pins: &scratch.pins, panicOut: &scratch.panic, checkinOut: &scratch.checkin)
         cluster.applied += 1
+        if outcome == .applied { releaseBudgets(after: record) }
         if let (_, write) = own {
             switch outcome {
             case .applied, .duplicate:
@@ -275,6 +278,12 @@ extension V1Application {
         }
         cluster = ClusterNode(log: replicated)
         replicated.onPresence { [unowned self] payload in self.presenceReceived(payload) }
+        server.stateDigests.clusterSequence = { [unowned replicated] in replicated.appliedSequence }
+        if let p = persistence {
+            p.clusterSequence = { [unowned replicated] in replicated.appliedSequence }
+            p.takeBacks = { [unowned self] in self.cluster?.takenBack ?? 0 }
+            p.beforeFinalSnapshot = { [unowned self] in self.takeBackAllSpeculative() }
+        }
         try replicated.start()
         server.addStopStep { [unowned replicated] in replicated.stop() }
         joined(cluster!, highestVoter: highestVoter)
@@ -330,5 +339,55 @@ extension V1Application {
         cluster.presence.nextRefreshMs = now + ClusterPresence.refreshMs
         panic.forEachWatchedStream { stream, count in announce(stream, count: count, cluster: cluster) }
         for stream in cluster.presence.expire(nowMs: now) { tellOwnerWatchers(stream) }
+    }
+}
+
+extension V1Application {
+    /// A node in a cluster does not take the tick's decisions on its own (a missed safety timer's
+    /// escalation, an abandoned stream's end): it publishes them, and every node applies them
+    /// from the stream. Nodes that notice the same decision publish the same record under the
+    /// same message id (JetStream keeps one within its duplicate window; a copy that still
+    /// arrives is a `duplicate`), and one overtaken by the owner's own change is a `conflict`
+    /// everywhere. A decision is published again if it is not applied within 10 s.
+    func publishDecisions(now: Int64, cluster: ClusterNode) {
+        let monotonic = monotonicMilliseconds()
+        if !cluster.decisionsPublished.isEmpty {
+            cluster.decisionsPublished = cluster.decisionsPublished.filter { monotonic - $0.value < 10_000 }
+        }
+        guard cluster.log.writable else { return }
+        for decision in panic.dueDecisions(now: now) {
+            let id = "decision-\(ClusterNode.shortDigest(decision.stream.description, bytes: 12))-\(decision.event.seq)"
+            guard cluster.decisionsPublished[id] == nil else { continue }
+            cluster.decisionsPublished[id] = monotonic
+            let record = JournalRecord.panicEvent(decision.stream, decision.event)
+            cluster.log.publish(record, subject: cluster.subject(for: record, cell: nil), messageID: id, base: nil) {
+                [unowned cluster] result in
+                if case .failure = result { cluster.decisionsPublished[id] = nil }
+            }
+        }
+    }
+
+    /// A record from the stream applied here: what it ended or removed gives its creator's
+    /// address budget back, if this node holds it (a node's own writes did that when validated).
+    func releaseBudgets(after record: JournalRecord) {
+        let now = monotonicMilliseconds()
+        switch record {
+        case .panicEvent(let id, let event):
+            if case .ended = event.kind { budgets.streamEnded(id, now: now) }
+        case .pinRemove(let id):
+            budgets.pinRemoved(id, now: now)
+        case .pinVote(let id, _, _):
+            if hub.store[id] == nil { budgets.pinRemoved(id, now: now) }
+        default:
+            break
+        }
+    }
+
+    /// Every write of this node not yet confirmed by the stream, taken back (before the final
+    /// snapshot: it must hold only what the stream holds; those that made it are applied from
+    /// the stream after the restart).
+    func takeBackAllSpeculative() {
+        guard let cluster else { return }
+        for entity in Array(cluster.byEntity.keys) { takeBackSpeculative(entity, cluster: cluster) }
     }
 }

@@ -56,7 +56,10 @@ extension V1Application {
         switch hub.vote(id, voter: voter, value: value, out: &scratch.pins) {
         case .success(let vote):
             if vote.change == .flagged { budgets.pinRemoved(id, now: caller.monotonicMs) }
-            return Outcome(.pin(vote.pin), record: JournalRecord.afterVote(vote),
+            // In a cluster a vote that flags is published as the vote: every node applies the
+            // threshold itself (and tells its subscribers `flagged`, not `deleted`).
+            let record = cluster != nil && vote.change == .flagged ? .pinVote(id, voter: voter, value: value) : JournalRecord.afterVote(vote)
+            return Outcome(.pin(vote.pin), record: record,
                            undo: .vote(id, voter: voter, previous: previous, flagged: vote.change == .flagged ? vote.pin : nil))
         case .failure(let failure):
             return Outcome(.error(.from(failure)))

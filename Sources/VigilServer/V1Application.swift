@@ -102,7 +102,10 @@ public final class V1Application: WebSocketApplication {
         persistence = p
         log = p
         server.addTickStep { [unowned self, unowned p] in p.tick(map: self.hub, panic: self.panic, checkin: self.checkin) }
-        server.addStopStep { [unowned self, unowned p] in p.shutdown(map: self.hub, panic: self.panic, checkin: self.checkin) }
+        server.addStopStep { [unowned self, unowned p] in
+            p.beforeFinalSnapshot()
+            p.shutdown(map: self.hub, panic: self.panic, checkin: self.checkin)
+        }
         // What came due while vigild was down (safety timers that passed, abandoned streams)
         // happens now, before the first client is served: a contact watching at once sees it,
         // and its records are in the journal before anything else is.
@@ -357,12 +360,14 @@ public final class V1Application: WebSocketApplication {
         let monotonic = monotonicMilliseconds()
         for pin in hub.expire(now: now, out: &scratch.pins) { budgets.pinRemoved(pin.id, now: monotonic) }
         var removed: [StreamID] = []  // empty on almost every tick: allocates nothing then
-        for changed in panic.tick(now: now, out: &scratch.panic, removed: &removed) {
+        // A cluster node leaves escalations and abandonments to the stream (`publishDecisions`).
+        for changed in panic.tick(now: now, out: &scratch.panic, removed: &removed, deciding: cluster == nil) {
             log?.append(.panicEvent(changed.stream, changed.event))
             if case .ended = changed.event.kind { budgets.streamEnded(changed.stream, now: monotonic) }
         }
         for id in removed { log?.append(.panicRemove(id)) }
         for id in checkin.tick(now: now, out: &scratch.checkin) { log?.append(.circleRemove(id)) }
+        if let cluster { publishDecisions(now: now, cluster: cluster) }
         outbox.append(deliveries: &scratch)
         _ = budgets.sweep(now: monotonic)
     }

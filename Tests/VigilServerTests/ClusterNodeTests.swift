@@ -32,6 +32,7 @@ import VigilState
         private var next: UInt64 = 1
         /// How many of the stream's records this node has been handed.
         var delivered = 0
+        var appliedSequence: UInt64 { UInt64(delivered) }
 
         init(node: String, stream: MemoryStream) {
             var s = ClusterSettings()
