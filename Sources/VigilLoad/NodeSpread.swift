@@ -3,9 +3,11 @@
 /// The point of a run over several nodes is that what one node accepts is delivered by another,
 /// so the roles are spread to cross nodes, and deterministically (a run repeats):
 ///
-/// - map: publisher p on node p mod n, subscriber i on node i mod n. A subscriber hears every
-///   publisher whose pins are in its area, so (n-1)/n of the deliveries cross nodes (half with
-///   two nodes, and both the local and the remote path are measured side by side).
+/// - map: publisher p on node p mod n; subscribers round robin within their sample (checked,
+///   timed, the rest: `withinClasses`), so every node has its share of each sample whatever the
+///   sampling stride. A subscriber hears every publisher whose pins are in its area, so (n-1)/n
+///   of the deliveries cross nodes (half with two nodes, and both the local and the remote path
+///   are measured side by side).
 /// - panic: owner o on node o mod n; watcher k (0-based) of a stream whose owner is on node i on
 ///   node (i + k + 1) mod n. With fewer watchers than nodes none shares its owner's node; with
 ///   more, every n-th does, so both paths are there. A watcher connection watching several
@@ -23,6 +25,17 @@ public struct NodeSpread: Equatable, Sendable {
 
     /// The node of the `i`-th connection of a role spread round robin.
     public func roundRobin(_ i: Int) -> Int { i % count }
+
+    /// Nodes for a list of connections by class (`classes[i]` is connection i's sample, any
+    /// small number): round robin within each class, in list order.
+    public func withinClasses(_ classes: [Int]) -> [Int] {
+        var next: [Int: Int] = [:]
+        return classes.map { c in
+            let k = next[c, default: 0]
+            next[c] = k + 1
+            return roundRobin(k)
+        }
+    }
 
     /// The node after `node` (a reconnecting watcher's next one).
     public func nextNode(after node: Int) -> Int { (node + 1) % count }

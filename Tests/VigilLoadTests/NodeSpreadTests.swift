@@ -12,6 +12,15 @@ final class NodeSpreadTests: XCTestCase {
         XCTAssertEqual(one.nextNode(after: 0), 0)
     }
 
+    func testSamplesAreSpreadWhateverTheirStride() {
+        // Every second subscriber checked: plain round robin would put them all on node 0.
+        let classes = (0..<8).map { $0 % 2 == 0 ? 0 : 2 }
+        let nodes = NodeSpread(count: 2).withinClasses(classes)
+        XCTAssertEqual(nodes, [0, 0, 1, 1, 0, 0, 1, 1])
+        XCTAssertEqual(Set(nodes.enumerated().filter { classes[$0.offset] == 0 }.map(\.element)), [0, 1])
+        XCTAssertEqual(NodeSpread(count: 1).withinClasses(classes), Array(repeating: 0, count: 8))
+    }
+
     func testWatchersAreNeverOnTheirOwnersNodeWhileThereAreFewerThanNodes() {
         let three = NodeSpread(count: 3)
         for owner in 0..<3 {
