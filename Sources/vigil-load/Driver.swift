@@ -105,7 +105,8 @@ final class Driver {
         var drainTimeoutSeconds: Double = 15
         var connectRate: Int
         var maxConnecting: Int
-        var serverPID: Int32?
+        /// vigild's pid, or each node's: their /proc figures are summed.
+        var serverPIDs: [Int32] = []
         /// The pacing tick (`--tick-ms`): scenarios send what fell due since the last one.
         var tickMs = 1
         var progress: Bool
@@ -299,13 +300,17 @@ final class Driver {
     }
 
     private func sampleServer() -> ProcSample? {
-        guard let pid = options.serverPID else { return nil }
-        do {
-            return try ProcSampler.sample(pid: pid)
-        } catch {
-            notes.append("server pid \(pid): \(error)")
-            return nil
+        guard !options.serverPIDs.isEmpty else { return nil }
+        var samples: [ProcSample] = []
+        for pid in options.serverPIDs {
+            do {
+                samples.append(try ProcSampler.sample(pid: pid))
+            } catch {
+                notes.append("server pid \(pid): \(error)")
+                return nil
+            }
         }
+        return ProcSample.sum(samples)
     }
 
     static func ownCPUSeconds() -> Double { ProcSampler.selfCPUSeconds() }

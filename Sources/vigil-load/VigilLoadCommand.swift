@@ -42,8 +42,8 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "Seed of every random choice, so a run can be repeated.")
     var seed: UInt64 = 1
 
-    @Option(name: .customLong("server-pid"), help: "vigild's pid: report its CPU, RSS, peak RSS and fds from /proc.")
-    var serverPID: Int32?
+    @Option(name: .customLong("server-pid"), help: "vigild's pid: report its CPU, RSS, peak RSS and fds from /proc. Give it once per node to report their sum.")
+    var serverPID: [Int32] = []
 
     @Option(help: "Also write the result as JSON to this file.")
     var json: String?
@@ -117,7 +117,7 @@ struct CommonOptions: ParsableArguments {
         pool.offerDeflate = deflate
         let driver = Driver(pool: pool, scenario: scenario, options: .init(
             durationSeconds: duration, rampTimeoutSeconds: rampTimeout, drainTimeoutSeconds: drainTimeout,
-            connectRate: connectRate, maxConnecting: maxConnecting, serverPID: serverPID, tickMs: tickMs,
+            connectRate: connectRate, maxConnecting: maxConnecting, serverPIDs: serverPID, tickMs: tickMs,
             progress: !noProgress && (progressLines || isatty(STDERR_FILENO) == 1), progressNewlines: progressLines))
         try driver.run()
         let report = ReportBuilder.build(driver: driver, scenario: scenario, fdLimit: fdLimit)

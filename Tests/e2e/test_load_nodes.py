@@ -38,8 +38,12 @@ MAP_ARGS = ("map", "--subscribers", "100", "--publishers", "4", "--rate", "300",
 
 def test_map_over_two_urls_is_spread_and_exact(vigild, load_binary, tmp_path):
     daemon = vigild(LIFTED)
-    proc, result = run_nodes(load_binary, [url(daemon)] * 2, tmp_path, *MAP_ARGS)
+    # --server-pid once per node: the figures are summed (here twice the one daemon's).
+    proc, result = run_nodes(load_binary, [url(daemon)] * 2, tmp_path, *MAP_ARGS,
+                             "--server-pid", str(daemon.pid), "--server-pid", str(daemon.pid))
     assert_clean(proc, result)
+    after = result["server"]["after"]
+    assert after["open_fds"] % 2 == 0 and after["open_fds"] >= 2 * 104 and after["threads"] % 2 == 0
     assert result["parameters"]["urls"] == f"{url(daemon)} {url(daemon)}"
     assert "several nodes" in result["parameters"]["checks"]
     nodes = result["nodes"]
