@@ -131,7 +131,6 @@ final class MapScenario: Scenario {
         var barrierRef: Int64 = 0
         var barrierSentNs: UInt64 = 0
         var barrierPin: PinID?
-        var barrierPoint: GeoPoint?
         var barrierSeen = false
         var addedSinceBarrier: Set<PinID> = []
     }
@@ -203,7 +202,7 @@ final class MapScenario: Scenario {
 
     private var nodeParameters: [(String, String)] {
         var list: [(String, String)] = []
-        if config.nodes > 1 { list.append(("nodes", "\(config.nodes): publishers and subscribers round robin")) }
+        if config.nodes > 1 { list.append(("nodes", "\(config.nodes): publishers round robin, subscribers round robin within their sample (checked, timed, the rest)")) }
         if config.severalNodes { list.append(("checks", "for several nodes (a node may apply a change after its writer's ok; barrier pin at the end)")) }
         return list
     }
@@ -521,7 +520,7 @@ final class MapScenario: Scenario {
     private func barrierAnswered(_ i: Int, _ m: JSONObject, nowNs: UInt64) {
         guard m["type"]?.string == "ok", let pin = m["pin"]?.object, let text = pin["id"]?.string, let id = PinID(text),
               let lat = pin["lat"]?.double, let lon = pin["lon"]?.double else {
-            counters.error("subscriber \(i): barrier pin refused (\(m["code"]?.string ?? "no pin") \(m["message"]?.string ?? ""); lift the pin limits as benchmarks/vigild-bench.yaml does): its last epoch goes unchecked at the end")
+            counters.error("subscriber \(i): barrier pin refused (\(m["code"]?.string ?? "no pin") \(m["message"]?.string ?? ""); lift the pin limits as benchmarks/vigild-bench.yaml does): the end of its last epoch cannot be checked")
             subscribers[i].barrierSeen = true  // unsubscribe all the same; the error fails the run
             return
         }

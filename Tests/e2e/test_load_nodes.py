@@ -109,6 +109,19 @@ def test_panic_watchers_reconnect_on_the_next_node_with_since(vigild, load_binar
     assert seq["counters"]["lost"] == 0 and seq["counters"]["duplicates"] == 0
 
 
+def test_mixed_over_two_urls(vigild, load_binary, tmp_path):
+    daemon = vigild(LIFTED)
+    proc, result = run_nodes(load_binary, [url(daemon)] * 2, tmp_path, "mixed", "--subscribers", "60", "--publishers", "4",
+                             "--rate", "200", "--region", "52.3,13.0,52.7,13.8", "--streams", "20", "--watchers", "2",
+                             "--panic-rate", "2", "--duration", "2")
+    assert_clean(proc, result)
+    assert all(n["delivered"] > 0 for n in result["nodes"])
+    assert sum(n["delivered"] for n in result["nodes"]) == result["messages"]["delivered"]
+    assert check(result, "viewport exactness")["counters"]["certain"] > 0
+    assert check(result, "watcher seq continuity")["counters"]["lost"] == 0
+    assert result["figures"]["deliveries across nodes %"] > 0 and result["figures"]["timed events across nodes %"] > 0
+
+
 def test_scenarios_that_assume_one_node_refuse_several_urls(load_binary):
     for scenario in ("clusters", "abuse"):
         proc = subprocess.run([str(load_binary), scenario, "--url", "ws://127.0.0.1:1/v1", "--url", "ws://127.0.0.1:2/v1"],
