@@ -67,6 +67,17 @@ def test_map_over_two_urls_is_spread_and_exact(vigild, load_binary, tmp_path):
     assert 30 < result["figures"]["timed events across nodes %"] < 70
 
 
+def test_cluster_checks_with_one_url(vigild, load_binary, tmp_path):
+    """One URL in front of several nodes (a load balancer): --cluster-checks alone turns the rules on."""
+    daemon = vigild(LIFTED)
+    proc, result = run_nodes(load_binary, [url(daemon)], tmp_path, *MAP_ARGS, "--cluster-checks")
+    assert_clean(proc, result)
+    assert "several nodes" in result["parameters"]["checks"] and "nodes" not in result["parameters"]
+    assert len(result["nodes"]) == 1 and result["nodes"][0]["delivered"] == result["messages"]["delivered"]
+    exact = check(result, "viewport exactness")
+    assert exact["checked"] == 20 and exact["counters"]["certain"] > 0 and exact["counters"]["lost"] == 0
+
+
 def test_map_over_two_daemons_that_share_nothing_fails(vigild, load_binary, tmp_path):
     """Two nodes that do not replicate: subscribers miss the other node's pins, and the check says so."""
     a, b = vigild(LIFTED), vigild(LIFTED)
