@@ -58,7 +58,7 @@ final class PanicScenario: Scenario {
     }
 
     /// A refused watch is sent again after 10 ms, doubling up to 200 ms (a node's message limit
-    /// is per second), at most `maxWatchRetries` times: about 5 s in all.
+    /// is per second), at most `maxWatchRetries` times in a row: about 5 s in all.
     static func watchRetryDelayNs(afterRetries n: Int) -> UInt64 { UInt64(min(10 << min(n, 8), 200)) * 1_000_000 }
     static let maxWatchRetries = 30
 
@@ -566,6 +566,7 @@ extension PanicScenario: ClientDelegate {
             let since = watcherSlots[slot][i].checker.lastSeq
             watcherSlots[slot][i].checker.watchAccepted(stateSeq: seq, since: since, gap: gap, stateEnded: state["ended"] != nil)
             watcherSlots[slot][i].stateSeq = seq
+            watcherSlots[slot][i].retries = 0  // the budget is per attempt to watch, not per run
             if !watcherSlots[slot][i].accepted {
                 watcherSlots[slot][i].accepted = true
                 watchAcceptedCount += 1
