@@ -6,6 +6,7 @@ extension LoadReport {
     ///
     ///     {"scenario":..,"parameters":{..},"duration_s":..,"connections":{"opened":..,"failed":..},
     ///      "messages":{"sent":..,"delivered":..,"sent_per_s":..,"delivered_per_s":..},
+    ///      "nodes":[{"url":..,"connections":..,"delivered":..,"delivered_per_s":..}],
     ///      "latency_ns":{"map event":{"count":..,"p50":..,"p90":..,"p99":..,"p99_9":..,"max":..}},
     ///      "checks":[{"name":..,"checked":..,"errors":..,"first_errors":[..],"counters":{..}}],
     ///      "server":{"before":{..},"after":{..},"cpu_s":..,"cpu_percent":..},
@@ -36,6 +37,17 @@ extension LoadReport {
         w.field("sent_per_s", sentPerSecond)
         w.field("delivered_per_s", deliveredPerSecond)
         w.endObject()
+        w.key("nodes")
+        w.beginArray()
+        for node in nodes {
+            w.beginObject()
+            w.field("url", node.url)
+            w.field("connections", Int64(clamping: node.connections))
+            w.field("delivered", Int64(clamping: node.delivered))
+            w.field("delivered_per_s", deliveredPerSecond(node))
+            w.endObject()
+        }
+        w.endArray()
         w.key("figures")
         w.beginObject()
         for (key, value) in figures {

@@ -15,6 +15,12 @@ extension LoadReport {
         row("connections", "\(connectionsOpened) opened, \(connectionsFailed) failed")
         row("sent", TextFormat.left(String(sent), 14) + "\(TextFormat.fixed(sentPerSecond, 1))/s")
         row("delivered", TextFormat.left(String(delivered), 14) + "\(TextFormat.fixed(deliveredPerSecond, 1))/s")
+        if nodes.count > 1 {
+            for (index, node) in nodes.enumerated() {
+                row("node \(index)", "\(node.url)  \(node.connections) connections, \(node.delivered) delivered, "
+                    + "\(TextFormat.fixed(deliveredPerSecond(node), 1))/s")
+            }
+        }
         for (key, value) in figures {
             row(key, TextFormat.fixed(value, 3))
         }

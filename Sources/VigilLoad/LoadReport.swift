@@ -23,6 +23,22 @@ public struct LoadReport: Sendable {
     public var clientCPUSeconds: Double?
     /// Derived figures a scenario adds (e.g. "server RSS per connection KiB"), in order.
     public var figures: [(key: String, value: Double)] = []
+    /// The nodes the run was spread over (vigil-load's `--url`s, in order), with what each served.
+    public var nodes: [NodeFigures] = []
+
+    /// One node of the run: its URL, the connections opened to it (reconnections included) and
+    /// the events delivered by it.
+    public struct NodeFigures: Equatable, Sendable {
+        public var url: String
+        public var connections: UInt64
+        public var delivered: UInt64
+
+        public init(url: String, connections: UInt64, delivered: UInt64) {
+            self.url = url
+            self.connections = connections
+            self.delivered = delivered
+        }
+    }
 
     public init(scenario: String, parameters: [(key: String, value: String)] = [], durationSeconds: Double,
                 connectionsOpened: UInt64 = 0, connectionsFailed: UInt64 = 0, sent: UInt64 = 0, delivered: UInt64 = 0,
@@ -44,6 +60,7 @@ public struct LoadReport: Sendable {
 
     public var sentPerSecond: Double { perSecond(sent) }
     public var deliveredPerSecond: Double { perSecond(delivered) }
+    public func deliveredPerSecond(_ node: NodeFigures) -> Double { perSecond(node.delivered) }
 
     /// Server CPU seconds spent during the run (after minus before).
     public var serverCPUSeconds: Double? {

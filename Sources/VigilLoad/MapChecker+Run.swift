@@ -2,11 +2,11 @@ import VigilCore
 
 extension MapChecker {
     /// Checks one pin's events in one epoch against its touching changes (see `MapChecker`).
-    mutating func checkRun(_ events: [MapEvent], _ changes: PinTransitions, _ epoch: MapEpoch,
+    mutating func checkRun(_ events: [MapEvent], _ changes: PinTransitions, _ epoch: MapEpoch, _ bounds: Bounds,
                            _ snapshot: SnapshotState, label: String) {
         // Changes certainly applied while the epoch was current.
         var certain = 0..<0
-        if let ackLimit = epoch.certainAckBefore {
+        if let ackLimit = bounds.certainAckBefore {
             let from = changes.firstSentAfter(epoch.replyNs)
             let to = changes.ackedBefore(ackLimit)
             if from < to { certain = from..<to }
@@ -21,7 +21,7 @@ extension MapChecker {
         var startLost = false
         if case .present(let v0) = snapshot { previous = v0 }
         for event in events {
-            guard let i = acceptedChange(event, changes, epoch, snapshot, label: label) else { continue }
+            guard let i = acceptedChange(event, changes, bounds, label: label) else { continue }
             if let p = previous, i <= p {
                 if first == nil, case .present = snapshot {
                     wrongError("\(label): \(MapEventText.event(event)) is not newer than the snapshot's v\(p)")
@@ -59,8 +59,8 @@ extension MapChecker {
 
     /// The change an event stands for, when it is a valid one to receive in this epoch; reports
     /// and returns nil otherwise.
-    private mutating func acceptedChange(_ event: MapEvent, _ changes: PinTransitions, _ epoch: MapEpoch,
-                                         _ snapshot: SnapshotState, label: String) -> Int? {
+    private mutating func acceptedChange(_ event: MapEvent, _ changes: PinTransitions, _ bounds: Bounds,
+                                         label: String) -> Int? {
         if event.kind == .expired {
             wrongError("\(label): unexpected pin.expired (did a pin outlive its TTL during the run?)")
             return nil
@@ -82,8 +82,9 @@ extension MapChecker {
             wrongError("\(label): got \(MapEventText.event(event)), expected \(PinTransitions.name(expected)) (\(changes.describe(i)))")
             return nil
         }
-        if changes.versions[i].ackNs < epoch.subscribeSentNs {
-            wrongError("\(label): stale \(MapEventText.event(event)): acknowledged before the subscribe was sent")
+        if changes.versions[i].ackNs < bounds.appliedBefore {
+            let before = appliedBeforeText
+            wrongError("\(label): stale \(MapEventText.event(event)): acknowledged before \(before)")
             return nil
         }
         return i

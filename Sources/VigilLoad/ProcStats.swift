@@ -101,4 +101,18 @@ public struct ProcSample: Equatable, Sendable {
         self.openFDs = openFDs
         self.threads = threads
     }
+
+    /// Several processes (the nodes of a cluster on one machine) as one: every figure summed,
+    /// peak RSS included (the sum of each one's peak, an upper bound of the peak of the sum).
+    public static func sum(_ samples: [ProcSample]) -> ProcSample? {
+        guard var total = samples.first else { return nil }
+        for s in samples.dropFirst() {
+            total.cpuSeconds += s.cpuSeconds
+            total.rssKiB += s.rssKiB
+            total.peakRSSKiB += s.peakRSSKiB
+            total.openFDs += s.openFDs
+            total.threads += s.threads
+        }
+        return total
+    }
 }

@@ -25,6 +25,8 @@ final class ClientConnection: ByteStream {
 
     /// The scenario's index for this connection (its role and slot).
     let tag: Int
+    /// The node it is connected to (an index into the pool's `urls`).
+    let node: Int
     private(set) var phase = Phase.connecting
     /// Whether the handshake ever completed (a failure before it is a connect failure).
     private(set) var everOpen = false
@@ -42,8 +44,9 @@ final class ClientConnection: ByteStream {
     /// Bytes read from the socket (a stalled reader's backlog is counted when it resumes).
     private(set) var bytesReceived = 0
 
-    init(fd: Int32, tag: Int, pool: ClientPool, delegate: any ClientDelegate, seed: UInt64) {
+    init(fd: Int32, tag: Int, pool: ClientPool, delegate: any ClientDelegate, seed: UInt64, node: Int = 0) {
         self.tag = tag
+        self.node = node
         self.pool = pool
         self.delegate = delegate
         self.startedNs = Clock.nowNs()
@@ -107,7 +110,7 @@ final class ClientConnection: ByteStream {
 
     override func connected() {
         phase = .handshaking
-        Handshake.clientRequest(host: pool.hostHeader, path: pool.path, key: key, subprotocols: [],
+        Handshake.clientRequest(host: pool.hostHeader(node), path: pool.path(node), key: key, subprotocols: [],
                                 extensions: pool.offerDeflate ? PerMessageDeflate.name : nil).withUnsafeBytes { append($0) }
     }
 
@@ -131,7 +134,7 @@ final class ClientConnection: ByteStream {
                 }
                 phase = .open
                 everOpen = true
-                pool.connectionOpened()
+                pool.connectionOpened(node: node)
                 offset = bytes.count - leftover
                 delegate?.opened(self)
             }

@@ -45,14 +45,17 @@ struct LoadURL: CustomStringConvertible {
 /// The client side's shared machinery: the loop (which owns the pooled output chunks and the
 /// per-turn flush) and connection opening with source addresses spread over 127.0.0.0/8.
 ///
+/// A run may target several nodes (`urls`, vigil-load's `--url` given more than once): a
+/// connection goes to the node its scenario names (`NodeSpread`), and the pool counts per node.
+///
 /// One source address can reach one server port from about 28,000 ephemeral ports; spreading the
 /// local side over 127.0.1.1, 127.0.1.2, ... (all loopback on Linux) lifts that limit, so a single
 /// client process can hold 100,000+ connections when its fd limit allows.
 final class ClientPool {
     let loop: EventLoop
-    let url: LoadURL
-    let hostHeader: String
-    var path: String { url.path }
+    /// The nodes, in `--url` order; a connection's `node` indexes this.
+    let urls: [LoadURL]
+    private let hostHeaders: [String]
     let validateText: Bool
     /// Connections per source address before moving to the next one.
     let perSource: Int
@@ -63,6 +66,8 @@ final class ClientPool {
     /// Connections with an fd (connecting, handshaking, open or closing).
     private(set) var openCount = 0
     private(set) var attempts = 0
+    /// Connections past the handshake ever, per node.
+    private(set) var everOpenedByNode: [Int]
     private var live: [Int32: ClientConnection] = [:]
     private var seed: UInt64
 
@@ -73,20 +78,29 @@ final class ClientPool {
     /// Inflater streams shared by the connections (a message is inflated whole in one turn).
     let inflaters = InflaterPool()
 
-    init(url: LoadURL, seed: UInt64, validateText: Bool, tls: TLSContext? = nil, perSource: Int = 20_000) throws {
+    init(urls: [LoadURL], seed: UInt64, validateText: Bool, tls: TLSContext? = nil, perSource: Int = 20_000) throws {
+        precondition(!urls.isEmpty)
         self.tls = tls
         loop = try EventLoop()
         // The client owns every connection on its loop: reading a few times per wake costs no
         // fairness and saves epoll_wait calls when it is the bottleneck.
         loop.readsPerWake = 4
-        self.url = url
-        self.hostHeader = url.host.contains(":") ? "[\(url.host)]:\(url.port)" : "\(url.host):\(url.port)"
+        self.urls = urls
+        self.hostHeaders = urls.map { $0.host.contains(":") ? "[\($0.host)]:\($0.port)" : "\($0.host):\($0.port)" }
+        everOpenedByNode = Array(repeating: 0, count: urls.count)
         self.seed = seed
         self.validateText = validateText
         self.perSource = perSource
         // Only an IPv4 loopback target can be reached from other 127.x addresses.
-        spreadSources = url.host.hasPrefix("127.")
+        spreadSources = urls.allSatisfy { $0.host.hasPrefix("127.") }
     }
+
+    /// The first node's URL (a one-URL run's only one).
+    var url: LoadURL { urls[0] }
+
+    /// What a connection to `node` sends as `Host` and as the request path.
+    func hostHeader(_ node: Int) -> String { hostHeaders[node] }
+    func path(_ node: Int) -> String { urls[node].path }
 
     /// The local address for the next connection: 127.0.1.1 for the first `perSource`, then 127.0.1.2, ...
     func sourceAddress(forAttempt n: Int) -> String? {
@@ -103,14 +117,15 @@ final class ClientPool {
         return "127.\(200 + n / 62_500).\(n / 250 % 250).\(1 + n % 250)"
     }
 
-    /// Starts a non-blocking connect (from `source` when given, otherwise from the next spread
-    /// address). The delegate hears `opened` or `closed(failure:)`.
+    /// Starts a non-blocking connect to `node` (from `source` when given, otherwise from the next
+    /// spread address). The delegate hears `opened` or `closed(failure:)`.
     /// `stalled`: a client that will stop reading, with a small receive buffer (4 KiB) and an
     /// internet path's segment size (1,400 bytes) instead of loopback's 64 KiB, so the buffers
     /// between it and the server hold what they would for a phone, not megabytes.
-    func connect(tag: Int, delegate: ClientDelegate, source: String? = nil, stalled: Bool = false) -> ClientConnection? {
+    func connect(tag: Int, delegate: ClientDelegate, source: String? = nil, stalled: Bool = false, node: Int = 0) -> ClientConnection? {
         let source = source ?? sourceAddress(forAttempt: attempts)
         attempts += 1
+        let url = urls[node]
         let fd: Int32
         do {
             fd = try Socket.connect(to: ListenAddress(host: url.host, port: url.port), source: source,
@@ -119,9 +134,9 @@ final class ClientPool {
             return nil
         }
         seed = seed &+ 0x9E37_79B9_7F4A_7C15
-        let connection = ClientConnection(fd: fd, tag: tag, pool: self, delegate: delegate, seed: seed)
+        let connection = ClientConnection(fd: fd, tag: tag, pool: self, delegate: delegate, seed: seed, node: node)
         do {
-            try connection.start(connecting: true, tls: tls)
+            try connection.start(connecting: true, tls: url.secure ? tls : nil)
         } catch {
             close(fd)
             return nil
@@ -131,9 +146,10 @@ final class ClientPool {
         return connection
     }
 
-    func connectionOpened() {
+    func connectionOpened(node: Int) {
         openedConnections += 1
         everOpened += 1
+        everOpenedByNode[node] += 1
     }
 
     func connectionClosed(_ connection: ClientConnection, wasOpen: Bool) {

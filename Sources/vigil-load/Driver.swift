@@ -11,6 +11,8 @@ struct RunCounters {
     var acked: UInt64 = 0
     /// Events received by subscribers/watchers.
     var delivered: UInt64 = 0
+    /// `delivered`, by the node that delivered them (the connection's `node`).
+    var deliveredByNode: [UInt64] = []
     /// Subscribes answered after a subscriber's first one (panning maps moving their viewport).
     var resubscribes: UInt64 = 0
     var connectFailures: UInt64 = 0
@@ -22,6 +24,27 @@ struct RunCounters {
 
     mutating func error(_ text: @autoclosure () -> String) {
         problems.record(text())
+    }
+
+    /// One event arrived on a connection to `node`.
+    mutating func delivered(by node: Int) {
+        delivered += 1
+        if node >= deliveredByNode.count { deliveredByNode += Array(repeating: 0, count: node + 1 - deliveredByNode.count) }
+        deliveredByNode[node] += 1
+    }
+
+    /// Adds another scenario's counts (`MixedScenario`).
+    mutating func add(_ other: RunCounters) {
+        sent += other.sent
+        acked += other.acked
+        delivered += other.delivered
+        if other.deliveredByNode.count > deliveredByNode.count {
+            deliveredByNode += Array(repeating: 0, count: other.deliveredByNode.count - deliveredByNode.count)
+        }
+        for (node, count) in other.deliveredByNode.enumerated() { deliveredByNode[node] += count }
+        problems.merge(other.problems)
+        connectFailures += other.connectFailures
+        unexpectedCloses += other.unexpectedCloses
     }
 
     /// A stalled reader's connection ended. Closed by the server is what may happen to a client
@@ -53,6 +76,9 @@ protocol Scenario: AnyObject {
     var isReady: Bool { get }
     /// Called every tick while measuring: pace the traffic.
     func tick(nowNs: UInt64)
+    /// Called every tick from the ramp-up to the end of the drain, before the stage's own work:
+    /// requests a scenario retries later (a watch that reached a node before its stream did).
+    func housekeeping(nowNs: UInt64)
     /// The measuring window is over: stop generating traffic (and send what ends it, e.g. panic.end).
     func stopSending(nowNs: UInt64)
     /// Everything sent has been answered and every expected event delivered.
@@ -67,6 +93,7 @@ protocol Scenario: AnyObject {
 
 extension Scenario {
     var figures: [(String, Double)] { [] }
+    func housekeeping(nowNs: UInt64) {}
 }
 
 /// Runs a scenario on the event loop: ramp-up, measure, drain, verify, close; samples the server's
@@ -78,7 +105,8 @@ final class Driver {
         var drainTimeoutSeconds: Double = 15
         var connectRate: Int
         var maxConnecting: Int
-        var serverPID: Int32?
+        /// vigild's pid, or each node's: their /proc figures are summed.
+        var serverPIDs: [Int32] = []
         /// The pacing tick (`--tick-ms`): scenarios send what fell due since the last one.
         var tickMs = 1
         var progress: Bool
@@ -163,6 +191,7 @@ final class Driver {
             if stage == .measuring || stage == .rampUp { finishMeasuring(now) }
             beginVerify(now)
         }
+        if stage == .rampUp || stage == .measuring || stage == .draining { scenario.housekeeping(nowNs: now) }
         switch stage {
         case .rampUp:
             ramp(dt: dt)
@@ -271,13 +300,17 @@ final class Driver {
     }
 
     private func sampleServer() -> ProcSample? {
-        guard let pid = options.serverPID else { return nil }
-        do {
-            return try ProcSampler.sample(pid: pid)
-        } catch {
-            notes.append("server pid \(pid): \(error)")
-            return nil
+        guard !options.serverPIDs.isEmpty else { return nil }
+        var samples: [ProcSample] = []
+        for pid in options.serverPIDs {
+            do {
+                samples.append(try ProcSampler.sample(pid: pid))
+            } catch {
+                notes.append("server pid \(pid): \(error)")
+                return nil
+            }
         }
+        return ProcSample.sum(samples)
     }
 
     static func ownCPUSeconds() -> Double { ProcSampler.selfCPUSeconds() }

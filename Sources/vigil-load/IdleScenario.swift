@@ -23,7 +23,7 @@ final class IdleScenario: Scenario {
 
     func openNext(pool: ClientPool) -> Bool {
         guard nextToOpen < count else { return false }
-        connections[nextToOpen] = pool.connect(tag: nextToOpen, delegate: self)
+        connections[nextToOpen] = pool.connect(tag: nextToOpen, delegate: self, node: nextToOpen % pool.urls.count)
         if connections[nextToOpen] == nil {
             counters.connectFailures += 1
             counters.error("connect \(nextToOpen) failed")
@@ -54,7 +54,7 @@ extension IdleScenario: ClientDelegate {
     func opened(_ connection: ClientConnection) { openNow += 1 }
     func message(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer) {
         // The welcome; an idle client sends nothing.
-        counters.delivered += 1
+        counters.delivered(by: connection.node)
     }
     func closed(_ connection: ClientConnection, failure: String?) {
         if connection.everOpen { openNow -= 1 }

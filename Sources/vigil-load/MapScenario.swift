@@ -18,6 +18,14 @@ import VigilLoad
 /// outlast them without the others noticing. They are left out of every latency, count and check;
 /// once the rest is drained they read again, and the report says how many the server had closed,
 /// with which code, and what the others read.
+///
+/// Over several nodes (`nodes` > 1, vigil-load's `--url` given more than once) publishers and
+/// subscribers go round robin over them (`NodeSpread`), each op's stamp names the node it was
+/// sent to, and the check takes a node's lag into account (`MapChecker.AckScope.severalNodes`,
+/// also with `--cluster-checks`). The run then ends with a barrier per checked subscriber: once
+/// every op is acknowledged, the subscriber creates a pin in the middle of its area and waits for
+/// its `added` before it unsubscribes. The pin is the last change of the replicated log, so its
+/// event arriving shows the subscriber's node has applied, and sent, everything before it.
 final class MapScenario: Scenario {
     struct Config {
         var subscribers: Int
@@ -40,6 +48,11 @@ final class MapScenario: Scenario {
         /// a `viewer` position (three in four; the rest none, and must never get a ranged pin), and
         /// one move in four also sets, changes or removes the pin's range.
         var rangeShare = 0.0
+        /// The nodes (`--url`s) connections are spread over.
+        var nodes = 1
+        /// Check as for several nodes (a node may apply a change after its writer's `ok`) and end
+        /// with the barrier: on with several nodes, or asked for (`--cluster-checks`).
+        var severalNodes = false
     }
 
 
@@ -60,6 +73,9 @@ final class MapScenario: Scenario {
     private var rng: SeededRandom
     private var writer = JSONWriter(capacity: 512)
     private(set) var truth = PinHistory()
+    private let spread: NodeSpread
+    /// "map event" latency by (publisher's node, subscriber's node).
+    private var pairLatency: NodePairLatency
 
     // Publishers.
     private struct Pending {
@@ -108,6 +124,15 @@ final class MapScenario: Scenario {
         var leaving = false
         var checked: Bool
         var timed: Bool
+        /// The node it connects to (`NodeSpread.withinClasses`: checked, timed, the rest).
+        var node = 0
+        /// The end-of-run barrier (several nodes): its create's ref, send time and, once answered,
+        /// its pin; and the pins `added` since it was sent (its event may beat its `ok`).
+        var barrierRef: Int64 = 0
+        var barrierSentNs: UInt64 = 0
+        var barrierPin: PinID?
+        var barrierSeen = false
+        var addedSinceBarrier: Set<PinID> = []
     }
     private var subscribers: [Subscriber] = []
     /// The subscribers that pan: the only ones a tick needs to look at.
@@ -134,6 +159,8 @@ final class MapScenario: Scenario {
 
     init(config: Config) {
         self.config = config
+        spread = NodeSpread(count: config.nodes)
+        pairLatency = NodePairLatency(nodes: config.nodes)
         rng = SeededRandom(seed: config.seed)
         publisherConnections = Array(repeating: nil, count: config.publishers)
         publisherPins = Array(repeating: [], count: config.publishers)
@@ -153,6 +180,8 @@ final class MapScenario: Scenario {
                 timed: config.latencySubscribers > 0 && i % timeEvery == 0))
             if config.rangeShare > 0 && i % 4 != 3 { subscribers[i].viewer = randomPoint(in: area) }
         }
+        let nodes = spread.withinClasses(subscribers.map { $0.checked ? 0 : $0.timed ? 1 : 2 })
+        for i in subscribers.indices { subscribers[i].node = nodes[i] }
     }
 
     var parameters: [(String, String)] {
@@ -168,11 +197,25 @@ final class MapScenario: Scenario {
                 ("timed subscribers", "\(subscribers.filter(\.timed).count)"),
                 ("stalled subscribers", "\(config.stalled) (the whole region, stop reading)"),
                 ("pins with a range", config.rangeShare > 0 ? "\(config.rangeShare) (200 to \(maxRange) m; 3 in 4 subscribers send a viewer)" : "none"),
-                ("seed", "\(config.seed)")]
+                ("seed", "\(config.seed)")] + nodeParameters
+    }
+
+    private var nodeParameters: [(String, String)] {
+        var list: [(String, String)] = []
+        if config.nodes > 1 { list.append(("nodes", "\(config.nodes): publishers round robin, subscribers round robin within their sample (checked, timed, the rest)")) }
+        if config.severalNodes { list.append(("checks", "for several nodes (a node may apply a change after its writer's ok; barrier pin at the end)")) }
+        return list
     }
 
     var targetConnections: Int { config.subscribers + config.publishers + config.stalled }
-    var latencies: [(String, LatencyStats)] { [("map event", eventLatency), ("map op ack", ackLatency)] }
+    var latencies: [(String, LatencyStats)] {
+        [("map event", eventLatency), ("map op ack", ackLatency)] + pairLatency.series("map event")
+    }
+
+    var figures: [(String, Double)] {
+        guard pairLatency.recorded > 0 else { return [] }
+        return [("timed events across nodes %", Double(pairLatency.across) * 100 / Double(pairLatency.recorded))]
+    }
     func takeIntervalP99() -> UInt64? { interval.takeP99() }
 
     // MARK: geometry
@@ -214,20 +257,22 @@ final class MapScenario: Scenario {
         if nextPublisherToOpen < config.publishers {
             // Each publisher from an address of its own: vigild counts one vote per address and pin.
             publisherConnections[nextPublisherToOpen] = pool.connect(tag: nextPublisherToOpen, delegate: self,
-                                                                     source: pool.ownSource(nextPublisherToOpen))
+                                                                     source: pool.ownSource(nextPublisherToOpen),
+                                                                     node: spread.roundRobin(nextPublisherToOpen))
             if publisherConnections[nextPublisherToOpen] == nil { counters.connectFailures += 1; counters.error("connect failed (publisher)") }
             nextPublisherToOpen += 1
             return true
         }
         if nextSubscriberToOpen < config.subscribers {
-            subscriberConnections[nextSubscriberToOpen] = pool.connect(tag: Role.subscriberBase + nextSubscriberToOpen, delegate: self)
+            subscriberConnections[nextSubscriberToOpen] = pool.connect(tag: Role.subscriberBase + nextSubscriberToOpen, delegate: self,
+                                                                       node: subscribers[nextSubscriberToOpen].node)
             if subscriberConnections[nextSubscriberToOpen] == nil { counters.connectFailures += 1; counters.error("connect failed (subscriber)") }
             nextSubscriberToOpen += 1
             return true
         }
         if nextStalledToOpen < config.stalled {
             stalledConnections[nextStalledToOpen] = pool.connect(tag: Role.stalledBase + nextStalledToOpen, delegate: self,
-                                                                 stalled: true)
+                                                                 stalled: true, node: spread.roundRobin(nextStalledToOpen))
             if stalledConnections[nextStalledToOpen] == nil { counters.connectFailures += 1; counters.error("connect failed (stalled subscriber)") }
             nextStalledToOpen += 1
             return true
@@ -297,8 +342,9 @@ final class MapScenario: Scenario {
         return sendPinOp(p, c, pin: i, op: .move(moved(pins[i].point)))
     }
 
-    private func stamp(moves: Int, votes: Int, sendNs: UInt64) -> String {
-        PayloadStamp.format(moves: moves, votes: votes, sendNs: sendNs)
+    /// The stamp of an op sent over `c` (naming its node when there are several).
+    private func stamp(moves: Int, votes: Int, sendNs: UInt64, _ c: ClientConnection) -> String {
+        PayloadStamp.format(moves: moves, votes: votes, sendNs: sendNs, node: config.nodes > 1 ? c.node : nil)
     }
 
     private func sendCreate(_ p: Int, _ c: ClientConnection) -> Bool {
@@ -306,6 +352,17 @@ final class MapScenario: Scenario {
         nextRef += 1
         let point = randomPoint(in: config.region)
         let now = Clock.nowNs()
+        writeCreate(ref: ref, at: point, title: "load", sendNs: now, c, range: randomRange(share: config.rangeShare))
+        pending[ref] = Pending(op: .create, pin: -1, publisher: p, sendNs: now)
+        publisherCreating[p] += 1
+        publisherInFlight[p] += 1
+        c.sendText(writer)
+        counters.sent += 1
+        return true
+    }
+
+    /// `pin.create` of a stamped pin (version 0, sent at `sendNs` over `c`).
+    private func writeCreate(ref: Int64, at point: GeoPoint, title: String, sendNs: UInt64, _ c: ClientConnection, range: Int? = nil) {
         writer.reset()
         writer.beginObject()
         writer.field("op", "pin.create")
@@ -314,17 +371,11 @@ final class MapScenario: Scenario {
         writer.beginObject()
         writer.field("lat", point.lat)
         writer.field("lon", point.lon)
-        writer.field("title", "load")
-        writer.field("description", stamp(moves: 0, votes: 0, sendNs: now))
-        if let range = randomRange(share: config.rangeShare) { writer.field("range_m", Int64(range)) }
+        writer.field("title", title)
+        writer.field("description", stamp(moves: 0, votes: 0, sendNs: sendNs, c))
+        if let range { writer.field("range_m", Int64(range)) }
         writer.endObject()
         writer.endObject()
-        pending[ref] = Pending(op: .create, pin: -1, publisher: p, sendNs: now)
-        publisherCreating[p] += 1
-        publisherInFlight[p] += 1
-        c.sendText(writer)
-        counters.sent += 1
-        return true
     }
 
     private func sendPinOp(_ p: Int, _ c: ClientConnection, pin i: Int, op: Pending.Op) -> Bool {
@@ -343,7 +394,7 @@ final class MapScenario: Scenario {
             writer.beginObject()
             writer.field("lat", to.lat)
             writer.field("lon", to.lon)
-            writer.field("description", stamp(moves: pins[i].moves + 1, votes: pins[i].votes, sendNs: now))
+            writer.field("description", stamp(moves: pins[i].moves + 1, votes: pins[i].votes, sendNs: now, c))
             if config.rangeShare > 0 && Int.random(in: 0..<4, using: &rng) == 0 {
                 writer.key("range_m")
                 if let range = randomRange(share: 0.5) { writer.int(Int64(range)) } else { writer.null() }
@@ -418,11 +469,18 @@ final class MapScenario: Scenario {
     /// Every operation answered; then the checked subscribers unsubscribe (closing their last
     /// epoch) and the drain ends when they are answered and no event came for 300 ms. Then the
     /// stalled subscribers read again, until each is closed or none has read anything for 300 ms.
+    /// Over several nodes each checked subscriber first passes its barrier (see the type's notes).
     var isDrained: Bool {
         guard pending.isEmpty else { return false }
         if !unsubscribed {
+            if config.severalNodes {
+                for i in subscribers.indices where subscribers[i].checked { advanceBarrier(i) }
+                guard subscribers.indices.allSatisfy({ !subscribers[$0].checked || subscribers[$0].leaving || subscriberConnections[$0] == nil })
+                else { return false }
+            } else {
+                for i in subscribers.indices where subscribers[i].checked { unsubscribe(i) }
+            }
             unsubscribed = true
-            for i in subscribers.indices where subscribers[i].checked { unsubscribe(i) }
         }
         let now = Clock.nowNs()
         guard subscribers.allSatisfy({ $0.awaitingRef == 0 }) && now &- lastDeliveryNs > 300_000_000 else { return false }
@@ -436,6 +494,40 @@ final class MapScenario: Scenario {
             }
         }
         return stalledConnections.allSatisfy { $0 == nil } || now &- lastStalledMessageNs > 300_000_000
+    }
+
+    /// Several nodes, after every op's `ok`: a checked subscriber whose subscribes are all answered
+    /// creates its barrier pin; once the pin's `ok` and its `added` are both in, it unsubscribes.
+    private func advanceBarrier(_ i: Int) {
+        guard !subscribers[i].leaving, let c = subscriberConnections[i], c.isOpen else { return }
+        if subscribers[i].barrierRef == 0 {
+            guard subscribers[i].awaitingRef == 0 else { return }
+            let a = subscribers[i].area
+            let center = GeoPoint(lat: (a.south + a.north) / 2, lon: (a.west + a.east) / 2)
+            let ref = nextRef
+            nextRef += 1
+            let now = Clock.nowNs()
+            writeCreate(ref: ref, at: center, title: "load barrier", sendNs: now, c)
+            subscribers[i].barrierRef = ref
+            subscribers[i].barrierSentNs = now
+            c.sendText(writer)
+            return
+        }
+        if subscribers[i].barrierSeen { unsubscribe(i) }
+    }
+
+    /// The barrier's create was answered: it is the run's last change (recorded like any create).
+    private func barrierAnswered(_ i: Int, _ m: JSONObject, nowNs: UInt64) {
+        guard m["type"]?.string == "ok", let pin = m["pin"]?.object, let text = pin["id"]?.string, let id = PinID(text),
+              let lat = pin["lat"]?.double, let lon = pin["lon"]?.double else {
+            counters.error("subscriber \(i): barrier pin refused (\(m["code"]?.string ?? "no pin") \(m["message"]?.string ?? ""); lift the pin limits as benchmarks/vigild-bench.yaml does): the end of its last epoch cannot be checked")
+            subscribers[i].barrierSeen = true  // unsubscribe all the same; the error fails the run
+            return
+        }
+        truth.recordCreate(id, at: GeoPoint(lat: lat, lon: lon), sendNs: subscribers[i].barrierSentNs, ackNs: nowNs)
+        subscribers[i].barrierPin = id
+        if subscribers[i].addedSinceBarrier.contains(id) { subscribers[i].barrierSeen = true }
+        subscribers[i].addedSinceBarrier = []
     }
 
     private func unsubscribe(_ i: Int) {
@@ -454,7 +546,7 @@ final class MapScenario: Scenario {
     }
 
     func verify() -> [CheckSummary] {
-        var checker = MapChecker(history: truth, maxErrors: 20)
+        var checker = MapChecker(history: truth, maxErrors: 20, scope: config.severalNodes ? .severalNodes : .oneNode)
         for (_, log) in logs.sorted(by: { $0.key < $1.key }) { checker.check(log) }
         var summaries = [checker.result.summary(name: "viewport exactness")]
         if config.stalled > 0 { summaries.append(stalledTally.summary(name: "stalled subscribers", planned: config.stalled)) }
@@ -488,7 +580,7 @@ extension MapScenario: ClientDelegate {
         if connection.tag >= Role.stalledBase {
             stalledMessage(connection.tag - Role.stalledBase, connection, bytes)
         } else if connection.tag >= Role.subscriberBase {
-            subscriberMessage(connection.tag - Role.subscriberBase, bytes)
+            subscriberMessage(connection.tag - Role.subscriberBase, connection, bytes)
         } else {
             publisherMessage(connection.tag, bytes)
         }
@@ -508,10 +600,10 @@ extension MapScenario: ClientDelegate {
         return true
     }
 
-    private func subscriberMessage(_ i: Int, _ bytes: UnsafeRawBufferPointer) {
+    private func subscriberMessage(_ i: Int, _ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer) {
         let now = Clock.nowNs()
         if isEvent(bytes) {
-            counters.delivered += 1
+            counters.delivered(by: connection.node)
             lastDeliveryNs = now
             guard subscribers[i].timed || subscribers[i].checked else { return }
             guard let event = PinEventScan.event(bytes) else { return counters.error("subscriber \(i): unreadable event") }
@@ -519,8 +611,18 @@ extension MapScenario: ClientDelegate {
                 let ns = now &- sent
                 eventLatency.record(ns: ns)
                 interval.record(ns: ns)
+                if let from = event.pin.stamp?.node { pairLatency.record(from: from, to: connection.node, ns: ns) }
             }
-            if subscribers[i].checked { logs[i, default: SubscriberLog(subscriber: i)].event(event) }
+            if subscribers[i].checked {
+                logs[i, default: SubscriberLog(subscriber: i)].event(event)
+                if subscribers[i].barrierRef != 0, event.kind == .added, let id = event.pin.id {
+                    if id == subscribers[i].barrierPin {
+                        subscribers[i].barrierSeen = true
+                    } else if subscribers[i].barrierPin == nil {
+                        subscribers[i].addedSinceBarrier.insert(id)
+                    }
+                }
+            }
             return
         }
         // A subscriber that checks nothing needs only the reply's ref: a panning map's reply holds
@@ -537,6 +639,9 @@ extension MapScenario: ClientDelegate {
         // every one as the answer to its oldest open request: also a reply to a subscribe that a
         // newer pan has overtaken (its ref is then not the awaited one). Taking only the awaited
         // one paired the newest reply with the oldest open area.
+        case "ok" where m["ref"]?.int64 == subscribers[i].barrierRef && subscribers[i].barrierRef != 0,
+             "error" where m["ref"]?.int64 == subscribers[i].barrierRef && subscribers[i].barrierRef != 0:
+            barrierAnswered(i, m, nowNs: now)
         case "ok":
             guard let ref = m["ref"]?.int64 else { return }
             if subscribers[i].checked {

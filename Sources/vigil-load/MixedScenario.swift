@@ -20,13 +20,7 @@ final class MixedScenario: Scenario {
 
     var counters: RunCounters {
         var c = map.counters
-        let p = panic.counters
-        c.sent += p.sent
-        c.acked += p.acked
-        c.delivered += p.delivered
-        c.problems.merge(p.problems)
-        c.connectFailures += p.connectFailures
-        c.unexpectedCloses += p.unexpectedCloses
+        c.add(panic.counters)
         return c
     }
 
@@ -49,6 +43,8 @@ final class MixedScenario: Scenario {
 
     var isReady: Bool { map.isReady && panic.isReady }
     func tick(nowNs: UInt64) { map.tick(nowNs: nowNs); panic.tick(nowNs: nowNs) }
+    func housekeeping(nowNs: UInt64) { map.housekeeping(nowNs: nowNs); panic.housekeeping(nowNs: nowNs) }
+    var figures: [(String, Double)] { map.figures + panic.figures }
     func stopSending(nowNs: UInt64) { map.stopSending(nowNs: nowNs); panic.stopSending(nowNs: nowNs) }
     var isDrained: Bool { map.isDrained && panic.isDrained }
     func verify() -> [CheckSummary] { map.verify() + panic.verify() }

@@ -20,6 +20,14 @@ import VigilLoad
 /// conflates their locations or closes them, and the normal watchers must not notice. They are
 /// left out of the latency, counts and the normal seq check; once the rest is drained they read
 /// again and their own check allows the seq jumps of conflation but no duplicate or lost end.
+///
+/// Over several nodes (`nodes` > 1) owners go round robin and each stream's watchers go to other
+/// nodes than its owner's (`NodeSpread`); a watcher that reconnects comes back on the next node,
+/// with `since`. A node learns of a stream, and of its events, when it applies them from the
+/// replicated log, so a watch that reaches a node before the stream did is refused (`forbidden`,
+/// or `invalid_since` for a `since` the node has not reached yet): with `severalNodes` such a watch
+/// is sent again after 10 ms, then 20, 40, ... up to 200 ms apart, 30 times (about 5 s), and the
+/// retries are counted in the report.
 final class PanicScenario: Scenario {
     struct Config {
         var streams: Int
@@ -43,12 +51,32 @@ final class PanicScenario: Scenario {
         /// Send coordinates rounded to 7 decimals (1e-7°, about 1 cm), as a phone's fix has no
         /// more real precision; the default sends the random walk's full doubles (17 digits).
         var roundCoordinates = false
+        /// The nodes (`--url`s) connections are spread over.
+        var nodes = 1
+        /// A node may not know yet what another acknowledged: retry refused watches (see the type).
+        var severalNodes = false
     }
+
+    /// A refused watch is sent again after 10 ms, doubling up to 200 ms (a node's message limit
+    /// is per second), at most `maxWatchRetries` times in a row: about 5 s in all.
+    static func watchRetryDelayNs(afterRetries n: Int) -> UInt64 { UInt64(min(10 << min(n, 8), 200)) * 1_000_000 }
+    static let maxWatchRetries = 30
 
     let name = "panic"
     let config: Config
     private(set) var counters = RunCounters()
     private var locationLatency = LatencyStats()
+    private let spread: NodeSpread
+    /// "panic location" latency by (owner's node, watcher's node).
+    private var pairLatency: NodePairLatency
+    /// Deliveries to normal watchers, and those on another node than the stream's owner.
+    private var watcherDeliveries: UInt64 = 0
+    private var deliveriesAcross: UInt64 = 0
+    /// Watches sent again after a refusal, by the refusal's code.
+    private var watchRetries: [String: UInt64] = [:]
+    /// Refused watches waiting for their retry on their slot's connection (dropped with it: the
+    /// reconnection sends every watch of the slot anyway).
+    private var retries: [(dueNs: UInt64, slot: Int, index: Int)] = []
     /// Owner's update → its `ok`: what the server's turn costs the sender, apart from the fan-out.
     private var ackLatency = LatencyStats()
     private var interval = IntervalLatency()
@@ -80,9 +108,14 @@ final class PanicScenario: Scenario {
         var checker: WatchChecker
         var accepted = false
         var stateSeq: UInt64 = 0
+        var retries = 0
     }
     private var watcherSlots: [[Watch]] = []
     private var watchers: [ClientConnection?] = []
+    /// Which watches each watcher connection holds and on which node it starts (`NodeSpread`).
+    private let watchPlan: [NodeSpread.WatchConnection]
+    /// The node each watcher connection is on now (it moves on reconnecting).
+    private var watcherNodes: [Int] = []
     private var nextWatcherToOpen = 0
     private var watchersPlanned = false
     private var reconnectCredit = 0.0
@@ -107,6 +140,12 @@ final class PanicScenario: Scenario {
 
     init(config: Config) {
         self.config = config
+        let spread = NodeSpread(count: config.nodes)
+        self.spread = spread
+        pairLatency = NodePairLatency(nodes: config.nodes)
+        let perOwner = config.streamsPerOwner
+        watchPlan = spread.watchConnections(streams: config.streams, watchersPerStream: config.watchersPerStream,
+                                            perConnection: config.watchesPerConnection) { spread.roundRobin($0 / perOwner) }
         rng = SeededRandom(seed: config.seed)
         streamIDs = Array(repeating: nil, count: config.streams)
         nextSeq = Array(repeating: 2, count: config.streams)
@@ -133,19 +172,35 @@ final class PanicScenario: Scenario {
          ("owner addresses", config.ownersOwnAddress ? "one each" : "shared"),
          ("stalled watchers", "\(config.stalledWatchers), each watching \(stalledWatchCount) streams, stop reading"),
          ("seed", "\(config.seed)")]
+            + (config.nodes > 1 ? [("nodes", "\(config.nodes): owners round robin, watcher k of a stream on the owner's node + k + 1, reconnecting on the next node")] : [])
+            + (config.severalNodes ? [("refused watches", "sent again after 10 ms doubling to 200 ms, 30 times (a node may not have the stream yet)")] : [])
     }
 
     private var stalledWatchCount: Int {
         config.stalledWatches == 0 ? config.streams : min(config.streams, config.stalledWatches)
     }
 
-    var watcherConnectionCount: Int {
-        (config.streams * config.watchersPerStream + config.watchesPerConnection - 1) / config.watchesPerConnection
-    }
+    var watcherConnectionCount: Int { watchPlan.count }
 
     var targetConnections: Int { ownerCount + watcherConnectionCount + config.stalledWatchers }
 
-    var latencies: [(String, LatencyStats)] { [("panic location", locationLatency), ("panic update ack", ackLatency)] }
+    var latencies: [(String, LatencyStats)] {
+        [("panic location", locationLatency), ("panic update ack", ackLatency)] + pairLatency.series("panic location")
+    }
+
+    var figures: [(String, Double)] {
+        var list: [(String, Double)] = []
+        if config.nodes > 1, watcherDeliveries > 0 {
+            list.append(("deliveries across nodes %", Double(deliveriesAcross) * 100 / Double(watcherDeliveries)))
+        }
+        if config.severalNodes {
+            list.append(("watches retried (forbidden)", Double(watchRetries["forbidden", default: 0])))
+            list.append(("watches retried (invalid_since)", Double(watchRetries["invalid_since", default: 0])))
+        }
+        return list
+    }
+
+    private func ownerNode(of stream: Int) -> Int { spread.roundRobin(stream / config.streamsPerOwner) }
 
     func takeIntervalP99() -> UInt64? { interval.takeP99() }
 
@@ -159,7 +214,8 @@ final class PanicScenario: Scenario {
     func openNext(pool: ClientPool) -> Bool {
         if nextOwnerToOpen < ownerCount {
             owners[nextOwnerToOpen] = pool.connect(tag: nextOwnerToOpen, delegate: self,
-                                                   source: config.ownersOwnAddress ? pool.ownSource(nextOwnerToOpen) : nil)
+                                                   source: config.ownersOwnAddress ? pool.ownSource(nextOwnerToOpen) : nil,
+                                                   node: spread.roundRobin(nextOwnerToOpen))
             if owners[nextOwnerToOpen] == nil { counters.connectFailures += 1; counters.error("connect failed (owner \(nextOwnerToOpen))") }
             nextOwnerToOpen += 1
             return true
@@ -174,7 +230,7 @@ final class PanicScenario: Scenario {
         }
         if nextStalledToOpen < config.stalledWatchers {
             let k = nextStalledToOpen
-            stalledConnections[k] = pool.connect(tag: Role.stalledBase + k, delegate: self, stalled: true)
+            stalledConnections[k] = pool.connect(tag: Role.stalledBase + k, delegate: self, stalled: true, node: spread.roundRobin(k))
             if stalledConnections[k] == nil { counters.connectFailures += 1; counters.error("connect failed (stalled watcher \(k))") }
             nextStalledToOpen += 1
             return true
@@ -184,14 +240,11 @@ final class PanicScenario: Scenario {
 
     private func planWatchers() {
         watchersPlanned = true
-        watcherSlots = Array(repeating: [], count: watcherConnectionCount)
-        watchers = Array(repeating: nil, count: watcherConnectionCount)
-        // Global watcher g = token * streams + stream: one connection's pairs are distinct streams.
-        for token in 0..<config.watchersPerStream {
-            for stream in 0..<config.streams {
-                let g = token * config.streams + stream
-                watcherSlots[g / config.watchesPerConnection].append(
-                    Watch(stream: stream, token: token, checker: WatchChecker(label: "stream \(stream) watcher \(token)")))
+        watchers = Array(repeating: nil, count: watchPlan.count)
+        watcherNodes = watchPlan.map(\.node)
+        watcherSlots = watchPlan.map { connection in
+            connection.watches.map {
+                Watch(stream: $0.stream, token: $0.watcher, checker: WatchChecker(label: "stream \($0.stream) watcher \($0.watcher)"))
             }
         }
         stalledConnections = Array(repeating: nil, count: config.stalledWatchers)
@@ -208,7 +261,7 @@ final class PanicScenario: Scenario {
 
     private func openWatcher(_ slot: Int, pool: ClientPool) {
         poolRef = pool
-        watchers[slot] = pool.connect(tag: Role.watcherBase + slot, delegate: self)
+        watchers[slot] = pool.connect(tag: Role.watcherBase + slot, delegate: self, node: watcherNodes[slot])
         if watchers[slot] == nil { counters.connectFailures += 1; counters.error("connect failed (watcher \(slot))") }
     }
 
@@ -286,6 +339,8 @@ final class PanicScenario: Scenario {
             c.delegate = nil
             c.abort()
             reconnects += 1
+            watcherNodes[slot] = spread.nextNode(after: watcherNodes[slot])
+            retries.removeAll { $0.slot == slot }
             openWatcher(slot, pool: pool)
             return
         }
@@ -368,16 +423,7 @@ extension PanicScenario: ClientDelegate {
             let stalled = connection.tag >= Role.stalledBase
             let slot = connection.tag - (stalled ? Role.stalledBase : Role.watcherBase)
             for (i, w) in (stalled ? stalledSlots[slot] : watcherSlots[slot]).enumerated() {
-                guard let id = streamIDs[w.stream] else { continue }
-                writer.reset()
-                writer.beginObject()
-                writer.field("op", "panic.watch")
-                writer.field("ref", Int64(i))
-                writer.field("stream", id)
-                writer.field("watch_token", tokens[w.stream][w.token])
-                if let since = w.checker.lastSeq { writer.field("since", Int64(since)) }
-                writer.endObject()
-                connection.sendText(writer)
+                sendWatch(w, ref: i, over: connection)
             }
             return
         }
@@ -397,6 +443,51 @@ extension PanicScenario: ClientDelegate {
         }
     }
 
+    /// `panic.watch` for `w` (with `since` once it has seen a seq), `ref` its index in its slot.
+    private func sendWatch(_ w: Watch, ref: Int, over connection: ClientConnection) {
+        guard let id = streamIDs[w.stream] else { return }
+        writer.reset()
+        writer.beginObject()
+        writer.field("op", "panic.watch")
+        writer.field("ref", Int64(ref))
+        writer.field("stream", id)
+        writer.field("watch_token", tokens[w.stream][w.token])
+        if let since = w.checker.lastSeq { writer.field("since", Int64(since)) }
+        writer.endObject()
+        connection.sendText(writer)
+    }
+
+    /// Sends the refused watches whose retry is due.
+    func housekeeping(nowNs: UInt64) {
+        guard !retries.isEmpty else { return }
+        var later: [(dueNs: UInt64, slot: Int, index: Int)] = []
+        for r in retries {
+            guard let c = watchers[r.slot], c.isOpen else { continue }
+            if r.dueNs > nowNs {
+                later.append(r)
+            } else if !watcherSlots[r.slot][r.index].accepted {
+                sendWatch(watcherSlots[r.slot][r.index], ref: r.index, over: c)
+            }
+        }
+        retries = later
+    }
+
+    /// A watch was refused. Over several nodes a `forbidden` (the stream has not reached this
+    /// node) or `invalid_since` (nor has its latest seq) is retried; anything else is an error.
+    private func watchRefused(slot: Int, _ m: JSONObject, nowNs: UInt64) {
+        let code = m["code"]?.string ?? "?"
+        guard config.severalNodes, code == "forbidden" || code == "invalid_since",
+              let i = m["ref"]?.int64.map(Int.init), i >= 0, i < watcherSlots[slot].count, !watcherSlots[slot][i].accepted else {
+            return counters.error("watcher \(slot): \(code) \(m["message"]?.string ?? "")")
+        }
+        guard watcherSlots[slot][i].retries < Self.maxWatchRetries else {
+            return counters.error("watcher \(slot) stream \(watcherSlots[slot][i].stream): still \(code) after \(Self.maxWatchRetries) retries over about 5 s")
+        }
+        retries.append((dueNs: nowNs + Self.watchRetryDelayNs(afterRetries: watcherSlots[slot][i].retries), slot: slot, index: i))
+        watcherSlots[slot][i].retries += 1
+        watchRetries[code, default: 0] += 1
+    }
+
     func message(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer) {
         let now = Clock.nowNs()
         guard case .object(let m)? = try? JSONParser.parse(bytes), let type = m["type"]?.string else {
@@ -406,7 +497,7 @@ extension PanicScenario: ClientDelegate {
         if connection.tag >= Role.stalledBase {
             stalledMessage(slot: connection.tag - Role.stalledBase, connection, type: type, m)
         } else if connection.tag >= Role.watcherBase {
-            watcherMessage(slot: connection.tag - Role.watcherBase, type: type, m, nowNs: now)
+            watcherMessage(slot: connection.tag - Role.watcherBase, connection, type: type, m, nowNs: now)
         } else {
             ownerMessage(type: type, m)
         }
@@ -443,14 +534,17 @@ extension PanicScenario: ClientDelegate {
         }
     }
 
-    private func watcherMessage(slot: Int, type: String, _ m: JSONObject, nowNs: UInt64) {
+    private func watcherMessage(slot: Int, _ connection: ClientConnection, type: String, _ m: JSONObject, nowNs: UInt64) {
         switch type {
         case "panic.location", "panic.status", "panic.ended":
             guard let id = m["stream"]?.string, let s = streamIndex[id], let seq = m["seq"]?.int64.map(UInt64.init),
                   let i = watcherSlots[slot].firstIndex(where: { $0.stream == s }) else {
                 return counters.error("watcher \(slot): event for a stream it does not watch")
             }
-            counters.delivered += 1
+            counters.delivered(by: connection.node)
+            let owner = ownerNode(of: s)
+            watcherDeliveries += 1
+            if owner != connection.node { deliveriesAcross += 1 }
             watcherSlots[slot][i].checker.event(seq: seq, ended: type == "panic.ended")
             // Live events only: a replay after `since` is old news, not latency.
             if type == "panic.location" && seq > watcherSlots[slot][i].stateSeq {
@@ -459,6 +553,7 @@ extension PanicScenario: ClientDelegate {
                     let ns = nowNs &- sentNs[ringSlot]
                     locationLatency.record(ns: ns)
                     interval.record(ns: ns)
+                    pairLatency.record(from: owner, to: connection.node, ns: ns)
                 }
             }
         case "ok":
@@ -471,12 +566,13 @@ extension PanicScenario: ClientDelegate {
             let since = watcherSlots[slot][i].checker.lastSeq
             watcherSlots[slot][i].checker.watchAccepted(stateSeq: seq, since: since, gap: gap, stateEnded: state["ended"] != nil)
             watcherSlots[slot][i].stateSeq = seq
+            watcherSlots[slot][i].retries = 0  // the budget is per attempt to watch, not per run
             if !watcherSlots[slot][i].accepted {
                 watcherSlots[slot][i].accepted = true
                 watchAcceptedCount += 1
             }
         case "error":
-            counters.error("watcher \(slot): \(m["code"]?.string ?? "?") \(m["message"]?.string ?? "")")
+            watchRefused(slot: slot, m, nowNs: nowNs)
         case "welcome", "panic.stale":
             break
         default:
@@ -523,7 +619,10 @@ extension PanicScenario: ClientDelegate {
         }
         if connection.tag >= Role.watcherBase {
             let slot = connection.tag - Role.watcherBase
-            if watchers.indices.contains(slot), watchers[slot] === connection { watchers[slot] = nil }
+            if watchers.indices.contains(slot), watchers[slot] === connection {
+                watchers[slot] = nil
+                retries.removeAll { $0.slot == slot }
+            }
         } else if owners[connection.tag] === connection {
             owners[connection.tag] = nil
         }

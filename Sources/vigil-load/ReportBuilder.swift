@@ -2,9 +2,11 @@ import VigilLoad
 
 /// Turns a finished run into the `LoadReport` (table and JSON).
 enum ReportBuilder {
-    static func build(driver: Driver, scenario: Scenario, url: LoadURL, fdLimit: Int64) -> LoadReport {
+    static func build(driver: Driver, scenario: Scenario, fdLimit: Int64) -> LoadReport {
         let c = scenario.counters
-        var parameters: [(key: String, value: String)] = [("url", url.description)]
+        let urls = driver.pool.urls
+        var parameters: [(key: String, value: String)] = urls.count == 1
+            ? [("url", urls[0].description)] : [("urls", urls.map(\.description).joined(separator: " "))]
         parameters += scenario.parameters.map { (key: $0.0, value: $0.1) }
         var checks = driver.checks
         var problems = c.problems
@@ -26,6 +28,10 @@ enum ReportBuilder {
             let held = max(1, driver.connectionsAtEnd)
             report.figures.append((key: "RSS/conn KiB", value: (Double(a.rssKiB) - Double(b.rssKiB)) / Double(held)))
             report.figures.append((key: "held conns", value: Double(held)))
+        }
+        report.nodes = urls.indices.map { node in
+            LoadReport.NodeFigures(url: urls[node].description, connections: UInt64(driver.pool.everOpenedByNode[node]),
+                                   delivered: urls.count == 1 ? c.delivered : node < c.deliveredByNode.count ? c.deliveredByNode[node] : 0)
         }
         report.figures += scenario.figures.map { (key: $0.0, value: $0.1) }
         if c.resubscribes > 0 {

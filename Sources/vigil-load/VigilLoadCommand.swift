@@ -20,8 +20,15 @@ struct VigilLoadCommand: ParsableCommand {
 
 /// Options every scenario takes.
 struct CommonOptions: ParsableArguments {
-    @Option(help: "The daemon's WebSocket URL (ws://HOST:PORT/PATH or wss://HOST:PORT/PATH; loopback only in tests).")
-    var url = "ws://127.0.0.1:8080/v1"
+    @Option(help: ArgumentHelp("""
+        The daemon's WebSocket URL (ws://HOST:PORT/PATH or wss://HOST:PORT/PATH; loopback only in tests; \
+        default ws://127.0.0.1:8080/v1). Give it once per node of a cluster (up to 16) to spread the \
+        connections over them (map, panic, mixed, idle; see vigil-load map --help).
+        """, valueName: "url"))
+    var url: [String] = []
+
+    @Flag(name: .customLong("cluster-checks"), help: "Check as for several nodes even with one --url (a load balancer in front of a cluster): a node may apply a change after another node's ok; map ends with a barrier pin per checked subscriber; panic retries watches a node refuses because the stream has not reached it yet. On whenever --url is given more than once.")
+    var clusterChecks = false
 
     @Option(help: ArgumentHelp("For wss://: verify the server's certificate against this CA (PEM). Without it the certificate is not checked (a throwaway loopback certificate).", valueName: "file"))
     var ca: String?
@@ -35,8 +42,8 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "Seed of every random choice, so a run can be repeated.")
     var seed: UInt64 = 1
 
-    @Option(name: .customLong("server-pid"), help: "vigild's pid: report its CPU, RSS, peak RSS and fds from /proc.")
-    var serverPID: Int32?
+    @Option(name: .customLong("server-pid"), help: "vigild's pid: report its CPU, RSS, peak RSS and fds from /proc. Give it once per node to report their sum.")
+    var serverPID: [Int32] = []
 
     @Option(help: "Also write the result as JSON to this file.")
     var json: String?
@@ -65,8 +72,24 @@ struct CommonOptions: ParsableArguments {
     @Flag(name: .customLong("progress-lines"), help: "Print the progress as one line per second even without a terminal (for logs).")
     var progressLines = false
 
+    /// The `--url`s in order (the default when none was given).
+    var urls: [String] { url.isEmpty ? ["ws://127.0.0.1:8080/v1"] : url }
+
+    /// Whether the checks must allow for several nodes.
+    var severalNodes: Bool { urls.count > 1 || clusterChecks }
+
+    /// For the scenarios whose checks assume one node.
+    func requireOneNode(_ scenario: String) throws {
+        guard !severalNodes else {
+            throw ValidationError("\(scenario) takes one --url and no --cluster-checks: its checks assume one node")
+        }
+    }
+
     func validate() throws {
-        guard LoadURL(url) != nil else { throw ValidationError("--url must look like ws://127.0.0.1:8080/v1 or wss://127.0.0.1:8443/v1") }
+        for text in urls where LoadURL(text) == nil {
+            throw ValidationError("--url must look like ws://127.0.0.1:8080/v1 or wss://127.0.0.1:8443/v1, not \(text)")
+        }
+        guard urls.count <= 16 else { throw ValidationError("--url: at most 16 nodes") }
         guard duration > 0 else { throw ValidationError("--duration must be positive") }
         guard connectRate > 0, maxConnecting > 0 else { throw ValidationError("--connect-rate and --max-connecting must be positive") }
         guard (1...100).contains(tickMs) else { throw ValidationError("--tick-ms must be 1...100") }
@@ -81,23 +104,23 @@ struct CommonOptions: ParsableArguments {
             writeStandardError("vigil-load: \(scenario.targetConnections) connections need more file descriptors than this process may open (\(fdLimit)); raise the hard limit (ulimit -Hn) first\n")
             throw ExitCode(2)
         }
-        let target = LoadURL(url)!
+        let targets = urls.map { LoadURL($0)! }
         var tls: TLSContext?
-        if target.secure {
+        if targets.contains(where: \.secure) {
             do {
                 tls = try TLSContext.client(caFile: ca)  // the chain is checked; the host is a numeric loopback address
             } catch {
-                throw ValidationError("--url \(url): \(error)")
+                throw ValidationError("--url: \(error)")
             }
         }
-        let pool = try ClientPool(url: target, seed: seed, validateText: false, tls: tls)
+        let pool = try ClientPool(urls: targets, seed: seed, validateText: false, tls: tls)
         pool.offerDeflate = deflate
         let driver = Driver(pool: pool, scenario: scenario, options: .init(
             durationSeconds: duration, rampTimeoutSeconds: rampTimeout, drainTimeoutSeconds: drainTimeout,
-            connectRate: connectRate, maxConnecting: maxConnecting, serverPID: serverPID, tickMs: tickMs,
+            connectRate: connectRate, maxConnecting: maxConnecting, serverPIDs: serverPID, tickMs: tickMs,
             progress: !noProgress && (progressLines || isatty(STDERR_FILENO) == 1), progressNewlines: progressLines))
         try driver.run()
-        let report = ReportBuilder.build(driver: driver, scenario: scenario, url: target, fdLimit: fdLimit)
+        let report = ReportBuilder.build(driver: driver, scenario: scenario, fdLimit: fdLimit)
         print(report.renderTable())
         if let json {
             try writeFile(json, report.renderJSON())
@@ -121,7 +144,21 @@ struct CommonOptions: ParsableArguments {
 struct MapCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "map",
-        abstract: "Map subscribers with city-sized viewports, and publishers creating, moving, voting and deleting pins.")
+        abstract: "Map subscribers with city-sized viewports, and publishers creating, moving, voting and deleting pins.",
+        discussion: """
+            Several nodes: give --url once per node. Publisher p goes to node p mod n, subscribers \
+            round robin within their sample (checked, timed, the rest), so (n-1)/n of the \
+            deliveries cross nodes and every node has its share of each sample; each op's stamp names its \
+            node and the report adds deliveries per node and the event latency per pair of nodes \
+            ("map event 0→1": published on node 0, delivered by node 1). The exactness check then \
+            allows a node to apply a change after the writer's ok (before or after it, both are \
+            right), and takes the subscriber's own deliveries as its clock: once its node showed it \
+            a change, every change acknowledged before that one was sent must have been applied \
+            there too (one replicated log, one order). Each checked subscriber ends with a barrier: \
+            after the last ok it creates a pin in its area and waits for its added, so nothing of \
+            the run is left in flight when it unsubscribes (the pins need the limits lifted, as \
+            benchmarks/vigild-bench.yaml does).
+            """)
     @OptionGroup var common: CommonOptions
     @Option(help: "Subscriber connections.") var subscribers = 1_000
     @Option(help: "Publisher connections.") var publishers = 10
@@ -163,7 +200,7 @@ struct MapCommand: ParsableCommand {
               pinsPerPublisher: pinsPerPublisher, region: MapScenario.parseRegion(region)!, viewportKm: viewportKm,
               sameViewport: sameViewport, panning: panning, panIntervalSeconds: panInterval, prefill: prefill,
               checkSubscribers: checkSubscribers, latencySubscribers: latencySubscribers, seed: common.seed,
-              stalled: stalled, rangeShare: range)
+              stalled: stalled, rangeShare: range, nodes: common.urls.count, severalNodes: common.severalNodes)
     }
 }
 
@@ -193,6 +230,7 @@ struct ClustersCommand: ParsableCommand {
     @Flag(help: "Publishers create their pins before the measured window.") var prefill = false
 
     func validate() throws {
+        try common.requireOneNode("clusters")
         guard subscribers >= 1, checkSubscribers >= 0, publishers >= 1, rate > 0, pinsPerPublisher >= 1 else {
             throw ValidationError("--subscribers, --publishers and --pins-per-publisher must be at least 1, --rate positive, --check-subscribers at least 0")
         }
@@ -217,7 +255,18 @@ struct ClustersCommand: ParsableCommand {
 struct PanicCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "panic",
-        abstract: "Panic streams updating at a rate, each with watchers that check seq continuity; some watchers reconnect with since.")
+        abstract: "Panic streams updating at a rate, each with watchers that check seq continuity; some watchers reconnect with since.",
+        discussion: """
+            Several nodes: give --url once per node. Owner o goes to node o mod n; watcher k \
+            (0-based) of a stream whose owner is on node i goes to node (i + k + 1) mod n, so with \
+            fewer watchers than nodes none shares its owner's node; a watcher that reconnects comes \
+            back on the next node, with since. The report adds deliveries per node, the share that \
+            crossed nodes, and the location latency per pair of nodes ("panic location 0→1": owner \
+            on node 0, watcher on node 1; one clock, as the send time is noted by this process). A \
+            watch a node refuses because the stream (forbidden) or its latest seq (invalid_since) \
+            has not reached it yet is sent again after 10 ms, doubling up to 200 ms, 30 times \
+            (about 5 s), and counted.
+            """)
     @OptionGroup var common: CommonOptions
     @Option(help: "Active panic streams.") var streams = 1_000
     @Option(help: "Watchers (contacts) per stream.") var watchers = 3
@@ -248,7 +297,8 @@ struct PanicCommand: ParsableCommand {
         .init(streams: streams, watchersPerStream: watchers, rateHz: rate, streamsPerOwner: streamsPerOwner,
               watchesPerConnection: watchesPerConnection, reconnectsPerSecond: reconnects, seed: common.seed,
               stalledWatchers: stalledWatchers, stalledWatches: stalledWatches, ownersOwnAddress: ownersOwnAddress,
-              bucketNs: UInt64(common.tickMs) * 1_000_000, roundCoordinates: roundCoordinates)
+              bucketNs: UInt64(common.tickMs) * 1_000_000, roundCoordinates: roundCoordinates,
+              nodes: common.urls.count, severalNodes: common.severalNodes)
     }
 }
 
@@ -294,10 +344,12 @@ struct MixedCommand: ParsableCommand {
         let map = MapScenario.Config(
             subscribers: subscribers, publishers: publishers, rate: rate, window: 16, pinsPerPublisher: pinsPerPublisher,
             region: MapScenario.parseRegion(region)!, viewportKm: viewportKm, sameViewport: false, panning: 0.1,
-            panIntervalSeconds: 5, prefill: false, checkSubscribers: 20, latencySubscribers: 100, seed: common.seed)
+            panIntervalSeconds: 5, prefill: false, checkSubscribers: 20, latencySubscribers: 100, seed: common.seed,
+            nodes: common.urls.count, severalNodes: common.severalNodes)
         let panic = PanicScenario.Config(
             streams: streams, watchersPerStream: watchers, rateHz: panicRate, streamsPerOwner: 1,
-            watchesPerConnection: 1, reconnectsPerSecond: 1, seed: common.seed &+ 1, bucketNs: UInt64(common.tickMs) * 1_000_000)
+            watchesPerConnection: 1, reconnectsPerSecond: 1, seed: common.seed &+ 1, bucketNs: UInt64(common.tickMs) * 1_000_000,
+            nodes: common.urls.count, severalNodes: common.severalNodes)
         try common.run { MixedScenario(map: MapScenario(config: map), panic: PanicScenario(config: panic)) }
     }
 }
@@ -328,6 +380,7 @@ struct AbuseCommand: ParsableCommand {
     @Option(name: .customLong("revoke-rate"), help: "panic.revoke requests per second over all revokers.") var revokeRate: Double = 200
 
     func validate() throws {
+        try common.requireOneNode("abuse")
         guard starters >= 0, voters >= 0, subscribers >= 0, revokers >= 0, starters + voters + subscribers + revokers > 0 else {
             throw ValidationError("the abuser counts must be at least 0, and not all 0")
         }
@@ -340,7 +393,7 @@ struct AbuseCommand: ParsableCommand {
     }
 
     func run() throws {
-        let host = LoadURL(common.url)?.host ?? ""
+        let host = LoadURL(common.urls[0])?.host ?? ""
         let config = AbuseScenario.Config(
             source: source ?? (host.hasPrefix("127.") ? "127.0.0.9" : nil),
             starters: starters, startRate: startRate, voters: voters, voteRate: voteRate, votePins: votePins,

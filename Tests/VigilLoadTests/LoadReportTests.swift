@@ -66,8 +66,8 @@ final class LoadReportTests: XCTestCase {
         let text = report.renderJSON()
         let value = try JSONParser.parse(Array(text.utf8))
         let root = try XCTUnwrap(value.object)
-        XCTAssertEqual(root.keys, ["scenario", "parameters", "duration_s", "connections", "messages", "figures", "latency_ns",
-                                   "checks", "server", "client"])
+        XCTAssertEqual(root.keys, ["scenario", "parameters", "duration_s", "connections", "messages", "nodes", "figures",
+                                   "latency_ns", "checks", "server", "client"])
         XCTAssertEqual(root["figures"]?.object?.keys, ["RSS/conn KiB", "connections held"])
         XCTAssertEqual(root["figures"]?.object?["RSS/conn KiB"]?.double, 0.5)
         XCTAssertEqual(root["parameters"]?.object?.keys, ["subscribers", "publishers", "seed"])
@@ -87,6 +87,23 @@ final class LoadReportTests: XCTestCase {
         XCTAssertEqual(server["after"]?.object?["open_fds"]?.int64, 1030)
         XCTAssertEqual(root["client"]?.object?["cpu_percent"]?.double, 80)
         XCTAssertEqual(text, report.renderJSON(), "stable output")
+    }
+
+    func testNodesAreListedWithTheirConnectionsAndDeliveries() throws {
+        var report = sampleReport()
+        XCTAssertFalse(report.renderTable().contains("node 0"), "one node: no node rows")
+        report.nodes = [.init(url: "ws://127.0.0.1:8080/v1", connections: 510, delivered: 1_200_000),
+                        .init(url: "ws://127.0.0.2:8080/v1", connections: 510, delivered: 800_000)]
+        let lines = report.renderTable().split(separator: "\n").map(String.init)
+        XCTAssertTrue(lines.contains("node 0          ws://127.0.0.1:8080/v1  510 connections, 1200000 delivered, 120000.0/s"), "\(lines)")
+        XCTAssertTrue(lines.contains("node 1          ws://127.0.0.2:8080/v1  510 connections, 800000 delivered, 80000.0/s"), "\(lines)")
+        let root = try XCTUnwrap(JSONParser.parse(Array(report.renderJSON().utf8)).object)
+        let nodes = try XCTUnwrap(root["nodes"]?.array)
+        XCTAssertEqual(nodes.count, 2)
+        XCTAssertEqual(nodes[1].object?.keys, ["url", "connections", "delivered", "delivered_per_s"])
+        XCTAssertEqual(nodes[1].object?["url"]?.string, "ws://127.0.0.2:8080/v1")
+        XCTAssertEqual(nodes[1].object?["connections"]?.int64, 510)
+        XCTAssertEqual(nodes[1].object?["delivered_per_s"]?.double, 80_000)
     }
 
     func testJSONWithoutProcessFiguresHasNulls() throws {

@@ -38,7 +38,12 @@ final class MapCheckerSimulationTests: XCTestCase {
         var history: PinHistory
         var log: SubscriberLog
         var received: Int
+        /// Events whose change the subscriber's node applied after the writer's `ok` (cluster runs).
+        var appliedAfterAck = 0
     }
+
+    /// Inside every area of `areas`: where a cluster run's barrier pin goes.
+    static let everywhere = GeoPoint(lat: 8, lon: 8)
 
     static let areas: [GeoArea] = [
         .box(GeoBox(south: 0, west: 0, north: 10, east: 10)),
@@ -53,11 +58,18 @@ final class MapCheckerSimulationTests: XCTestCase {
 
     /// Builds one random run and what a correct server delivers for it. `mutate` may change the
     /// delivered stream before the client sees it.
-    func scenario(seed: UInt64, mutate: (inout [(UInt64, Delivery)]) -> Void = { _ in }) -> Scenario {
+    ///
+    /// `cluster`: the publishers write on another node. Each op enters the replicated log at a
+    /// commit time between its send and its `ok`; the subscriber's node applies the log in commit
+    /// order, each op some time after its commit, so before or after the writer's `ok`. The run
+    /// ends as vigil-load ends one over several nodes: a barrier pin created after the last `ok`,
+    /// and the unsubscribe sent once its `added` has arrived.
+    func scenario(seed: UInt64, cluster: Bool = false, mutate: (inout [(UInt64, Delivery)]) -> Void = { _ in }) -> Scenario {
         var rng = SeededRandom(seed: seed)
         func r(_ range: ClosedRange<Int>) -> UInt64 { UInt64(Int.random(in: range, using: &rng)) }
         let threshold = 3
         let pinIDs = (0..<6).map { PinID(high: 0x4000, low: UInt64($0) + 1) }
+        let barrierID = PinID(high: 0x4000, low: 0xBA)
 
         // Publishers: one op in flight per pin.
         var ops: [Op] = []
@@ -93,8 +105,28 @@ final class MapCheckerSimulationTests: XCTestCase {
             sent += r(3...120)
         }
         let lastAck = ops.map(\.ackNs).max() ?? 0
-        let unsubscribeSent = Swift.max(lastAck, apply) + 1
-        let unsubscribeApply = unsubscribeSent + 1
+        var unsubscribeSent = Swift.max(lastAck, apply) + 1
+        var unsubscribeApply = unsubscribeSent + 1
+        var commits: [Int: UInt64] = [:]
+        if cluster {
+            let barrier = ops.count
+            // As vigil-load: once every ok is in and the last subscribe answered (at most 6 after its apply).
+            let barrierSent = Swift.max(lastAck, apply + 6) + r(1...5)
+            ops.append(Op(pin: pinIDs.count, kind: .create(Self.everywhere), sendNs: barrierSent, applyNs: 0, ackNs: barrierSent + r(2...30)))
+            // Commit strictly inside (send, ack): the writer's node answers after its own apply.
+            for k in ops.indices {
+                commits[k] = ops[k].sendNs + r(1...Int(ops[k].ackNs - ops[k].sendNs - 1))
+            }
+            // The subscriber's node: commit order, each a lag after its commit (up to 40).
+            var last: UInt64 = 0
+            for k in ops.indices.sorted(by: { (commits[$0]!, $0) < (commits[$1]!, $1) }) {
+                last = Swift.max(last, commits[k]! + r(0...40))
+                ops[k].applyNs = last
+            }
+            // The unsubscribe goes out once the barrier's event has arrived (at most 6 after it was sent).
+            unsubscribeSent = Swift.max(ops[barrier].applyNs, apply) + 7
+            unsubscribeApply = unsubscribeSent + 1
+        }
 
         // The server: applies ops and subscribes in time order, fans events out to the current area.
         enum Step { case op(Op), subscribe(Int), unsubscribe }
@@ -108,6 +140,7 @@ final class MapCheckerSimulationTests: XCTestCase {
         var area: GeoArea?
         var delivered: [(UInt64, Delivery)] = []
         var history = PinHistory(voteFlagThreshold: threshold)
+        var appliedAfterAck = 0
         for (time, step) in steps {
             switch step {
             case .subscribe(let k):
@@ -121,7 +154,7 @@ final class MapCheckerSimulationTests: XCTestCase {
                 area = nil
                 delivered.append((time, .reply(snapshot: [])))
             case .op(let op):
-                let id = pinIDs[op.pin]
+                let id = op.pin < pinIDs.count ? pinIDs[op.pin] : barrierID
                 let old = live[op.pin]
                 var new = old
                 var removal: RemovalReason?
@@ -147,6 +180,7 @@ final class MapCheckerSimulationTests: XCTestCase {
                     let wasIn = old.map { area.contains($0.position) } ?? false
                     let isIn = removal == nil && (new.map { area.contains($0.position) } ?? false)
                     let version = new?.version ?? 0
+                    if (wasIn || isIn) && op.applyNs > op.ackNs { appliedAfterAck += 1 }
                     switch (wasIn, isIn) {
                     case (false, true): delivered.append((time, .event(.added, id, version)))
                     case (true, true): delivered.append((time, .event(.updated, id, version)))
@@ -187,7 +221,7 @@ final class MapCheckerSimulationTests: XCTestCase {
                 log.event(kind, pin: pin, observedVersion: version)
             }
         }
-        return Scenario(history: history, log: log, received: received)
+        return Scenario(history: history, log: log, received: received, appliedAfterAck: appliedAfterAck)
     }
 
     func testACorrectServerIsNeverFlagged() {
@@ -208,11 +242,16 @@ final class MapCheckerSimulationTests: XCTestCase {
         XCTAssertGreaterThan(certain, 500)
     }
 
-    func testADuplicatedEventIsAlwaysFound() {
+    func testADuplicatedEventIsAlwaysFound() { assertDuplicatesAreFound(cluster: false) }
+
+    func testAHoleInARunIsAlwaysFound() { assertHolesAreFound(cluster: false) }
+
+    /// The last event delivered twice: always `wrong`.
+    func assertDuplicatesAreFound(cluster: Bool, file: StaticString = #filePath, line: UInt = #line) {
         var tried = 0
         for seed in 0..<200 as Range<UInt64> {
             var duplicated = false
-            let s = scenario(seed: seed) { delivered in
+            let s = scenario(seed: seed, cluster: cluster) { delivered in
                 let eventIndexes = delivered.indices.filter { if case .event = delivered[$0].1 { return true } else { return false } }
                 guard let index = eventIndexes.last else { return }
                 delivered.insert(delivered[index], at: index + 1)
@@ -220,19 +259,19 @@ final class MapCheckerSimulationTests: XCTestCase {
             }
             guard duplicated else { continue }
             tried += 1
-            var checker = MapChecker(history: s.history)
+            var checker = MapChecker(history: s.history, scope: cluster ? .severalNodes : .oneNode)
             checker.check(s.log)
-            XCTAssertGreaterThanOrEqual(checker.result.wrong, 1, "seed \(seed)")
+            XCTAssertGreaterThanOrEqual(checker.result.wrong, 1, "seed \(seed)", file: file, line: line)
         }
-        XCTAssertGreaterThan(tried, 100)
+        XCTAssertGreaterThan(tried, 100, file: file, line: line)
     }
 
-    func testAHoleInARunIsAlwaysFound() {
+    /// An event dropped that has a later event of the same pin before the next reply: always found.
+    func assertHolesAreFound(cluster: Bool, file: StaticString = #filePath, line: UInt = #line) {
         var tried = 0
         for seed in 0..<200 as Range<UInt64> {
             var dropped = false
-            let s = scenario(seed: seed) { delivered in
-                // Drop an event that has a later event of the same pin before the next reply.
+            let s = scenario(seed: seed, cluster: cluster) { delivered in
                 for i in delivered.indices {
                     guard case .event(_, let pin, _) = delivered[i].1 else { continue }
                     var j = i + 1
@@ -251,10 +290,71 @@ final class MapCheckerSimulationTests: XCTestCase {
             }
             guard dropped else { continue }
             tried += 1
-            var checker = MapChecker(history: s.history)
+            var checker = MapChecker(history: s.history, scope: cluster ? .severalNodes : .oneNode)
             checker.check(s.log)
-            XCTAssertGreaterThanOrEqual(checker.result.lost + checker.result.wrong, 1, "seed \(seed)")
+            XCTAssertGreaterThanOrEqual(checker.result.lost + checker.result.wrong, 1, "seed \(seed)", file: file, line: line)
         }
-        XCTAssertGreaterThan(tried, 50)
+        XCTAssertGreaterThan(tried, 50, file: file, line: line)
+    }
+
+    // MARK: - Several nodes
+
+    func testACorrectClusterIsNeverFlagged() {
+        var events = 0, afterAck = 0
+        var certain: UInt64 = 0
+        var flaggedByOneNodeRules = 0
+        for seed in 0..<400 as Range<UInt64> {
+            let s = scenario(seed: seed, cluster: true)
+            var checker = MapChecker(history: s.history, scope: .severalNodes)
+            checker.check(s.log)
+            XCTAssertEqual(checker.result.errors.count, 0, "seed \(seed): \(checker.result.errors.first)")
+            XCTAssertEqual(s.history.abandonedCount, 0)
+            events += s.received
+            afterAck += s.appliedAfterAck
+            certain += checker.result.certainChanges
+            var oneNode = MapChecker(history: s.history)
+            oneNode.check(s.log)
+            if oneNode.result.errors.count > 0 { flaggedByOneNodeRules += 1 }
+        }
+        XCTAssertGreaterThan(events, 1000)
+        // Both orders happen: events applied after the writer's ok, and (the rest) before it.
+        XCTAssertGreaterThan(afterAck, 200)
+        XCTAssertLessThan(afterAck, events)
+        // The barrier makes every change after the last reply certain, as on one node.
+        XCTAssertGreaterThan(certain, 500)
+        // The one-node rules would call a correct cluster wrong: the reason for the scope.
+        XCTAssertGreaterThan(flaggedByOneNodeRules, 40)
+    }
+
+    func testADuplicatedEventIsAlwaysFoundOnSeveralNodes() { assertDuplicatesAreFound(cluster: true) }
+
+    func testAHoleInARunIsAlwaysFoundOnSeveralNodes() { assertHolesAreFound(cluster: true) }
+
+    /// The last epoch's last event before the barrier's, dropped: when its change was sent after
+    /// the epoch's reply arrived, the barrier made it certain and the loss must be found.
+    func testALostTailIsFoundThanksToTheBarrier() {
+        var tried = 0
+        for seed in 0..<300 as Range<UInt64> {
+            var droppedEvent: (PinEventKind, PinID, Int)?
+            let s = scenario(seed: seed, cluster: true) { delivered in
+                let replies = delivered.indices.filter { if case .reply = delivered[$0].1 { return true } else { return false } }
+                let eventIndexes = delivered.indices.filter { if case .event = delivered[$0].1 { return true } else { return false } }
+                // [.., last subscribe's reply, .., event, barrier's added, unsubscribe's reply]
+                guard replies.count >= 2, eventIndexes.count >= 2 else { return }
+                let victim = eventIndexes[eventIndexes.count - 2]
+                guard victim > replies[replies.count - 2], case .event(let kind, let pin, let version) = delivered[victim].1 else { return }
+                droppedEvent = (kind, pin, version)
+                delivered.remove(at: victim)
+            }
+            guard let (kind, pin, version) = droppedEvent, let last = s.log.epochs.last,
+                  let versions = s.history.versions(of: pin) else { continue }
+            let change = PinTransitions.changeIndex(kind: kind, observedVersion: version)
+            guard versions[change].sendNs > last.replyNs else { continue }
+            tried += 1
+            var checker = MapChecker(history: s.history, scope: .severalNodes)
+            checker.check(s.log)
+            XCTAssertGreaterThanOrEqual(checker.result.lost, 1, "seed \(seed)")
+        }
+        XCTAssertGreaterThan(tried, 30)
     }
 }

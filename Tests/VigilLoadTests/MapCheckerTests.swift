@@ -26,7 +26,7 @@ final class MapCheckerTests: XCTestCase {
     func check(_ history: PinHistory, sent: UInt64 = 100, reply: UInt64 = 110,
                snapshot: [(PinID, Int)] = [], truncated: Bool = false,
                events: [(PinEventKind, PinID, Int)] = [], end: End = .open,
-               area: GeoArea? = nil) -> MapCheckResult {
+               area: GeoArea? = nil, scope: MapChecker.AckScope = .oneNode) -> MapCheckResult {
         var log = SubscriberLog(subscriber: 17)
         log.subscribeSent(area: area ?? self.area, atNs: sent)
         log.replyReceived(atNs: reply, snapshot: snapshot.map { ObservedPin(pin: $0.0, observedVersion: $0.1) },
@@ -42,7 +42,7 @@ final class MapCheckerTests: XCTestCase {
         case .lost:
             log.connectionLost()
         }
-        var checker = MapChecker(history: history, maxErrors: 50)
+        var checker = MapChecker(history: history, maxErrors: 50, scope: scope)
         checker.check(log)
         return checker.result
     }

@@ -17,6 +17,16 @@ final class PayloadStampTests: XCTestCase {
         XCTAssertEqual(viaRaw?.sendNs, 998_877)
     }
 
+    func testTheNodeTheOpWentToRoundTrips() {
+        let text = PayloadStamp.format(moves: 1, votes: 0, sendNs: 55, node: 3)
+        XCTAssertEqual(text, "m1 v0 t55 n3")
+        XCTAssertEqual(PayloadStamp(description: text), PayloadStamp(moves: 1, votes: 0, sendNs: 55, node: 3))
+        XCTAssertEqual(PayloadStamp.parse(Array(#"{"description":"m1 v0 t55 n3 padding"}"#.utf8))?.node, 3)
+        XCTAssertNil(PayloadStamp.parse(Array(#"{"description":"m1 v0 t55"}"#.utf8))?.node, "no node: nil")
+        XCTAssertNil(PayloadStamp.parse(Array(#"{"description":"m1 v0 t55 n99999"}"#.utf8))?.node, "past 65535: padding, not a node")
+        XCTAssertNil(PayloadStamp.parse(Array(#"{"description":"m1 v0 t55 n3x"}"#.utf8)), "a node must end like the time")
+    }
+
     func testPaddingAfterTheStampIsAllowed() {
         let json = #"{"description":"m1 v0 t55 xxxxxxxxxxxxxxxx"}"#
         XCTAssertEqual(PayloadStamp.parse(Array(json.utf8)), PayloadStamp(moves: 1, votes: 0, sendNs: 55))

@@ -66,4 +66,12 @@ final class ProcStatsTests: XCTestCase {
             XCTAssertTrue("\(error)".hasPrefix("open(/proc/\(Int32.max)/stat): "), "\(error)")
         }
     }
+
+    func testSamplesOfSeveralProcessesAddUp() {
+        let a = ProcSample(cpuSeconds: 1.5, rssKiB: 100, peakRSSKiB: 150, openFDs: 10, threads: 1)
+        let b = ProcSample(cpuSeconds: 2.0, rssKiB: 200, peakRSSKiB: 250, openFDs: 20, threads: 2)
+        XCTAssertEqual(ProcSample.sum([a, b]), ProcSample(cpuSeconds: 3.5, rssKiB: 300, peakRSSKiB: 400, openFDs: 30, threads: 3))
+        XCTAssertEqual(ProcSample.sum([a]), a)
+        XCTAssertNil(ProcSample.sum([]))
+    }
 }

@@ -200,4 +200,53 @@ final class WatchCheckerConflationTests: XCTestCase {
         XCTAssertEqual(w.conflations, 0)
         XCTAssertEqual(w.errors.count, 1)
     }
+
+    // MARK: - Several nodes
+
+    // The checker only compares a watcher's own replies and events, which come from one node in
+    // that node's order: where the owner's acknowledgements stand (its node may be ahead or
+    // behind) never enters. These cases are what a cluster does.
+
+    func testAWatcherOnANodeBehindTheOwnersAcksSeesEverySeqLater() {
+        // The owner has its ok for seq 7; the watcher's node had applied up to 5 when the watch came.
+        var w = WatchChecker(label: "w")
+        w.watchAccepted(stateSeq: 5, since: nil, gap: false)
+        for seq in 6...9 { w.event(seq: UInt64(seq), ended: false) }
+        XCTAssertTrue(w.errors.isEmpty, "\(w.errors.first)")
+    }
+
+    func testAWatcherOnANodeAheadOfTheOwnersAcksIsRightToo() {
+        // The watcher's node applied seq 8 before the owner's node sent the owner its ok for 8.
+        var w = WatchChecker(label: "w")
+        w.watchAccepted(stateSeq: 8, since: nil, gap: false)
+        w.event(seq: 9, ended: false)
+        XCTAssertTrue(w.errors.isEmpty, "\(w.errors.first)")
+    }
+
+    func testMovingToANodeThatHasAllTheWatcherSawReplaysExactlyTheRest() {
+        var w = WatchChecker(label: "w")
+        w.watchAccepted(stateSeq: 3, since: nil, gap: false)
+        for seq in 4...6 { w.event(seq: UInt64(seq), ended: false) }
+        w.watchEnded()
+        // Node C has applied up to 9: 7...9 replayed, then live.
+        w.watchAccepted(stateSeq: 9, since: w.lastSeq, gap: false)
+        for seq in 7...11 { w.event(seq: UInt64(seq), ended: false) }
+        XCTAssertTrue(w.errors.isEmpty, "\(w.errors.first)")
+        // A node behind what the watcher saw must refuse the since (invalid_since, retried):
+        // answering it is an error, and so is a replay that skips or repeats.
+        var behind = w
+        behind.watchEnded()
+        behind.watchAccepted(stateSeq: 10, since: 11, gap: false)
+        XCTAssertEqual(behind.errors.count, 2, "\(behind.errors.first)")  // below since, and seq went backwards
+        var skipping = w
+        skipping.watchEnded()
+        skipping.watchAccepted(stateSeq: 14, since: 11, gap: false)
+        skipping.event(seq: 13, ended: false)
+        XCTAssertEqual(skipping.lost, 1)
+        var repeating = w
+        repeating.watchEnded()
+        repeating.watchAccepted(stateSeq: 14, since: 11, gap: false)
+        repeating.event(seq: 11, ended: false)
+        XCTAssertEqual(repeating.duplicates, 1)
+    }
 }
