@@ -4,7 +4,8 @@
 Two vigild processes restored from copies of one state directory (pins with votes, an edit and a
 reach, a panic stream with updates and an invitation, a check-in circle, all made over the
 WebSocket protocol) report the same digest, the one the first reported before the copy and the one
-``state inspect --at`` computes from the files. A vote on one of them changes its digest; the same
+``state inspect --at`` computes from the files, and a daemon killed with SIGKILL (no final
+snapshot) restarts with the digest it had. A vote on one of them changes its digest; the same
 vote on the other (the same voter number: both restored the same state) brings them together again.
 Snapshots of a standalone node record no cluster sequence.
 """
@@ -12,6 +13,7 @@ Snapshots of a standalone node record no cluster sequence.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -111,6 +113,23 @@ def test_two_daemons_restored_from_one_state_agree_and_a_change_tells_them_apart
     with PinClient(a.port) as c:
         c.ok("pin.vote", id=target, value=1)
     assert fresh_digest(a, changed_at)["digest"] == fresh_digest(b, changed_at)["digest"]
+
+
+def test_a_restart_after_kill_9_restores_the_digest_from_snapshot_and_journal(vigild, tmp_path):
+    """No final snapshot: the start-up snapshot plus the journal replayed must give the digest the
+    live daemon had."""
+    state = tmp_path / "s"
+    d = vigild(config(state))
+    build_state(d.port)
+    live = digest(d)
+    d.proc.send_signal(signal.SIGKILL)
+    d.wait(10)
+    d.reported = True
+    again = vigild(config(state))
+    restored = digest(again)
+    assert restored["digest"] == live["digest"] and restored["at"] > live["at"], (live, restored)
+    replayed = re.search(r"replayed (\d+) journal records", again.stderr_text())
+    assert replayed and int(replayed.group(1)) >= 10, "the journal, not a final snapshot, held the changes"
 
 
 def test_the_digest_is_on_the_admin_listener_only_get_and_head(vigild, tmp_path):
