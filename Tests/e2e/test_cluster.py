@@ -273,6 +273,15 @@ def test_a_node_started_late_converges(cluster, clients, vigild, nats, tmp_path)
     assert views[0] == views[1] == views[2] and len(views[0]) == 50
     r = clients(late, PanicClient).watch(st["stream"], st["watch_tokens"][0])
     assert r["state"]["seq"] == 6, r
+    # and every node reports the same state digest at the same stream sequence
+    seq = wait_applied([a, b, late])
+
+    def digests():
+        got = [json.loads(http_get(d.admin_port, "/state/digest").body) for d in (a, b, late)]
+        return got if all(g["cluster_sequence"] == seq for g in got) else None
+    got = wait_until("digests taken at the last sequence", digests, timeout=30, poll=0.3)
+    assert len({g["digest"] for g in got}) == 1, got
+    assert got[0]["pins"] == 50 and got[0]["streams"] == 1, got[0]
 
 
 def test_a_nats_server_of_three_dies_during_writes_and_nothing_acknowledged_is_lost(vigild, tmp_path, clients):
