@@ -3,7 +3,7 @@ import VigilCore
 /// How many watchers each stream has on the other nodes of the cluster.
 ///
 /// Watchers are connections, not replicated state: each node knows its own. So every node
-/// announces, on the core NATS subject `<name>.presence` (not stored), its watcher count of a
+/// announces, on the core NATS subject `_vigil_presence.<name>` (outside the stream's `<name>.>`: not stored), its watcher count of a
 /// stream whenever it changes, and all of its non-zero counts every `refreshMs`; a count not
 /// refreshed within `expiryMs` is dropped (its node is gone). The owner's node tells the owner
 /// its own watchers plus these. The message is `<node> <stream id> <count>` in ASCII.
@@ -31,7 +31,7 @@ struct ClusterPresence {
         Array("\(node) \(stream) \(count)".utf8)
     }
 
-    /// A message from `<name>.presence`: the stream whose remote count changed, or nil (our own
+    /// A message from `_vigil_presence.<name>`: the stream whose remote count changed, or nil (our own
     /// message, a malformed one, or no change). Hostile bytes are dropped, never trusted further.
     mutating func received(_ payload: [UInt8], ownNode: String, nowMs: Int64) -> StreamID? {
         guard payload.count <= 80, let text = String(validating: payload, as: UTF8.self) else { return nil }

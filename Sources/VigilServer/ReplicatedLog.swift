@@ -158,13 +158,16 @@ final class ReplicatedLog: ReplicationLog {
         }
     }
 
+    /// Outside `NAME.>`: the stream must not store these (they are not state).
+    var presenceSubject: String { "_vigil_presence.\(settings.name)" }
+
     func publishPresence(_ payload: [UInt8]) {
-        try? client.publish(subject: "\(settings.name).presence", payload: payload)
+        try? client.publish(subject: presenceSubject, payload: payload)
     }
 
     /// Subscribes to the other nodes' watcher counts (kept across reconnections).
     func onPresence(_ handler: @escaping ([UInt8]) -> Void) {
-        _ = try? client.subscribe(subject: "\(settings.name).presence") { message in handler(message.payload) }
+        _ = try? client.subscribe(subject: presenceSubject) { message in handler(message.payload) }
     }
 
     func health(into w: inout JSONWriter) {

@@ -47,6 +47,9 @@ final class ClusterNode {
         /// The writer's connection, for a start or a creation applied from the stream: it owns
         /// the stream or circle then.
         let owner: Int32?
+        /// When it was published (monotonic): an answer still owed after `answerWithinMs` is
+        /// given up (`expireUnanswered`).
+        let atMs: Int64
         var takenBack = false
     }
 
@@ -59,6 +62,10 @@ final class ClusterNode {
     var serials: [UInt64] = []
     var nextSerial: UInt64 = 1
     var closes: UInt64 = 0
+    /// How long a write may wait for the stream before its writer is told `unavailable`: far
+    /// longer than a NATS leader election (about 7 s, see the tests), far shorter than a client
+    /// waits for ever.
+    static let answerWithinMs: Int64 = 30_000
     /// Counted for `/healthz` and `/metrics`.
     var confirmed = 0
     var conflicts = 0
@@ -175,7 +182,8 @@ extension V1Application {
         }
         let (messageID, number) = cluster.log.nextMessageID()
         cluster.writes[number] = ClusterNode.Write(entity: entity, undo: outcome.undo, fd: caller.fd, ref: ref, reply: outcome.reply,
-                                                   deliveries: held, serial: cluster.nextSerial, closes: cluster.closes, owner: owner)
+                                                   deliveries: held, serial: cluster.nextSerial, closes: cluster.closes, owner: owner,
+                                                   atMs: monotonicMilliseconds())
         cluster.byEntity[entity, default: []].append(number)
         cluster.log.publish(record, subject: cluster.subject(for: record, cell: cell), messageID: messageID, base: base) {
             [unowned self, unowned cluster] result in
@@ -187,6 +195,13 @@ extension V1Application {
     /// top of it are taken back; it is answered `unavailable` (the others wait for the stream,
     /// where they will conflict, or for their own failure).
     private func publishFailed(_ number: UInt64, cluster: ClusterNode) {
+        giveUp(number, cluster: cluster)
+    }
+
+    /// A write the stream did not take, or has not handed back in `answerWithinMs`: taken back
+    /// with those made on top of it, answered `unavailable`. (If the stream has it after all, the
+    /// consumer applies it later like anyone else's.)
+    private func giveUp(_ number: UInt64, cluster: ClusterNode) {
         guard let write = cluster.writes[number] else { return }
         takeBackSpeculative(write.entity, cluster: cluster)
         cluster.writes[number] = nil
@@ -297,7 +312,7 @@ extension V1Application {
         let base = ClusterNode.voterBase(nodeID: node.log.settings.nodeID)
         let own = highestVoter >= base && highestVoter - base < (1 << 40) ? highestVoter + 1 : base
         budgets = AddressBudgets(settings: server.config.addressBudgets, firstVoter: own)
-        server.addTickStep { [unowned self] in self.presenceTick() }
+        server.addTickStep { [unowned self] in self.clusterTick() }
     }
 }
 
@@ -330,11 +345,14 @@ extension V1Application {
         cluster.log.publishPresence(ClusterPresence.encode(node: cluster.log.settings.nodeID, stream: stream, count: count))
     }
 
-    /// Every tick: all non-zero counts again every `refreshMs` (a node that joined or lost
+    /// Every tick: writes waiting too long given up; all non-zero watcher counts again every `refreshMs` (a node that joined or lost
     /// messages learns them), and other nodes' counts that stopped being refreshed dropped.
-    private func presenceTick() {
+    private func clusterTick() {
         guard let cluster else { return }
         let now = monotonicMilliseconds()
+        for (number, write) in cluster.writes where now - write.atMs > ClusterNode.answerWithinMs {
+            giveUp(number, cluster: cluster)
+        }
         guard now >= cluster.presence.nextRefreshMs else { return }
         cluster.presence.nextRefreshMs = now + ClusterPresence.refreshMs
         panic.forEachWatchedStream { stream, count in announce(stream, count: count, cluster: cluster) }

@@ -301,7 +301,9 @@ def test_a_nats_server_of_three_dies_during_writes_and_nothing_acknowledged_is_l
         a, b = vigild(cfgs[0]), vigild(cfgs[1])
         wait_writable(a, timeout=40)
         wait_writable(b, timeout=40)
-        writer = clients(a)
+        # A write JetStream acknowledged just before the kill is answered once the node's consumer
+        # is back, after the stream's new leader is elected: seconds, not the default 5 s.
+        writer = PinClient(a.port, timeout=40)
         acked: list[str] = []
         ack_times: list[float] = []
         refused = 0
@@ -325,10 +327,36 @@ def test_a_nats_server_of_three_dies_during_writes_and_nothing_acknowledged_is_l
         after = [t for t in ack_times if t > killed_at]
         pause = (after[0] - killed_at) if after else float("inf")
         print(f"\nwrites resumed {pause * 1000:.0f} ms after the NATS server was killed; {refused} refused meanwhile")
-        assert pause < 15.0, f"writes did not resume within 15 s ({pause:.1f} s)"
+        assert pause < 20.0, f"writes did not resume within 20 s ({pause:.1f} s)"
         wait_applied([a, b], timeout=30)
         got = {p["id"] for p in clients(b).subscribe_bbox(59.0, 9.0, 61.0, 11.0)}
         assert set(acked) <= got, f"{len(set(acked) - got)} acknowledged writes missing"
     finally:
+        writer_close = locals().get("writer")
+        if writer_close is not None:
+            writer_close.close()
         for s in servers:
             s.kill()
+
+
+def test_a_missed_check_in_is_decided_once_for_the_whole_cluster(cluster, clients):
+    """Every node notices the deadline; the decision goes through the stream once (one message
+    id from every node), so every watcher on every node sees one escalation with one seq."""
+    a, b, c = cluster(3)
+    owner = clients(a, PanicClient)
+    due_at = pc.now_ms() + 1500
+    st = owner.ok("panic.start", status="amber", lat=52.52, lon=13.405, due_at=due_at, watchers=2)
+    s = st["stream"]
+    watchers = []
+    for d, token in ((b, st["watch_tokens"][0]), (c, st["watch_tokens"][1])):
+        w = clients(d, PanicClient)
+        wait_until("the stream on the watcher's node",
+                   lambda: w.request("panic.watch", stream=s, watch_token=token)["type"] == "ok")
+        watchers.append(w)
+    for w in watchers:
+        ev = w.event_of("panic.status", timeout=10)
+        assert ev["reason"] == "missed_check_in" and ev["seq"] == 2 and ev["at"] == due_at, ev
+        w.quiet(0.5)
+    seq = wait_applied([a, b, c])
+    assert seq == 2, (seq, [health(d)["cluster"] for d in (a, b, c)])  # the start and one escalation: the copies from other nodes were dropped
+    assert [e["reason"] for e in owner.drain() if e["type"] == "panic.status"] == ["missed_check_in"]
