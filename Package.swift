@@ -73,8 +73,9 @@ let package = Package(
         // API's JSON and rules (stream config, publish acks, ordered consumption); JSON from VigilCore.
         .target(name: "VigilNATS", dependencies: ["VigilCore"]),
         // The NATS client on the loop (connection, reconnects, request/reply) and the JetStream calls
-        // a cluster needs. Knows the loop and the NATS codec, nothing of WebSocket or the hubs.
-        .target(name: "VigilCluster", dependencies: ["VigilLoop", "VigilNATS"]),
+        // a cluster needs (and SHA-256 from libcrypto for object digests). Knows the loop and the NATS
+        // codec, nothing of WebSocket or the hubs.
+        .target(name: "VigilCluster", dependencies: ["VigilLoop", "VigilNATS", "COpenSSL"]),
         // Durable state: snapshot and journal codecs (pure), the state directory's files, recovery.
         .target(name: "VigilState", dependencies: ["VigilCore", "VigilGeo"]),
         // Glue: connection state machine, routing, configuration.
