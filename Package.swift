@@ -101,11 +101,13 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
-        // Micro-benchmarks of the core without sockets (the load client measures the whole daemon).
+        // Micro-benchmarks of the core without sockets (the load client measures the whole daemon),
+        // and the snapshot store's transfers against a running nats-server.
         .executableTarget(
             name: "vigil-bench",
             dependencies: [
                 "VigilCore", "VigilGeo", "VigilWire", "VigilLoop", "VigilState", "VigilBytes", "VigilLoad",
+                "VigilCluster", "VigilNATS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
