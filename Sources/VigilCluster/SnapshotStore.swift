@@ -20,10 +20,6 @@ public struct SnapshotStoreSettings: Equatable, Sendable {
     /// snapshot stays). Room for the current object, a new one being put, and one left over by a
     /// node that died in the middle of a put.
     public var bucketMaxBytes: Int64
-    /// A download that receives no chunk for this long fails (`timedOut`).
-    public var idleTimeoutMs: Int64 = 10_000
-    /// Heartbeats of the download's consumer.
-    public var heartbeatMs: Int64 = 1_000
 
     public init(clusterName: String, maxSnapshotBytes: Int = 256 * 1_048_576, replicas: Int = 1) {
         bucket = "\(clusterName)_SNAPSHOTS"
@@ -93,8 +89,6 @@ public enum SnapshotStoreError: Error, Equatable, Sendable, CustomStringConverti
     case digestMismatch(expected: String, actual: String)
     /// Fewer chunks in the stream than the meta announces (replaced while being read).
     case incomplete(String)
-    /// No chunk arrived within `idleTimeoutMs`.
-    case timedOut(String)
 
     public var description: String {
         switch self {
@@ -106,7 +100,6 @@ public enum SnapshotStoreError: Error, Equatable, Sendable, CustomStringConverti
         case .corrupt(let why): return "snapshot store: corrupt snapshot: \(why)"
         case .digestMismatch(let expected, let actual): return "snapshot store: digest mismatch: meta says \(expected), chunks hash to \(actual)"
         case .incomplete(let why): return "snapshot store: incomplete snapshot: \(why)"
-        case .timedOut(let why): return "snapshot store: timed out: \(why)"
         }
     }
 }
@@ -197,8 +190,9 @@ public final class SnapshotStore {
         var metaSequence: UInt64 = 0
         var storedAt = ""
         let hasher = SHA256Stream()
-        var consumer: OrderedConsumer?
-        var lastProgressMs: Int64 = 0
+        var chunkSubject = ""
+        /// The stream sequence the next chunk is asked for from.
+        var nextSequence: UInt64 = 1
 
         init(id: Int, completion: @escaping (Result<SnapshotLookup, SnapshotStoreError>) -> Void) {
             self.id = id
@@ -481,12 +475,15 @@ public final class SnapshotStore {
     // MARK: getNewest
 
     /// Downloads the newest snapshot: its meta (`STREAM.MSG.GET`, last on the meta subject), then
-    /// its chunks in stream order through an ordered consumer filtered on the object's chunk
-    /// subject, reassembled into one buffer of the meta's size and hashed as they arrive.
-    /// Completes with `.none` when there is no bucket or no object, with the snapshot when the
-    /// chunks add up to the meta's size and hash to its digest, and otherwise with a clear error:
-    /// `tooLarge` (the meta's size is above `maxSnapshotBytes`; nothing downloaded), `corrupt`,
-    /// `digestMismatch`, `incomplete` (replaced while downloading: try again), `timedOut`.
+    /// its chunks in stream order by direct gets (`JSDirectGet`, next on the object's chunk subject
+    /// after the last one read, one request in flight, so the download never queues more than one
+    /// chunk ahead of the connection's other traffic), reassembled into one buffer of the meta's
+    /// size and hashed as they arrive, to the end of the chunk subject. Completes with `.none` when
+    /// there is no bucket or no object, with the snapshot when the chunks add up to the meta's
+    /// size and hash to its digest, and otherwise with a clear error: `tooLarge` (the meta's size
+    /// is above `maxSnapshotBytes`; nothing downloaded), `corrupt`, `digestMismatch`,
+    /// `incomplete` (replaced while downloading: try again), `client(.timedOut)` (a request
+    /// unanswered within the JetStream timeout), `client(.connectionLost)`.
     ///
     /// Throws (no completion) when a download is already running or the client is not connected.
     public func getNewest(completion: @escaping (Result<SnapshotLookup, SnapshotStoreError>) -> Void) throws(SnapshotStoreError) {
@@ -495,7 +492,6 @@ public final class SnapshotStore {
         operationID += 1
         let state = GetState(id: operationID, completion: completion)
         getState = state
-        state.lastProgressMs = monotonicMilliseconds()
         readMeta { [weak self] result in
             guard let self, self.getState === state else { return }
             switch result {
@@ -525,30 +521,52 @@ public final class SnapshotStore {
         state.storedAt = message.time
         let maxChunk = info.maxChunkSize > 0 ? min(info.maxChunkSize, client.settings.payloadCap) : client.settings.payloadCap
         state.assembly = JSObjectAssembly(info: info, maxChunkBytes: maxChunk)
-        state.lastProgressMs = monotonicMilliseconds()
+        state.chunkSubject = JSObjectStore.chunkSubject(bucket: settings.bucket, nuid: info.nuid)
         if info.chunks == 0 { return verify(state) }
-        let subject = JSObjectStore.chunkSubject(bucket: settings.bucket, nuid: info.nuid)
-        state.consumer = OrderedConsumer(jetStream: jetStream, stream: streamName, startAfter: 0, filterSubject: subject,
-                                         heartbeatMs: settings.heartbeatMs) { [weak self, weak state] _, message in
-            guard let self, let state else { return }
-            self.received(state, message)
+        requestChunk(state)
+    }
+
+    /// Asks for the first chunk at or after `state.nextSequence` (one request in flight at a time).
+    private func requestChunk(_ state: GetState) {
+        do throws(NATSClientError) {
+            try client.request(subject: JSAPI.directGet(streamName),
+                               payload: JSDirectGet.request(nextBySubject: state.chunkSubject, from: state.nextSequence),
+                               timeoutMs: jetStream.timeoutMs) { [weak self] reply in
+                self?.received(state, reply)
+            }
+        } catch {
+            finishGet(state, .failure(.client(error)))
         }
     }
 
-    private func received(_ state: GetState, _ message: NATSMessage) {
+    private func received(_ state: GetState, _ reply: Result<NATSMessage, NATSClientError>) {
         guard getState === state, state.assembly != nil else { return }
-        state.lastProgressMs = monotonicMilliseconds()
-        let pending = message.replyTo.flatMap { JSDeliveryInfo(replySubject: $0) }?.pending
-        switch state.assembly!.add(message.payload, pending: pending) {
-        case .more:
-            state.hasher.update(message.payload)
-        case .complete:
-            state.hasher.update(message.payload)
-            verify(state)
-        case .corrupt(let why):
-            finishGet(state, .failure(.corrupt(why)))
-        case .incomplete(let why):
-            finishGet(state, .failure(.incomplete(why)))
+        let decoded: Result<JSDirectGet.Reply, JetStreamError>
+        switch reply {
+        case .success(let message): decoded = JSDirectGet.decode(message).mapError { .api($0) }
+        case .failure(let error): decoded = .failure(.client(error))
+        }
+        switch decoded {
+        case .failure(let error):
+            finishGet(state, .failure(error.asSnapshotError))
+        case .success(.notFound):
+            switch state.assembly!.finish() {
+            case .complete: verify(state)
+            case .incomplete(let why): finishGet(state, .failure(.incomplete(why)))
+            case .more, .corrupt(_): finishGet(state, .failure(.corrupt("unexpected end")))
+            }
+        case .success(.message(let subject, let sequence, let data)):
+            guard subject == state.chunkSubject, sequence >= state.nextSequence else {
+                return finishGet(state, .failure(.corrupt("direct get answered sequence \(sequence) on another subject or out of order")))
+            }
+            state.nextSequence = sequence + 1
+            switch state.assembly!.add(data) {
+            case .corrupt(let why):
+                finishGet(state, .failure(.corrupt(why)))
+            default:
+                state.hasher.update(data)
+                requestChunk(state)
+            }
         }
     }
 
@@ -567,8 +585,6 @@ public final class SnapshotStore {
     private func finishGet(_ state: GetState, _ result: Result<SnapshotLookup, SnapshotStoreError>) {
         guard getState === state else { return }
         getState = nil
-        state.consumer?.stop()
-        state.consumer = nil
         state.assembly = nil
         state.completion(result)
     }
@@ -577,10 +593,6 @@ public final class SnapshotStore {
 
     private func tick(nowMs: Int64) {
         if let state = putState, state.retryOnTick, client.state == .connected { pump(state) }
-        if let state = getState, nowMs - state.lastProgressMs > settings.idleTimeoutMs {
-            let what = state.assembly.map { "\($0.chunksReceived) of \($0.info.chunks) chunks after \(settings.idleTimeoutMs) ms" }
-            finishGet(state, .failure(.timedOut(what ?? "no meta after \(settings.idleTimeoutMs) ms")))
-        }
     }
 }
 

@@ -194,37 +194,58 @@ import VigilCore
         info.size = 10
         info.chunks = 3
         var a = JSObjectAssembly(info: info, maxChunkBytes: 4)
-        #expect(a.add([1, 2, 3, 4], pending: 2) == .more)
-        #expect(a.add([5, 6, 7, 8], pending: 1) == .more)
-        #expect(a.add([9, 10], pending: 0) == .complete)
+        #expect(a.add([1, 2, 3, 4]) == .more && a.add([5, 6, 7, 8]) == .more)
+        guard case .incomplete = a.finish() else { Issue.record("two of three chunks were complete"); return }
+        #expect(a.add([9, 10]) == .more && a.isComplete)
+        #expect(a.finish() == .complete)
         #expect(a.takeBytes() == Array(1...10))
 
-        var extra = JSObjectAssembly(info: info, maxChunkBytes: 4)
-        _ = extra.add([1, 2, 3, 4], pending: 3)
-        _ = extra.add([5, 6, 7, 8], pending: 2)
-        guard case .corrupt = extra.add([9, 10], pending: 1) else { Issue.record("a trailing chunk was ignored"); return }
+        // One chunk more than announced, even once the sizes add up: not this object.
+        guard case .corrupt(let why) = a.add([11]) else { Issue.record("a trailing chunk was taken"); return }
+        #expect(why.contains("more than the 3 chunks"))
 
         var big = JSObjectAssembly(info: info, maxChunkBytes: 4)
-        guard case .corrupt = big.add([1, 2, 3, 4, 5], pending: 2) else { Issue.record("an oversized chunk was kept"); return }
+        guard case .corrupt = big.add([1, 2, 3, 4, 5]) else { Issue.record("an oversized chunk was kept"); return }
         #expect(big.bytes.isEmpty)
 
         var over = JSObjectAssembly(info: info, maxChunkBytes: 8)
-        _ = over.add([1, 2, 3, 4, 5, 6, 7, 8], pending: 2)
-        guard case .corrupt = over.add([1, 2, 3], pending: 1) else { Issue.record("bytes past the size were kept"); return }
+        _ = over.add([1, 2, 3, 4, 5, 6, 7, 8])
+        guard case .corrupt = over.add([1, 2, 3]) else { Issue.record("bytes past the size were kept"); return }
+        #expect(over.bytes.count == 8)
 
         var short = JSObjectAssembly(info: info, maxChunkBytes: 4)
-        _ = short.add([1, 2, 3, 4], pending: 2)
-        _ = short.add([1, 2], pending: 1)
-        guard case .corrupt = short.add([1, 2], pending: 0) else { Issue.record("too few bytes in all chunks accepted"); return }
-
-        var missing = JSObjectAssembly(info: info, maxChunkBytes: 4)
-        guard case .incomplete = missing.add([1, 2, 3, 4], pending: 0) else { Issue.record("missing chunks not noticed"); return }
+        _ = short.add([1, 2, 3, 4])
+        _ = short.add([1, 2])
+        guard case .corrupt = short.add([1, 2]) else { Issue.record("too few bytes in all chunks accepted"); return }
 
         var empty = info
         empty.size = 0
         empty.chunks = 0
-        #expect(JSObjectAssembly(info: empty, maxChunkBytes: 4).isComplete)
+        #expect(JSObjectAssembly(info: empty, maxChunkBytes: 4).finish() == .complete)
         var none = JSObjectAssembly(info: empty, maxChunkBytes: 4)
-        guard case .corrupt = none.add([], pending: 0) else { Issue.record("a chunk for an empty object was taken"); return }
+        guard case .corrupt = none.add([]) else { Issue.record("a chunk for an empty object was taken"); return }
+    }
+
+    @Test func directGetRepliesAreReadFromTheirHeaders() throws {
+        let found = NATSMessage(subject: "_INBOX.x.1", sid: 0, headers: NATSHeaders(fields: [
+            (name: "Nats-Stream", value: "OBJ_B"), (name: "Nats-Subject", value: "$O.B.C.n"), (name: "Nats-Sequence", value: "42"),
+            (name: "Nats-Time-Stamp", value: "2026-11-25T23:00:00Z")]), payload: [1, 2, 3])
+        #expect(try JSDirectGet.decode(found).get() == .message(subject: "$O.B.C.n", sequence: 42, data: [1, 2, 3]))
+        let missing = NATSMessage(subject: "_INBOX.x.1", sid: 0, headers: NATSHeaders(status: 404, statusDescription: "Message Not Found"), payload: [])
+        #expect(try JSDirectGet.decode(missing).get() == .notFound)
+        let refused = NATSMessage(subject: "_INBOX.x.1", sid: 0, headers: NATSHeaders(status: 408, statusDescription: "Bad Request"), payload: [])
+        guard case .failure(let e) = JSDirectGet.decode(refused) else { Issue.record("a 408 was read"); return }
+        #expect(e.code == 408)
+        for fields in [[(name: "Nats-Subject", value: "$O.B.C.n")], [(name: "Nats-Sequence", value: "1")],
+                       [(name: "Nats-Subject", value: "a b"), (name: "Nats-Sequence", value: "1")],
+                       [(name: "Nats-Subject", value: "a"), (name: "Nats-Sequence", value: "99999999999999999999")],
+                       [(name: "Nats-Subject", value: "a"), (name: "Nats-Sequence", value: "0")]] {
+            guard case .failure = JSDirectGet.decode(NATSMessage(subject: "i", sid: 0, headers: NATSHeaders(fields: fields), payload: [])) else {
+                Issue.record("read \(fields)"); continue
+            }
+        }
+        guard case .failure = JSDirectGet.decode(NATSMessage(subject: "i", sid: 0, payload: [1])) else { Issue.record("read a plain message"); return }
+        #expect(try JSONParser.parse(JSDirectGet.request(nextBySubject: "$O.B.C.n", from: 7))
+                == .object(JSONObject([("seq", .number(7)), ("next_by_subj", .string("$O.B.C.n"))])))
     }
 }

@@ -9,8 +9,8 @@
 // - every payload also goes through the JetStream reply decoders (publish ack, stream info,
 //   consumer name, delivery info from the reply subject), which must answer without trapping;
 // - and through the object store's readers (`objectStore` below): base64 decodes only its one
-//   canonical form, a meta that reads re-encodes to the same meta, a stored message and a purge
-//   reply answer, and an assembly fed the payload's pieces never keeps more than its meta allows.
+//   canonical form, a meta that reads re-encodes to the same meta, a stored message, a direct get
+//   and a purge reply answer, and an assembly fed the payload's pieces never keeps more than its meta allows.
 // The first byte's low bit picks a small or the default max_payload cap.
 import VigilNATS
 
@@ -40,6 +40,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         _ = JSOrderedConsumerConfig.decodeName(message.payload)
         if let reply = message.replyTo { _ = JSDeliveryInfo(replySubject: reply) }
         objectStore(message.payload)
+        _ = JSDirectGet.decode(message)
         var consumption = JSOrderedConsumption(startAfter: 0)
         _ = consumption.received(message)
     }
@@ -93,9 +94,11 @@ private func objectStore(_ payload: [UInt8]) {
     var at = 1
     while at < payload.count {
         let count = min(Int(payload[at] % 80), payload.count - at - 1)
-        let verdict = assembly.add(Array(payload[(at + 1)..<(at + 1 + count)]), pending: UInt64(payload[at] % 3))
+        let verdict = assembly.add(Array(payload[(at + 1)..<(at + 1 + count)]))
         precondition(UInt64(assembly.bytes.count) <= info.size && assembly.chunksReceived <= info.chunks, "assembly past its meta")
         if verdict != .more { break }
         at += 1 + count
     }
+    let end = assembly.finish()
+    precondition(end == .complete ? assembly.isComplete : !assembly.isComplete, "finish disagrees with isComplete")
 }

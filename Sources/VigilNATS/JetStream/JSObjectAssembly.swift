@@ -1,5 +1,6 @@
 /// The rules of reading one object back, as a value: its meta says how many chunks and bytes;
-/// the chunks go in as they arrive, in stream order; what to do comes out. No I/O and no hashing
+/// the chunks go in as they arrive, in stream order, then the end of the subject; what to do
+/// comes out. No I/O and no hashing
 /// (the connection layer hashes what it hands in and compares with `info.digest` at the end).
 ///
 /// Memory is bounded by the meta's size, which the caller has checked against its maximum before
@@ -12,9 +13,10 @@ public struct JSObjectAssembly: Sendable {
     public private(set) var chunksReceived = 0
 
     public enum Verdict: Equatable, Sendable {
-        /// Keep reading.
+        /// Keep reading (to the end of the chunk subject, even once every announced chunk is in:
+        /// the official clients read it to its end, so more there is not this object).
         case more
-        /// Every chunk is in and the sizes add up: check the digest.
+        /// Every chunk is in, none more, and the sizes add up: check the digest.
         case complete
         /// The stream holds something other than what the meta describes.
         case corrupt(String)
@@ -30,12 +32,11 @@ public struct JSObjectAssembly: Sendable {
         bytes.reserveCapacity(Int(clamping: info.size))
     }
 
-    /// Whether the object has no chunk to wait for (an empty object).
+    /// Whether every announced chunk and byte is in.
     public var isComplete: Bool { chunksReceived == info.chunks && UInt64(bytes.count) == info.size }
 
-    /// One chunk, with the number of messages the consumer says are still pending after it
-    /// (from its delivery subject; nil when unknown).
-    public mutating func add(_ chunk: [UInt8], pending: UInt64?) -> Verdict {
+    /// The next chunk of the subject, in stream order: `.more`, or `.corrupt` with what was wrong.
+    public mutating func add(_ chunk: [UInt8]) -> Verdict {
         guard chunk.count <= maxChunkBytes else {
             return .corrupt("a chunk of \(chunk.count) bytes, above the \(maxChunkBytes) allowed")
         }
@@ -45,18 +46,15 @@ public struct JSObjectAssembly: Sendable {
         }
         bytes.append(contentsOf: chunk)
         chunksReceived += 1
-        if chunksReceived == info.chunks {
-            guard UInt64(bytes.count) == info.size else {
-                return .corrupt("\(info.chunks) chunks hold \(bytes.count) bytes, not the \(info.size) the meta announces")
-            }
-            // The official clients read a chunk subject to its end: more there is not this object.
-            if let pending, pending > 0 { return .corrupt("more than the \(info.chunks) chunks the meta announces") }
-            return .complete
-        }
-        if pending == 0 {
-            return .incomplete("the stream holds \(chunksReceived) of the \(info.chunks) chunks the meta announces")
+        if chunksReceived == info.chunks && UInt64(bytes.count) != info.size {
+            return .corrupt("\(info.chunks) chunks hold \(bytes.count) bytes, not the \(info.size) the meta announces")
         }
         return .more
+    }
+
+    /// The subject has no more chunks: `.complete`, or `.incomplete` with how many were there.
+    public func finish() -> Verdict {
+        isComplete ? .complete : .incomplete("the stream holds \(chunksReceived) of the \(info.chunks) chunks the meta announces")
     }
 
     /// Hands the bytes over (the assembly is spent).

@@ -303,6 +303,47 @@ public struct JSStoredMessage: Equatable, Sendable {
     }
 }
 
+/// `$JS.API.DIRECT.GET.<stream>` (a stream with `allow_direct`): one stored message as it was
+/// published, body and headers untouched, with the server's `Nats-Sequence` and `Nats-Subject`
+/// headers added; a `404` status when there is none. An object's chunks are read this way, one
+/// at a time (`next_by_subj` from the sequence after the last one), so at most one chunk is ever
+/// in flight ahead of the connection's other traffic.
+public enum JSDirectGet {
+    public enum Reply: Equatable, Sendable {
+        case message(subject: String, sequence: UInt64, data: [UInt8])
+        /// No message on the subject at or after the sequence asked for.
+        case notFound
+    }
+
+    /// The request body for the first message on `subject` at or after `sequence`.
+    public static func request(nextBySubject subject: String, from sequence: UInt64) -> [UInt8] {
+        var json = JSONWriter(capacity: 96)
+        json.beginObject()
+        json.field("seq", Int64(clamping: sequence))
+        json.field("next_by_subj", subject)
+        json.endObject()
+        return json.bytes
+    }
+
+    /// Reads the reply message: the stored message, `notFound` (status 404), or what was wrong.
+    public static func decode(_ message: NATSMessage) -> Result<Reply, JSAPIError> {
+        func refuse(_ why: String) -> Result<Reply, JSAPIError> {
+            .failure(JSAPIError(code: 0, errorCode: 0, description: "direct get: \(why)"))
+        }
+        if let status = message.status {
+            if status == 404 { return .success(.notFound) }
+            return .failure(JSAPIError(code: status, errorCode: 0,
+                                       description: "status \(status) \(String((message.headers?.statusDescription ?? "").prefix(100)))"))
+        }
+        guard let headers = message.headers, let subject = headers["Nats-Subject"],
+              NATSSubject.problem(subject, wildcards: false) == nil,
+              let sequence = headers["Nats-Sequence"].flatMap({ NATSParser.number(ArraySlice($0.utf8), maxDigits: 20) }), sequence > 0 else {
+            return refuse("reply without Nats-Subject and Nats-Sequence headers")
+        }
+        return .success(.message(subject: subject, sequence: sequence, data: message.payload))
+    }
+}
+
 /// The reply to `$JS.API.STREAM.PURGE.<stream>`: how many messages went.
 public enum JSPurge {
     /// The body that purges every message on `subject` (an object's chunks).
@@ -330,6 +371,7 @@ public enum JSPurge {
 extension JSAPI {
     public static func streamMessageGet(_ stream: String) -> String { "$JS.API.STREAM.MSG.GET.\(stream)" }
     public static func streamPurge(_ stream: String) -> String { "$JS.API.STREAM.PURGE.\(stream)" }
+    public static func directGet(_ stream: String) -> String { "$JS.API.DIRECT.GET.\(stream)" }
     /// Error code of `no message found` (`err_code` 10037): a MSG.GET for a subject with none.
     public static let noMessageFound = 10037
 }
