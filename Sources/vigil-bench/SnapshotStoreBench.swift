@@ -19,7 +19,7 @@ extension VigilBench {
         @Option(help: "The NATS server.") var nats = "nats://127.0.0.1:4222"
         @Option(parsing: .upToNextOption, help: "Snapshot sizes in MiB.") var mib: [Int] = [10, 100]
         @Option(help: "Runs per size; medians are reported.") var runs = 3
-        @Option(help: "Chunk acknowledgements awaited at once.") var acks = 8
+        @Option(help: "Chunk acknowledgements awaited at once (default: SnapshotStoreSettings').") var acks: Int?
 
         func run() throws {
             let loop = try EventLoop()
@@ -33,7 +33,8 @@ extension VigilBench {
                 if let reply = message.replyTo { try? client.publish(subject: reply, payload: message.payload) }
             }
             var settings = SnapshotStoreSettings(clusterName: "BENCH", maxSnapshotBytes: (mib.max() ?? 1) << 20)
-            settings.maxAcksOutstanding = acks
+            if let acks { settings.maxAcksOutstanding = acks }
+            print("chunks of \(settings.chunkSize) bytes, \(settings.maxAcksOutstanding) acknowledgements awaited at once")
             let store = SnapshotStore(jetStream: JetStream(client: client, timeoutMs: 10_000), settings: settings)
 
             let idle = Echo(client: client)
