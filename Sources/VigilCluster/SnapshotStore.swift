@@ -81,6 +81,8 @@ public enum SnapshotStoreError: Error, Equatable, Sendable, CustomStringConverti
     case tooLarge(size: UInt64, max: Int)
     /// The settings or the metadata cannot be used (`SnapshotStoreSettings.problem`).
     case invalid(String)
+    /// The store already holds a snapshot of a later cluster sequence (this one): nothing sent.
+    case superseded(UInt64)
     /// The client refused or lost the operation (not connected, connection lost, timeout).
     case client(NATSClientError)
     /// JetStream answered with an error (e.g. the bucket is full, or not as Vigil creates it).
@@ -97,6 +99,7 @@ public enum SnapshotStoreError: Error, Equatable, Sendable, CustomStringConverti
         case .busy: return "snapshot store: another transfer is under way"
         case .tooLarge(let size, let max): return "snapshot store: \(size) bytes is above the maximum of \(max)"
         case .invalid(let why): return "snapshot store: \(why)"
+        case .superseded(let sequence): return "snapshot store: the store already holds a snapshot at cluster sequence \(sequence)"
         case .client(let error): return "snapshot store: \(error.description)"
         case .jetStream(let error): return "snapshot store: \(error.description)"
         case .corrupt(let why): return "snapshot store: corrupt snapshot: \(why)"
@@ -312,7 +315,9 @@ public final class SnapshotStore {
     /// at most `settings.maxAcksOutstanding` awaited at once, hashed as they go; the meta (size,
     /// chunk count, SHA-256, metadata) follows the last acknowledgement. A failure at any step
     /// completes with it and leaves the previous snapshot current; the partial chunks are purged
-    /// at once if possible, otherwise by the next put.
+    /// at once if possible, otherwise by the next put. A put whose `clusterSequence` is below the
+    /// current snapshot's completes with `superseded` before sending anything (an equal one
+    /// replaces it).
     ///
     /// Throws (nothing sent, no completion) when a put is already running (`busy`), the client
     /// is not connected, `bytes` is above `maxSnapshotBytes` (`tooLarge`), or the settings or the
@@ -338,6 +343,12 @@ public final class SnapshotStore {
                 guard let self, self.putState === state else { return }
                 switch result {
                 case .success(let current):
+                    // Never replace a snapshot with an older one (a node that lags behind, or
+                    // raced another node's put and lost).
+                    if let info = current?.0, !info.deleted, let newer = SnapshotMetadata(entries: info.metadata),
+                       newer.clusterSequence > state.metadata.clusterSequence {
+                        return self.finishPut(state, .failure(.superseded(newer.clusterSequence)))
+                    }
                     state.previous = current?.0.nuid
                 case .failure(.corrupt):
                     state.previous = nil  // a corrupt meta is replaced; its chunks (unknown) stay

@@ -117,6 +117,12 @@ func snapshotHarness(_ client: NATSClient, _ loop: EventLoop, maxSnapshotBytes: 
         #expect(info.bytes > 1_048_576 && info.bytes < 1_048_576 + 16_384, "\(info.bytes) bytes left")
         guard case .snapshot(let got) = try h.getNewest().get() else { Issue.record("no snapshot"); return }
         #expect(got.metadata.clusterSequence == 20 && got.bytes == seededBytes(1_048_576 + 1, seed: 2))
+
+        // A node behind the snapshot in the store does not replace it with an older one.
+        #expect(try h.put(seededBytes(1_000, seed: 3), sequence: 19, node: "n2") == .failure(.superseded(20)))
+        #expect(try h.streamInfo().messages == 10)
+        guard case .snapshot(let kept) = try h.getNewest().get() else { Issue.record("no snapshot"); return }
+        #expect(kept.metadata == got.metadata && kept.info.nuid == second.info.nuid)
     }
 
     @Test func corruptOrHostileObjectsAreRefusedWithClearErrors() throws {
