@@ -133,10 +133,14 @@ public enum SnapshotStoreError: Error, Equatable, Sendable, CustomStringConverti
 ///     try store.getNewest { result in
 ///         switch result {
 ///         case .success(.snapshot(let s)): restore(s.bytes); consume(after: s.metadata.clusterSequence)
-///         case .success(.none): consume(after: 0)       // no snapshot yet: the stream from the start
+///         case .success(.none): consume(after: 0)       // no snapshot yet: the stream from sequence 1
 ///         case .failure(let error): retry later          // never start from a corrupt snapshot
 ///         }
 ///     }
+///
+/// The caller checks that the stream still holds what follows: `clusterSequence + 1` (or 1 with
+/// `.none`) not below the stream's first sequence (`JetStream.streamInfo`); otherwise the history
+/// the node needs is gone and it must not start (docs/CLUSTER.md, "Snapshots in JetStream").
 public final class SnapshotStore {
     public let jetStream: JetStream
     public let settings: SnapshotStoreSettings
@@ -157,12 +161,10 @@ public final class SnapshotStore {
     private var ownObjects: [String] = []
     private static let maxOwnObjects = 64
     private var random = SystemRandomNumberGenerator()
-    private var operationID = 0
     private var putState: PutState?
     private var getState: GetState?
 
     private final class PutState {
-        let id: Int
         let bytes: [UInt8]
         let metadata: SnapshotMetadata
         let nuid: String
@@ -177,9 +179,8 @@ public final class SnapshotStore {
         var retryOnTick = false
         var chunksStarted = false
 
-        init(id: Int, bytes: [UInt8], metadata: SnapshotMetadata, nuid: String,
+        init(bytes: [UInt8], metadata: SnapshotMetadata, nuid: String,
              completion: @escaping (Result<PublishedSnapshot, SnapshotStoreError>) -> Void) {
-            self.id = id
             self.bytes = bytes
             self.metadata = metadata
             self.nuid = nuid
@@ -188,7 +189,6 @@ public final class SnapshotStore {
     }
 
     private final class GetState {
-        let id: Int
         let completion: (Result<SnapshotLookup, SnapshotStoreError>) -> Void
         var assembly: JSObjectAssembly?
         var metadata: SnapshotMetadata?
@@ -199,8 +199,7 @@ public final class SnapshotStore {
         /// The stream sequence the next chunk is asked for from.
         var nextSequence: UInt64 = 1
 
-        init(id: Int, completion: @escaping (Result<SnapshotLookup, SnapshotStoreError>) -> Void) {
-            self.id = id
+        init(completion: @escaping (Result<SnapshotLookup, SnapshotStoreError>) -> Void) {
             self.completion = completion
         }
     }
@@ -332,8 +331,7 @@ public final class SnapshotStore {
               NATSHeaders(fields: [(name: "x", value: metadata.nodeID)]).isEncodable else {
             throw .invalid("node id must be 1 to \(SnapshotMetadata.maxNodeIDBytes) printable bytes")
         }
-        operationID += 1
-        let state = PutState(id: operationID, bytes: bytes, metadata: metadata,
+        let state = PutState(bytes: bytes, metadata: metadata,
                              nuid: JSObjectStore.makeNUID(using: &random), completion: completion)
         putState = state
         withBucket { [weak self] error in
@@ -502,8 +500,7 @@ public final class SnapshotStore {
     public func getNewest(completion: @escaping (Result<SnapshotLookup, SnapshotStoreError>) -> Void) throws(SnapshotStoreError) {
         guard getState == nil else { throw .busy }
         try checkReady()
-        operationID += 1
-        let state = GetState(id: operationID, completion: completion)
+        let state = GetState(completion: completion)
         getState = state
         readMeta { [weak self] result in
             guard let self, self.getState === state else { return }
@@ -605,7 +602,8 @@ public final class SnapshotStore {
     // MARK: the clock
 
     private func tick(nowMs: Int64) {
-        if let state = putState, state.retryOnTick, client.state == .connected { pump(state) }
+        // Disconnected meanwhile: the pump's publish is refused, which ends the put.
+        if let state = putState, state.retryOnTick { pump(state) }
     }
 }
 

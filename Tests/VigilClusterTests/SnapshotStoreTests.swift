@@ -216,6 +216,27 @@ func snapshotHarness(_ client: NATSClient, _ loop: EventLoop, maxSnapshotBytes: 
         #expect(try turn(loop, until: { !big.store.isPutting }))
     }
 
+    @Test func aPutWaitsForRoomWhenTheClientsOutputIsFull() throws {
+        let server = try NATSServerProcess()
+        try server.start()
+        let loop = try EventLoop()
+        var settings = NATSClientSettings()
+        settings.tickMs = 20
+        settings.maxPendingBytes = 150_000  // room for one 128 KiB chunk, not two
+        let client = NATSClient(urls: [try NATSServerURL.parse(server.url).get()], options: NATSConnectOptions(name: "t"),
+                                settings: settings, loop: loop)
+        try client.start()
+        defer { client.close() }
+        #expect(try turn(loop, until: { client.state == .connected }))
+        let h = snapshotHarness(client, loop)
+        let bytes = seededBytes(1_048_576 + 7, seed: 13)
+        // The second chunk of each window is refused by the client (outboundFull): the put sends
+        // it after the first one's acknowledgement instead of failing or buffering.
+        _ = try h.put(bytes, sequence: 1).get()
+        guard case .snapshot(let got) = try h.getNewest().get() else { Issue.record("no snapshot"); return }
+        #expect(got.bytes == bytes)
+    }
+
     @Test func aServerKilledDuringAPutFailsItClearlyAndTheNextPutSucceeds() throws {
         let (server, loop, client) = try connectedClient()
         defer { client.close() }
