@@ -18,6 +18,8 @@ public struct SnapshotStoreSettings: Equatable, Sendable {
     public var maxSnapshotBytes = 256 * 1_048_576
     /// Copies JetStream keeps of the bucket (`cluster.replicas`).
     public var replicas = 1
+    /// Downloads tried, each from the meta, before `incomplete` is given up on.
+    public var downloadAttempts = 3
     /// The bucket's bound (`discard: new`: a put that would pass it is refused, the current
     /// snapshot stays). Room for the current object, a new one being put, and one left over by a
     /// node that died in the middle of a put.
@@ -41,6 +43,7 @@ public struct SnapshotStoreSettings: Equatable, Sendable {
         if chunkSize < 1_024 || chunkSize > 1_048_576 { return "chunk size \(chunkSize) is outside 1 KiB…1 MiB" }
         if maxAcksOutstanding < 1 || maxAcksOutstanding > 64 { return "acks outstanding \(maxAcksOutstanding) is outside 1…64" }
         if maxSnapshotBytes < 0 { return "negative maximum snapshot size" }
+        if downloadAttempts < 1 || downloadAttempts > 10 { return "download attempts \(downloadAttempts) is outside 1…10" }
         if bucketMaxBytes != -1 && bucketMaxBytes < 2 * Int64(maxSnapshotBytes) { return "the bucket cannot hold two snapshots of the maximum size" }
         return nil
     }
@@ -154,6 +157,8 @@ public final class SnapshotStore {
     public var chunksAcknowledged: Int { putState?.chunksAcked ?? 0 }
     /// Chunks of the running download received so far.
     public var chunksReceived: Int { getState?.assembly?.chunksReceived ?? 0 }
+    /// Downloads started again from the meta after an `incomplete` one (for metrics and tests).
+    public private(set) var attemptsRetried = 0
 
     /// Objects this store wrote whose chunks are not known to be purged: a failed put's partial
     /// chunks, or a put that succeeded and was then replaced by another node's. None of them is
@@ -190,6 +195,7 @@ public final class SnapshotStore {
 
     private final class GetState {
         let completion: (Result<SnapshotLookup, SnapshotStoreError>) -> Void
+        let attemptsLeft: Int
         var assembly: JSObjectAssembly?
         var metadata: SnapshotMetadata?
         var metaSequence: UInt64 = 0
@@ -199,8 +205,9 @@ public final class SnapshotStore {
         /// The stream sequence the next chunk is asked for from.
         var nextSequence: UInt64 = 1
 
-        init(completion: @escaping (Result<SnapshotLookup, SnapshotStoreError>) -> Void) {
+        init(completion: @escaping (Result<SnapshotLookup, SnapshotStoreError>) -> Void, attemptsLeft: Int) {
             self.completion = completion
+            self.attemptsLeft = attemptsLeft
         }
     }
 
@@ -493,14 +500,19 @@ public final class SnapshotStore {
     /// there is no bucket or no object, with the snapshot when the chunks add up to the meta's
     /// size and hash to its digest, and otherwise with a clear error: `tooLarge` (the meta's size
     /// is above `maxSnapshotBytes`; nothing downloaded), `corrupt`, `digestMismatch`,
-    /// `incomplete` (replaced while downloading: try again), `client(.timedOut)` (a request
-    /// unanswered within the JetStream timeout), `client(.connectionLost)`.
+    /// `incomplete` (fewer chunks than announced, `settings.downloadAttempts` times in a row: the
+    /// object was replaced while being read, or a replica lagged; each attempt starts again from
+    /// the meta), `client(.timedOut)` (a request unanswered within the JetStream timeout),
+    /// `client(.connectionLost)`.
     ///
     /// Throws (no completion) when a download is already running or the client is not connected.
     public func getNewest(completion: @escaping (Result<SnapshotLookup, SnapshotStoreError>) -> Void) throws(SnapshotStoreError) {
         guard getState == nil else { throw .busy }
         try checkReady()
-        let state = GetState(completion: completion)
+        startGet(GetState(completion: completion, attemptsLeft: settings.downloadAttempts))
+    }
+
+    private func startGet(_ state: GetState) {
         getState = state
         readMeta { [weak self] result in
             guard let self, self.getState === state else { return }
@@ -596,6 +608,10 @@ public final class SnapshotStore {
         guard getState === state else { return }
         getState = nil
         state.assembly = nil
+        if case .failure(.incomplete) = result, state.attemptsLeft > 1 {
+            attemptsRetried += 1
+            return startGet(GetState(completion: state.completion, attemptsLeft: state.attemptsLeft - 1))
+        }
         state.completion(result)
     }
 

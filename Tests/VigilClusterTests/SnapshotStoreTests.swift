@@ -67,7 +67,7 @@ struct SnapshotHarness {
     }
 }
 
-func snapshotHarness(_ client: NATSClient, _ loop: EventLoop, maxSnapshotBytes: Int = 16 << 20) -> SnapshotHarness {
+func snapshotHarness(_ client: NATSClient, _ loop: EventLoop, maxSnapshotBytes: Int = 32 << 20) -> SnapshotHarness {
     let settings = SnapshotStoreSettings(clusterName: "T", maxSnapshotBytes: maxSnapshotBytes)
     return SnapshotHarness(loop: loop, store: SnapshotStore(jetStream: JetStream(client: client, timeoutMs: 3_000), settings: settings))
 }
@@ -159,7 +159,9 @@ func snapshotHarness(_ client: NATSClient, _ loop: EventLoop, maxSnapshotBytes: 
         // Chunks missing (purged, as when replaced while being read): the end of the subject comes early.
         _ = try JSPurge.decodePurged(h.request(JSAPI.streamPurge(stream), JSPurge.request(filter: chunkSubject))).get()
         _ = try JSPubAck.decode(h.request(chunkSubject, Array(bytes[0..<131_072]))).get()
+        let retriedBefore = h.store.attemptsRetried
         guard case .failure(.incomplete) = try h.getNewest() else { Issue.record("a missing chunk was not noticed"); return }
+        #expect(h.store.attemptsRetried == retriedBefore + 2)  // 3 attempts, each from the meta
 
         // A meta announcing more than the maximum: refused before any chunk is asked for.
         var huge = published.info
@@ -192,6 +194,27 @@ func snapshotHarness(_ client: NATSClient, _ loop: EventLoop, maxSnapshotBytes: 
         _ = try h.put(bytes, sequence: 6).get()
         guard case .snapshot(let good) = try h.getNewest().get() else { Issue.record("no snapshot after repair"); return }
         #expect(good.bytes == bytes && good.metadata.clusterSequence == 6)
+    }
+
+    @Test func aDownloadWhoseObjectIsReplacedMeanwhileStartsAgainFromTheNewMeta() throws {
+        let (server, loop, client) = try connectedClient()
+        defer { client.close() }
+        defer { withExtendedLifetime(server) {} }
+        let reader = snapshotHarness(client, loop)
+        let writer = snapshotHarness(client, loop)  // another node's store on the same bucket
+        _ = try writer.put(seededBytes(16 << 20, seed: 31), sequence: 1).get()
+
+        var outcome: Result<SnapshotLookup, SnapshotStoreError>?
+        try reader.store.getNewest { outcome = $0 }
+        #expect(try turn(loop, until: { reader.store.chunksReceived >= 3 }))
+        // Replaced after 3 of 128 chunks: a one-chunk put (a few round trips) purges the old
+        // chunks long before the download's 125 remaining ones are read.
+        let replacement = seededBytes(50_000, seed: 32)
+        #expect(try writer.put(replacement, sequence: 2).get().purgedMessages == 128)
+        #expect(try turn(loop, until: { outcome != nil }, timeoutMs: 30_000))
+        guard case .success(.snapshot(let got))? = outcome else { Issue.record("download: \(String(describing: outcome))"); return }
+        #expect(got.bytes == replacement && got.metadata.clusterSequence == 2)
+        #expect(reader.store.attemptsRetried == 1)
     }
 
     @Test func sizesAboveTheMaximumAreRefusedBeforeAnythingMoves() throws {
