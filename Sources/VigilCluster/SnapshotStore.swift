@@ -228,8 +228,9 @@ public final class SnapshotStore {
     // MARK: the bucket
 
     /// Finds the bucket's stream, or creates it with the object store's config; completes with its
-    /// info. A stream of that name over other subjects is refused (`jetStream(.mismatch)`), never
-    /// taken over. Put and getNewest call it themselves (once per store).
+    /// info. A stream of that name over other subjects, or without rollup headers or direct gets,
+    /// is refused (`jetStream(.mismatch)`), never taken over or changed. Put calls it itself (once
+    /// per store); getNewest needs no bucket (none is `.none`).
     public func ensureBucket(completion: @escaping (Result<JSStreamInfo, SnapshotStoreError>) -> Void) throws(SnapshotStoreError) {
         try checkReady()
         ensureBucket(creating: true, completion)
@@ -238,12 +239,12 @@ public final class SnapshotStore {
     private func ensureBucket(creating: Bool, _ completion: @escaping (Result<JSStreamInfo, SnapshotStoreError>) -> Void) {
         let config = settings.bucketConfig
         do throws(NATSClientError) {
-            try jetStream.streamInfo(config.streamName) { [weak self] result in
+            try client.request(subject: JSAPI.streamInfo(config.streamName), payload: [], timeoutMs: jetStream.timeoutMs) { [weak self] reply in
                 guard let self else { return completion(.failure(.client(.closed))) }
-                switch result {
+                switch JetStream.decode(reply, JSStreamInfo.decode) {
                 case .success(let info):
-                    guard Set(info.subjects) == Set(config.subjects) else {
-                        return completion(.failure(.jetStream(.mismatch("stream \(config.streamName) exists with subjects \(info.subjects), not \(config.subjects)"))))
+                    if case .success(let message) = reply, let problem = config.problem(existing: message.payload) {
+                        return completion(.failure(.jetStream(.mismatch(problem))))
                     }
                     self.bucketReady = true
                     completion(.success(info))

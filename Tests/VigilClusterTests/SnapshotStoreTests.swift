@@ -239,6 +239,24 @@ func snapshotHarness(_ client: NATSClient, _ loop: EventLoop, maxSnapshotBytes: 
         #expect(try turn(loop, until: { !big.store.isPutting }))
     }
 
+    @Test func aStreamOfTheBucketsNameThatIsNotAnObjectStoreIsNotUsed() throws {
+        let (server, loop, client) = try connectedClient()
+        defer { client.close() }
+        defer { withExtendedLifetime(server) {} }
+        let h = snapshotHarness(client, loop)
+        // The bucket's name and subjects, as a plain stream would have them (no direct gets).
+        var created: Result<JSStreamInfo, JetStreamError>?
+        try h.js.ensureStream(JSStreamConfig(name: "OBJ_T_SNAPSHOTS", subjects: JSObjectStore.subjects(bucket: "T_SNAPSHOTS"),
+                                             maxAgeSeconds: 3_600, maxBytes: 1 << 20)) { created = $0 }
+        #expect(try turn(loop, until: { created != nil }))
+        _ = try #require(created).get()
+        guard case .failure(.jetStream(.mismatch(let why))) = try h.put([1, 2, 3], sequence: 1) else {
+            Issue.record("a plain stream was used as the bucket"); return
+        }
+        #expect(why.contains("allow_rollup_hdrs"))
+        #expect(!h.store.bucketReady && h.store.chunksAcknowledged == 0)
+    }
+
     @Test func aPutWaitsForRoomWhenTheClientsOutputIsFull() throws {
         let server = try NATSServerProcess()
         try server.start()

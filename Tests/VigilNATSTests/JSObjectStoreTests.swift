@@ -69,6 +69,22 @@ import VigilCore
         #expect(plain["discard"] == .string("old") && plain["allow_rollup_hdrs"] == nil && plain["description"] == nil)
     }
 
+    @Test func anExistingStreamMustBeTheBucketsToBeUsed() {
+        let config = JSObjectStoreConfig(bucket: "V_SNAPSHOTS")
+        func info(_ fields: String) -> [UInt8] {
+            Array(#"{"config":{"name":"OBJ_V_SNAPSHOTS",\#(fields)},"state":{"messages":0,"bytes":0,"first_seq":0,"last_seq":0}}"#.utf8)
+        }
+        let subjects = #""subjects":["$O.V_SNAPSHOTS.M.>","$O.V_SNAPSHOTS.C.>"]"#
+        #expect(config.problem(existing: info(subjects + #","allow_rollup_hdrs":true,"allow_direct":true,"num_replicas":3"#)) == nil)
+        #expect(config.problem(existing: info(subjects + #","allow_rollup_hdrs":true"#))?.contains("allow_direct") == true)
+        #expect(config.problem(existing: info(subjects + #","allow_direct":true"#))?.contains("allow_rollup_hdrs") == true)
+        #expect(config.problem(existing: info(#""subjects":["ELSE.>"],"allow_rollup_hdrs":true,"allow_direct":true"#))?.contains("subjects") == true)
+        #expect(config.problem(existing: Array("{}".utf8)) != nil)
+        // What this store creates passes its own check.
+        let created = String(decoding: config.encode(), as: UTF8.self)
+        #expect(config.problem(existing: Array("{\"config\":\(created)}".utf8)) == nil)
+    }
+
     // MARK: digest
 
     @Test func digestsAreSHA256InPaddedBase64URL() {

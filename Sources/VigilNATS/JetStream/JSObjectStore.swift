@@ -96,6 +96,23 @@ public struct JSObjectStoreConfig: Equatable, Sendable {
     }
 
     public func encode() -> [UInt8] { streamConfig.encode() }
+
+    /// Why the stream a STREAM.INFO reply describes cannot serve as this bucket, nil when it can:
+    /// other subjects (another application's stream, never taken over), or without the rollup
+    /// headers or direct gets the object store needs (the official clients set both). Its
+    /// replicas, size and age bounds are the operator's to change and are not checked.
+    public func problem(existing payload: [UInt8]) -> String? {
+        guard case .success(let object) = JSAPI.object(payload), let config = object["config"]?.object else {
+            return "stream info without a config"
+        }
+        let subjects = (config["subjects"]?.array ?? []).compactMap(\.string)
+        if Set(subjects) != Set(self.subjects) {
+            return "stream \(streamName) exists with subjects \(subjects.prefix(8)), not \(self.subjects)"
+        }
+        if config["allow_rollup_hdrs"]?.bool != true { return "stream \(streamName) exists without allow_rollup_hdrs" }
+        if config["allow_direct"]?.bool != true { return "stream \(streamName) exists without allow_direct" }
+        return nil
+    }
 }
 
 /// An object's meta (ADR-20's ObjectInfo), the JSON payload of its meta message. `mtime` is not
