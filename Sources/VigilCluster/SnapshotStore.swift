@@ -141,9 +141,11 @@ public enum SnapshotStoreError: Error, Equatable, Sendable, CustomStringConverti
 ///         }
 ///     }
 ///
-/// The caller checks that the stream still holds what follows: `clusterSequence + 1` (or 1 with
-/// `.none`) not below the stream's first sequence (`JetStream.streamInfo`); otherwise the history
-/// the node needs is gone and it must not start (docs/CLUSTER.md, "Snapshots in JetStream").
+/// The caller checks the snapshot against the stream (`JetStream.streamInfo`): `clusterSequence + 1`
+/// (or 1 with `.none`) not below the stream's first sequence, otherwise the history the node
+/// needs is gone; `clusterSequence` not above its last sequence, otherwise the snapshot is of
+/// another history (a stream deleted and created again). In both cases the node must not start
+/// (docs/CLUSTER.md, "Snapshots in JetStream").
 public final class SnapshotStore {
     public let jetStream: JetStream
     public let settings: SnapshotStoreSettings
