@@ -81,6 +81,7 @@ private func objectStore(_ payload: [UInt8]) {
     _ = JSObjectDigest.parse(String(decoding: payload, as: UTF8.self))
     _ = JSStoredMessage.decode(payload)
     _ = JSPurge.decodePurged(payload)
+    _ = JSObjectStoreConfig(bucket: "B").problem(existing: payload)
     if case .success(let info) = JSObjectInfo.decode(payload) {
         precondition((try? JSObjectInfo.decode(info.encode()).get()) == info, "object meta round trip")
         _ = SnapshotMetadata(entries: info.metadata)
