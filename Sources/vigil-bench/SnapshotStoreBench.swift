@@ -42,6 +42,7 @@ extension VigilBench {
             _ = drive(loop, timeoutMs: 2_000, echo: idle, until: { false })
             print("idle: echo round trip p50 \(fmt(idle.percentile(0.5))) ms, max \(fmt(idle.percentile(1))) ms (\(idle.ms.count) samples)")
             print("columns: put_ms put_MiB/s put_longest_turn_cpu_ms put_echo_p50_ms put_echo_max_ms get_ms get_MiB/s get_longest_turn_cpu_ms get_echo_p50_ms get_echo_max_ms")
+            var sequence = UInt64(monotonicMilliseconds())  // above what an earlier invocation left in the bucket
             for size in mib {
                 var rng = SplitMix64(state: UInt64(size))
                 var bytes = [UInt8](repeating: 0, count: size << 20)
@@ -53,7 +54,8 @@ extension VigilBench {
                     let putEcho = Echo(client: client)
                     var published: Result<PublishedSnapshot, SnapshotStoreError>?
                     let putStart = monotonicMilliseconds()
-                    try store.put(bytes, metadata: SnapshotMetadata(clusterSequence: UInt64(run), nodeID: "bench", formatVersion: 1,
+                    sequence += 1  // never below the stored snapshot's: that put would be refused (superseded)
+                    try store.put(bytes, metadata: SnapshotMetadata(clusterSequence: sequence, nodeID: "bench", formatVersion: 1,
                                                                     takenAtMs: 0)) { published = $0 }
                     guard let putTurn = drive(loop, timeoutMs: 600_000, echo: putEcho, until: { published != nil }) else {
                         throw ValidationError("put did not finish")
