@@ -73,8 +73,9 @@ let package = Package(
         // API's JSON and rules (stream config, publish acks, ordered consumption); JSON from VigilCore.
         .target(name: "VigilNATS", dependencies: ["VigilCore"]),
         // The NATS client on the loop (connection, reconnects, request/reply) and the JetStream calls
-        // a cluster needs. Knows the loop and the NATS codec, nothing of WebSocket or the hubs.
-        .target(name: "VigilCluster", dependencies: ["VigilLoop", "VigilNATS"]),
+        // a cluster needs (and SHA-256 from libcrypto for object digests). Knows the loop and the NATS
+        // codec, nothing of WebSocket or the hubs.
+        .target(name: "VigilCluster", dependencies: ["VigilLoop", "VigilNATS", "COpenSSL"]),
         // Durable state: snapshot and journal codecs (pure), the state directory's files, recovery,
         // the state digest (SHA-256 from libcrypto: a hash function, nothing of sockets or TLS).
         .target(name: "VigilState", dependencies: ["VigilCore", "VigilGeo", "COpenSSL"]),
@@ -101,11 +102,13 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
-        // Micro-benchmarks of the core without sockets (the load client measures the whole daemon).
+        // Micro-benchmarks of the core without sockets (the load client measures the whole daemon),
+        // and the snapshot store's transfers against a running nats-server.
         .executableTarget(
             name: "vigil-bench",
             dependencies: [
                 "VigilCore", "VigilGeo", "VigilWire", "VigilLoop", "VigilState", "VigilBytes", "VigilLoad",
+                "VigilCluster", "VigilNATS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

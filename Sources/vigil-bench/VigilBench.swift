@@ -17,7 +17,7 @@ struct VigilBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vigil-bench",
         abstract: "Micro-benchmarks of Vigil's core (no sockets).",
-        subcommands: [OneCell.self, Country.self, Pan.self, State.self, StateDigestBench.self, Clusters.self]
+        subcommands: [OneCell.self, Country.self, Pan.self, State.self, StateDigestBench.self, Clusters.self, SnapshotStoreBench.self]
     )
 }
 

@@ -8,13 +8,7 @@ import VigilNATS
 /// moves to another server, the writes resume, and nothing acknowledged is lost or doubled.
 @Suite(.serialized) struct JetStreamClusterTests {
     @Test func writesResumeAfterAServerOfThreeIsKilledAndNothingAcknowledgedIsLost() throws {
-        let routes = try (0..<3).map { _ in try NATSServerProcess.freePort() }
-        let routeList = routes.map { "nats://127.0.0.1:\($0)" }.joined(separator: ",")
-        let servers = try (0..<3).map { i in
-            try NATSServerProcess(extraArguments: ["--cluster", "nats://127.0.0.1:\(routes[i])", "--routes", routeList,
-                                                   "--cluster_name", "VT", "--server_name", "s\(i + 1)"])
-        }
-        for server in servers { try server.start() }
+        let servers = try NATSServerProcess.startCluster(named: "VT")
         let loop = try EventLoop()
         let client = try makeClient(servers.map(\.url), loop: loop)
         defer { client.close() }

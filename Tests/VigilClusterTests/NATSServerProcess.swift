@@ -79,6 +79,20 @@ final class NATSServerProcess {
     }
 }
 
+extension NATSServerProcess {
+    /// `count` servers routed into one NATS cluster on loopback (named s1, s2…), all started.
+    static func startCluster(named name: String, count: Int = 3) throws -> [NATSServerProcess] {
+        let routes = try (0..<count).map { _ in try freePort() }
+        let routeList = routes.map { "nats://127.0.0.1:\($0)" }.joined(separator: ",")
+        let servers = try routes.enumerated().map { i, route in
+            try NATSServerProcess(extraArguments: ["--cluster", "nats://127.0.0.1:\(route)", "--routes", routeList,
+                                                   "--cluster_name", name, "--server_name", "s\(i + 1)"])
+        }
+        for server in servers { try server.start() }
+        return servers
+    }
+}
+
 struct TestFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }

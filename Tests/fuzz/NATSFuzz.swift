@@ -7,7 +7,10 @@
 // - once failed, it stays failed;
 // - every HMSG's header block re-encodes and decodes to the same headers;
 // - every payload also goes through the JetStream reply decoders (publish ack, stream info,
-//   consumer name, delivery info from the reply subject), which must answer without trapping.
+//   consumer name, delivery info from the reply subject), which must answer without trapping;
+// - and through the object store's readers (`objectStore` below): base64 decodes only its one
+//   canonical form, a meta that reads re-encodes to the same meta, a stored message, a direct get
+//   and a purge reply answer, and an assembly fed the payload's pieces never keeps more than its meta allows.
 // The first byte's low bit picks a small or the default max_payload cap.
 import VigilNATS
 
@@ -36,6 +39,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         _ = JSStreamInfo.decode(message.payload)
         _ = JSOrderedConsumerConfig.decodeName(message.payload)
         if let reply = message.replyTo { _ = JSDeliveryInfo(replySubject: reply) }
+        objectStore(message.payload)
+        _ = JSDirectGet.decode(message)
         var consumption = JSOrderedConsumption(startAfter: 0)
         _ = consumption.received(message)
     }
@@ -64,4 +69,37 @@ private func run(_ chunks: [[UInt8]], cap: Int) -> (ops: [NATSServerOp], error: 
         }
     }
     return (ops, nil)
+}
+
+private func objectStore(_ payload: [UInt8]) {
+    for alphabet in [NATSBase64.Alphabet.standard, .url] {
+        if let bytes = NATSBase64.decode(payload, alphabet: alphabet) {
+            let again = NATSBase64.encode(bytes, alphabet: alphabet, padded: payload.contains(UInt8(ascii: "=")))
+            precondition(Array(again.utf8) == payload, "base64 decoded a non-canonical form")
+        }
+    }
+    _ = JSObjectDigest.parse(String(decoding: payload, as: UTF8.self))
+    _ = JSStoredMessage.decode(payload)
+    _ = JSPurge.decodePurged(payload)
+    _ = JSObjectStoreConfig(bucket: "B").problem(existing: payload)
+    if case .success(let info) = JSObjectInfo.decode(payload) {
+        precondition((try? JSObjectInfo.decode(info.encode()).get()) == info, "object meta round trip")
+        _ = SnapshotMetadata(entries: info.metadata)
+    }
+    // The payload as the chunks of a small object: its first byte the chunk count, the rest split
+    // by the following bytes' values.
+    guard let first = payload.first else { return }
+    var info = JSObjectInfo(name: "n", bucket: "B", nuid: "N", size: UInt64(payload.count / 2), chunks: Int(first % 8), digest: "")
+    if info.chunks == 0 { info.size = 0 }
+    var assembly = JSObjectAssembly(info: info, maxChunkBytes: 64)
+    var at = 1
+    while at < payload.count {
+        let count = min(Int(payload[at] % 80), payload.count - at - 1)
+        let verdict = assembly.add(Array(payload[(at + 1)..<(at + 1 + count)]))
+        precondition(UInt64(assembly.bytes.count) <= info.size && assembly.chunksReceived <= info.chunks, "assembly past its meta")
+        if verdict != .more { break }
+        at += 1 + count
+    }
+    let end = assembly.finish()
+    precondition(end == .complete ? assembly.isComplete : !assembly.isComplete, "finish disagrees with isComplete")
 }

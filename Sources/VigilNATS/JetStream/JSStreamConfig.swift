@@ -13,6 +13,13 @@ public struct JSStreamConfig: Equatable, Sendable {
     public var maxAgeSeconds: Int64
     public var maxBytes: Int64
     public var duplicateWindowSeconds: Int64
+    /// What the other kinds of stream (an object store's) set differently: a description,
+    /// `discard: new` (a full stream refuses new messages instead of dropping old ones), rollup
+    /// headers (`Nats-Rollup`) and direct gets allowed.
+    public var description = ""
+    public var discardNew = false
+    public var allowRollup = false
+    public var allowDirect = false
 
     public init(name: String, subjects: [String], storage: Storage = .file, replicas: Int = 1,
                 maxAgeSeconds: Int64, maxBytes: Int64, duplicateWindowSeconds: Int64 = 120) {
@@ -30,6 +37,7 @@ public struct JSStreamConfig: Equatable, Sendable {
         var json = JSONWriter(capacity: 256)
         json.beginObject()
         json.field("name", name)
+        if !description.isEmpty { json.field("description", description) }
         json.key("subjects")
         json.beginArray()
         for subject in subjects { json.string(subject) }
@@ -39,8 +47,10 @@ public struct JSStreamConfig: Equatable, Sendable {
         json.field("num_replicas", Int64(replicas))
         json.field("max_age", maxAgeSeconds * 1_000_000_000)
         json.field("max_bytes", maxBytes)
-        json.field("discard", "old")
+        json.field("discard", discardNew ? "new" : "old")
         json.field("duplicate_window", duplicateWindowSeconds * 1_000_000_000)
+        if allowRollup { json.field("allow_rollup_hdrs", true) }
+        if allowDirect { json.field("allow_direct", true) }
         json.endObject()
         return json.bytes
     }
