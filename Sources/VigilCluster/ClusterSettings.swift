@@ -24,6 +24,12 @@ public struct ClusterSettings: Equatable, Sendable, CustomStringConvertible {
     public var maxBytes: Int64 = 1 << 30
     /// How long a JetStream call or a publish's acknowledgement may take.
     public var requestTimeoutMs = 5_000
+    /// How often a node with a state directory publishes its snapshot to the cluster's snapshot
+    /// store (after a local snapshot, at most this often), for nodes that join after the
+    /// stream's retention dropped its start.
+    public var snapshotPublishIntervalSeconds = 300
+    /// The largest snapshot a node publishes or downloads.
+    public var maxSnapshotBytes = 256 * 1_048_576
 
     public init() {}
 

@@ -188,9 +188,12 @@ public enum ConfigLoader {
             ("creds_file", .unsupported("NATS .creds files are not supported yet: use user/password or token")),
             ("tls", .unsupported("TLS to NATS is not supported yet (the loop's TLS starts at the first byte; NATS sends INFO in plaintext first)")),
             ("replicas", .integer(1...5, \.cluster.replicas)),
-            ("max_age_s", .integer(60...31_536_000, \.cluster.maxAgeSeconds)),
+            // At least the stream's 2-minute duplicate window (JetStream refuses a shorter age).
+            ("max_age_s", .integer(120...31_536_000, \.cluster.maxAgeSeconds)),
             ("max_bytes", .integer64(1_048_576...(1 << 40), \.cluster.maxBytes)),
             ("request_timeout_ms", .integer(100...60_000, \.cluster.requestTimeoutMs)),
+            ("snapshot_publish_interval_s", .integer(1...86_400, \.cluster.snapshotPublishIntervalSeconds)),
+            ("max_snapshot_bytes", .integer(1_048_576...(1 << 34), \.cluster.maxSnapshotBytes)),
         ]),
         ("log", [
             ("level", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"], \.logLevel)),

@@ -75,6 +75,11 @@ final class Persistence: ChangeLog {
         get { snapshots.clusterSequence }
         set { snapshots.clusterSequence = newValue }
     }
+    /// See `SnapshotSchedule.written`.
+    var snapshotWritten: (([UInt8], UInt64) -> Void)? {
+        get { snapshots.written }
+        set { snapshots.written = newValue }
+    }
     /// See `SnapshotSchedule.takeBacks`.
     var takeBacks: () -> Int {
         get { snapshots.takeBacks }

@@ -77,6 +77,12 @@ final class ReplicatedLog: ReplicationLog {
     let bootTag: String
     private var nextWrite: UInt64 = 1
     private var retryAtMs: Int64?
+    /// Set while the node waits for a snapshot from the cluster (the stream's retention passed
+    /// its state): `needsSnapshot` was told the stream's first sequence.
+    private(set) var awaitingSnapshot = false
+    /// Told when the stream no longer holds the records after this node's state: the node must
+    /// restore a published snapshot and then call `resume(after:)`.
+    var needsSnapshot: ((_ firstSequence: UInt64) -> Void)?
 
     init(settings: ClusterSettings, startAfter: UInt64, loop: EventLoop, logger: Logger, deliver: @escaping (Entry) -> Void) {
         self.settings = settings
@@ -104,13 +110,14 @@ final class ReplicatedLog: ReplicationLog {
 
     var connected: Bool { client.state == .connected }
     var caughtUp: Bool { appliedSequence >= catchUpTarget }
-    var writable: Bool { connected && streamReady && caughtUp }
+    var writable: Bool { connected && streamReady && caughtUp && !awaitingSnapshot }
     var lag: UInt64 { knownLastSequence > appliedSequence ? knownLastSequence - appliedSequence : 0 }
 
     /// Why writes are refused now (nil while writable), for logs and `/healthz`.
     var refusal: String? {
         if !connected { return "not connected to NATS" }
         if !streamReady { return "stream not ready" + (lastError.map { ": \($0)" } ?? "") }
+        if awaitingSnapshot { return "waiting for a snapshot from the cluster: " + (lastError ?? "") }
         if !caughtUp { return "catching up with the stream" }
         return nil
     }
@@ -211,10 +218,13 @@ final class ReplicatedLog: ReplicationLog {
                     self.catchUpTarget = max(self.catchUpTarget, info.lastSequence)
                     self.knownLastSequence = max(self.knownLastSequence, info.lastSequence)
                     if info.firstSequence > self.appliedSequence + 1 && info.lastSequence > self.appliedSequence {
-                        // Retention passed this node's state: it cannot catch up from the stream.
-                        self.streamReady = false
-                        self.lastError = "the stream starts at \(info.firstSequence), after this node's state (\(self.appliedSequence)): start it from a snapshot"
-                        self.logger.critical("cluster: \(self.lastError!)")
+                        // Retention passed this node's state: it cannot catch up from the stream
+                        // alone. A snapshot of the cluster's brings it past the gap.
+                        self.lastError = "the stream starts at \(info.firstSequence), after this node's state (\(self.appliedSequence))"
+                        guard !self.awaitingSnapshot else { return }
+                        self.awaitingSnapshot = true
+                        self.logger.error("cluster: \(self.lastError!); fetching the cluster's newest snapshot")
+                        self.needsSnapshot?(info.firstSequence)
                         return
                     }
                     if self.consumer == nil {
@@ -232,6 +242,24 @@ final class ReplicatedLog: ReplicationLog {
         } catch {
             failed(error.description)
         }
+    }
+
+    /// No usable snapshot was found: look at the stream again (and ask again) after a while.
+    func snapshotUnavailable() {
+        awaitingSnapshot = false
+        retryAtMs = monotonicMilliseconds() + 10_000
+    }
+
+    /// The node restored a snapshot that holds the stream up to `sequence`: consumption goes on
+    /// from the next one.
+    func resume(after sequence: UInt64) {
+        awaitingSnapshot = false
+        lastError = nil
+        appliedSequence = sequence
+        knownLastSequence = max(knownLastSequence, sequence)
+        consumer?.stop()
+        consumer = nil
+        findStream()
     }
 
     private func failed(_ reason: String) {

@@ -20,6 +20,8 @@ final class SnapshotSchedule {
     /// What the background thread reports.
     struct Outcome: Sendable {
         let takeBacks: Int
+        /// The snapshot's bytes and sequence, when `written` wants them.
+        let published: ([UInt8], UInt64)?
         let segment: UInt64
         let pins: Int
         let startedMs: Int64
@@ -33,6 +35,7 @@ final class SnapshotSchedule {
         let segment: UInt64
         let startedMs: Int64
         let takeBacks: Int
+        let clusterSequence: UInt64?
     }
 
     private let directory: StateDirectory
@@ -58,6 +61,10 @@ final class SnapshotSchedule {
     /// node's speculative write overtaken or failed, `V1Application+Cluster`). A snapshot during
     /// which it moved may hold a change that never happened: it is followed at once by another.
     var takeBacks: () -> Int = { 0 }
+    /// Given each snapshot written (its bytes and cluster sequence), when set: a cluster node
+    /// publishes it for nodes that join later (`V1Application+Cluster`). Only snapshots during
+    /// which nothing was taken back.
+    var written: (([UInt8], UInt64) -> Void)?
 
     init(directory: StateDirectory, intervalSeconds: Int, logger: Logger, loop: EventLoop) throws {
         self.directory = directory
@@ -79,9 +86,10 @@ final class SnapshotSchedule {
     /// if any, learns on the loop whether it was written.
     func begin(segment: UInt64, map: MapHub, nowMs: Int64, completion: ((Bool) -> Void)? = nil) {
         self.completion = completion
-        let writer = SnapshotWriter(takenAt: V1Application.wallClockMs(), journalSegment: segment, clusterSequence: clusterSequence())
+        let sequence = clusterSequence()
+        let writer = SnapshotWriter(takenAt: V1Application.wallClockMs(), journalSegment: segment, clusterSequence: sequence)
         job = Job(ids: map.pinIDs, writer: writer,
-                  segment: segment, startedMs: nowMs, takeBacks: takeBacks())
+                  segment: segment, startedMs: nowMs, takeBacks: takeBacks(), clusterSequence: sequence)
     }
 
     /// Encodes the next slice of pins; after the last one, hands the rest to the background thread.
@@ -107,6 +115,7 @@ final class SnapshotSchedule {
         let writer = current.writer
         let directory = self.directory, outcomes = self.outcomes
         let segment = current.segment, startedMs = current.startedMs, pins = writer.pinsWritten, takeBacks = current.takeBacks
+        let sequence = written == nil ? nil : current.clusterSequence
         let thread = Thread {
             // Lowest CPU priority for this thread only (Linux applies nice per thread): on a small
             // machine the snapshot must take spare CPU, never the loop's.
@@ -126,7 +135,9 @@ final class SnapshotSchedule {
             } catch {
                 result = .failure(error)
             }
-            outcomes.post(Outcome(takeBacks: takeBacks, segment: segment, pins: pins, startedMs: startedMs, result: result))
+            let published: ([UInt8], UInt64)? = if case .success = result, let sequence { (bytes, sequence) } else { nil }
+            outcomes.post(Outcome(takeBacks: takeBacks, published: published, segment: segment, pins: pins, startedMs: startedMs,
+                                  result: result))
         }
         thread.name = "vigil-snapshot"
         thread.start()
@@ -149,6 +160,8 @@ final class SnapshotSchedule {
                 // replaces it (restore reads the newest).
                 nextMs = now
                 logger.notice("snapshot superseded at once: a change it may hold was taken back while it was made")
+            } else if let (bytes, sequence) = outcome.published {
+                written?(bytes, sequence)
             }
         case .failure(let error):
             stats.failures += 1

@@ -2,6 +2,7 @@ import Logging
 import VigilCluster
 import VigilCore
 import VigilLoop
+import VigilNATS
 import VigilState
 import VigilWire
 
@@ -73,6 +74,10 @@ final class ClusterNode {
     var applied = 0
     /// Watcher counts of the other nodes (`ClusterPresence`).
     var presence = ClusterPresence()
+    /// The cluster's snapshot store (nil with an in-memory log), and when this node last
+    /// published to it (monotonic ms).
+    var snapshots: SnapshotStore?
+    var lastPublishedMs: Int64?
     /// Decisions of the tick published lately (message id → when), not to publish them every tick.
     var decisionsPublished: [String: Int64] = [:]
 
@@ -291,13 +296,18 @@ extension V1Application {
             guard let cluster = self.cluster else { return }
             self.applyFromStream(entry, cluster: cluster)
         }
-        cluster = ClusterNode(log: replicated)
+        let node = ClusterNode(log: replicated)
+        node.snapshots = SnapshotStore(jetStream: replicated.jetStream, settings: SnapshotStoreSettings(
+            clusterName: settings.name, maxSnapshotBytes: settings.maxSnapshotBytes, replicas: settings.replicas))
+        cluster = node
+        replicated.needsSnapshot = { [unowned self] first in self.fetchSnapshot(after: first, logger: logger) }
         replicated.onPresence { [unowned self] payload in self.presenceReceived(payload) }
         server.stateDigests.clusterSequence = { [unowned replicated] in replicated.appliedSequence }
         if let p = persistence {
             p.clusterSequence = { [unowned replicated] in replicated.appliedSequence }
             p.takeBacks = { [unowned self] in self.cluster?.takenBack ?? 0 }
             p.beforeFinalSnapshot = { [unowned self] in self.takeBackAllSpeculative() }
+            p.snapshotWritten = { [unowned self] bytes, sequence in self.publishSnapshot(bytes, sequence: sequence, logger: logger) }
         }
         try replicated.start()
         server.addStopStep { [unowned replicated] in replicated.stop() }
@@ -407,5 +417,96 @@ extension V1Application {
     func takeBackAllSpeculative() {
         guard let cluster else { return }
         for entity in Array(cluster.byEntity.keys) { takeBackSpeculative(entity, cluster: cluster) }
+    }
+}
+
+extension V1Application {
+    /// A snapshot this node wrote, to the cluster's snapshot store (at most every
+    /// `cluster.snapshot_publish_interval_s`; a newer one already there is left in place).
+    func publishSnapshot(_ bytes: [UInt8], sequence: UInt64, logger: Logger) {
+        guard let cluster, let store = cluster.snapshots, !store.isPutting else { return }
+        let settings = cluster.log.settings
+        let now = monotonicMilliseconds()
+        if let last = cluster.lastPublishedMs, now - last < Int64(settings.snapshotPublishIntervalSeconds) * 1000 { return }
+        guard bytes.count <= settings.maxSnapshotBytes else {
+            logger.warning("cluster: the snapshot is larger than cluster.max_snapshot_bytes; not published",
+                           metadata: ["bytes": "\(bytes.count)"])
+            return
+        }
+        cluster.lastPublishedMs = now
+        let metadata = SnapshotMetadata(clusterSequence: sequence, nodeID: settings.nodeID, formatVersion: Int(SnapshotCodec.version),
+                                        takenAtMs: Self.wallClockMs())
+        do throws(SnapshotStoreError) {
+            try store.put(bytes, metadata: metadata) { result in
+                switch result {
+                case .success(let published):
+                    logger.info("cluster: snapshot published", metadata: ["sequence": "\(sequence)", "bytes": "\(bytes.count)",
+                                                                         "purged": "\(published.purgedMessages)"])
+                case .failure(.superseded):
+                    break  // another node's newer one is there
+                case .failure(let error):
+                    cluster.lastPublishedMs = nil  // the next snapshot tries again
+                    logger.warning("cluster: snapshot not published", metadata: ["error": "\(error)"])
+                }
+            }
+        } catch {
+            cluster.lastPublishedMs = nil
+            logger.warning("cluster: snapshot not published", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// The stream no longer holds what comes after this node's state (a new node, or one back
+    /// after longer than the stream's retention): restore the cluster's newest snapshot, if it
+    /// reaches the stream's first sequence, and go on from it.
+    func fetchSnapshot(after first: UInt64, logger: Logger) {
+        guard let cluster, let log = cluster.log as? ReplicatedLog, let store = cluster.snapshots else { return }
+        do throws(SnapshotStoreError) {
+            try store.getNewest { [unowned self, unowned log] result in
+                switch result {
+                case .success(.snapshot(let stored)) where stored.metadata.clusterSequence + 1 >= first:
+                    do {
+                        try self.restore(stored.bytes, logger: logger)
+                        logger.notice("cluster: state restored from a cluster snapshot",
+                                      metadata: ["sequence": "\(stored.metadata.clusterSequence)", "node": "\(stored.metadata.nodeID)"])
+                        log.resume(after: stored.metadata.clusterSequence)
+                    } catch {
+                        logger.error("cluster: the cluster snapshot does not decode; retrying", metadata: ["error": "\(error)"])
+                        log.snapshotUnavailable()
+                    }
+                case .success(.snapshot(let stored)):
+                    logger.error("cluster: the newest cluster snapshot is older than the stream's start; retrying (publish one from a node that is up to date)",
+                                 metadata: ["snapshot_sequence": "\(stored.metadata.clusterSequence)", "stream_first": "\(first)"])
+                    log.snapshotUnavailable()
+                case .success(.none):
+                    logger.error("cluster: no cluster snapshot is published yet; retrying")
+                    log.snapshotUnavailable()
+                case .failure(let error):
+                    logger.error("cluster: the cluster snapshot could not be read; retrying", metadata: ["error": "\(error)"])
+                    log.snapshotUnavailable()
+                }
+            }
+        } catch {
+            logger.error("cluster: the cluster snapshot could not be read; retrying", metadata: ["error": "\(error)"])
+            log.snapshotUnavailable()
+        }
+    }
+
+    /// The hubs replaced by a snapshot's state. Connections' subscriptions and watches lived in
+    /// the old hubs: every `/v1` connection is closed (1013, try again later) so that clients subscribe
+    /// again and see the restored state.
+    private func restore(_ bytes: [UInt8], logger: Logger) throws {
+        let snapshot = try SnapshotCodec.decode(bytes)
+        let image = StateImage(snapshot)
+        let now = Self.wallClockMs()
+        let (map, restoredPanic) = image.restore(pinSettings: hub.settings, panicSettings: panic.settings, now: now)
+        let circles = image.restoreCircles(settings: checkin.settings, now: now)
+        for case let connection? in server.connections where hasSession(connection.fd) {
+            connection.close(code: .tryAgainLater, reason: "state restored from the cluster; reconnect")
+        }
+        hub = map
+        panic = restoredPanic
+        checkin = circles
+        cluster?.writes.removeAll()
+        cluster?.byEntity.removeAll()
     }
 }

@@ -150,6 +150,9 @@ public final class V1Application: WebSocketApplication {
 
     // MARK: sessions
 
+    /// Whether `fd` is a `/v1` connection.
+    func hasSession(_ fd: Int32) -> Bool { sessions[fd] != nil }
+
     public func opened(_ connection: Connection) {
         sessions[connection.fd] = V1Session(sessionRates, nowMs: monotonicMilliseconds())
         cluster?.opened(connection.fd)

@@ -360,3 +360,45 @@ def test_a_missed_check_in_is_decided_once_for_the_whole_cluster(cluster, client
     seq = wait_applied([a, b, c])
     assert seq == 2, (seq, [health(d)["cluster"] for d in (a, b, c)])  # the start and one escalation: the copies from other nodes were dropped
     assert [e["reason"] for e in owner.drain() if e["type"] == "panic.status"] == ["missed_check_in"]
+
+
+def test_a_node_joining_after_retention_dropped_the_stream_start_restores_a_cluster_snapshot(vigild, nats, tmp_path, clients):
+    """The stream keeps 1 MiB (`max_bytes`): after ~1.6 MB of records its start is gone. Node A
+    (state directory, a snapshot every second) publishes its snapshot to the cluster's object
+    store; node B, started afterwards with nothing, cannot catch up from the stream alone,
+    restores that snapshot, consumes the rest, and ends with A's digest."""
+    def cfg(node, state):
+        c = node_config([nats.url], node, tmp_path / f"state-{node}" if state else None)
+        c["cluster"].update({"max_bytes": 1048576, "snapshot_publish_interval_s": 1})
+        c["pins"]["description_max_bytes"] = 4000
+        if state:
+            c["state"]["snapshot_interval_s"] = 1
+        return c
+    a = vigild(cfg("n1", True))
+    wait_writable(a)
+    w = clients(a)
+    refs = [w.send_request("pin.create", pin=dict(lat=45.0 + i / 10000, lon=7.0, title=f"p{i}", description="x" * 1000))
+            for i in range(1400)]
+    for ref in refs:
+        r = w.await_reply(ref)
+        assert r["type"] == "ok", r
+    last = health(a)["cluster"]["applied_seq"]
+    assert last == 1400
+    start = a.line_count()
+    while True:  # the first snapshot published that holds every write
+        m = a.wait_for_log(r'cluster: snapshot published.* sequence=(\d+)', timeout=30, start=start)
+        if int(m.group(1)) >= last:
+            break
+        start = a.line_count()
+    b = vigild(cfg("n2", False))
+    b.wait_for_log("state restored from a cluster snapshot", timeout=30)
+    wait_writable(b)
+    seq = wait_applied([a, b])
+    got = wait_until("digests at the same sequence",
+                     lambda: (g := [json.loads(http_get(d.admin_port, "/state/digest").body) for d in (a, b)])
+                     and all(x["cluster_sequence"] == seq for x in g) and g, timeout=30, poll=0.3)
+    assert got[0]["digest"] == got[1]["digest"] and got[0]["pins"] == 1400, got
+    # and B takes writes that A sees
+    made = clients(b).ok("pin.create", pin=dict(lat=45.5, lon=7.5, title="on b"))
+    sub = clients(a)
+    assert made["pin"]["id"] in {p["id"] for p in sub.subscribe_bbox(45.4, 7.4, 45.6, 7.6)}
