@@ -36,6 +36,7 @@ delivery in the measured window: on a shared machine the robust figure (rates ar
     benchmarks/reference/build_uws.sh
     python3 benchmarks/fanout_compare.py --reference 'benchmarks/reference/.build-uws/uws_peer {port} {size}' --name uWebSockets
     python3 benchmarks/fanout_compare.py --reference '...' --name uWebSockets --callgrind --windows 8 --repeat 1
+    python3 benchmarks/fanout_compare.py --idle-only --idle 15000                 # idle RSS per connection only
 """
 
 from __future__ import annotations
@@ -246,11 +247,12 @@ def main() -> int:
     ap.add_argument("--callgrind", action="store_true",
                     help="run the servers under callgrind and report instructions per delivery in the window "
                          "(the robust figure on a shared machine; rates are then ~50x lower; skips the idle runs)")
+    ap.add_argument("--idle-only", action="store_true", help="only the idle runs (no fan-out)")
     ap.add_argument("--out", type=Path, help="write every run as JSON here")
     args = ap.parse_args()
     if args.callgrind:
         args.idle = 0
-    windows = [int(w) for w in args.windows.split(",")]
+    windows = [] if args.idle_only else [int(w) for w in args.windows.split(",")]
 
     with tempfile.TemporaryDirectory() as tmp:
         client = build_client(Path(tmp))
@@ -283,7 +285,7 @@ def main() -> int:
         if args.idle:
             for r in range(args.repeat):
                 for server in servers:
-                    idle.setdefault(server.name, []).append(idle_run(server, client, args, size))
+                    idle.setdefault(server.name, []).append(idle_run(server, client, args, size or 300))
                     print(f"idle run {r + 1} {server.name:>12}: {idle[server.name][-1]:.0f} B per connection", flush=True)
 
     med = lambda xs: statistics.median(xs)  # noqa: E731
@@ -302,7 +304,7 @@ def main() -> int:
               f"{med([x['steal_server_cpu'] for x in rs]):>4.0%}/{med([x['steal_client_cpu'] for x in rs]):<4.0%} "
               f"{all(x['exact'] for x in rs)}"
               + (f" {med([x['instructions_per_delivery'] for x in rs]):>8.0f} instr/delivery" if args.callgrind else ""))
-    if args.reference:
+    if args.reference and runs:
         v, ref = best["vigild"], best[args.name]
         print(f"\nbest window: vigild {v[0] / 1e6:.2f} M/s (W={v[1]}), {args.name} {ref[0] / 1e6:.2f} M/s (W={ref[1]}): "
               f"ratio vigild/{args.name} = {v[0] / ref[0]:.2f}")
