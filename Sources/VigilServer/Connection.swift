@@ -21,9 +21,10 @@ public final class Connection: ByteStream {
     /// which the fan-out profile showed as the top user-space cost with plain `unowned` (12%).
     private unowned(unsafe) let server: Server
     public private(set) var lifecycle: ConnectionLifecycle
-    // The small fields right after the lifecycle, in the bytes its size (17) leaves before the
-    // next 8-byte field (this object is what an idle connection is: 330 bytes before this round's
-    // changes, 336 with malloc's header and rounding; now 296, 304).
+    // The small fields right after the lifecycle, in the bytes its size (10) leaves before the
+    // next 8-byte field (this object is what an idle connection is: 330 bytes once, 336 with
+    // malloc's header and rounding; now 168, 176: docs/BENCHMARKS.md, "What an idle connection
+    // is made of").
     /// The deflater setting agreed in the handshake (`Compression` slot; 0: no compression).
     public private(set) var compressionSlot: UInt8 = 0
     /// Why the connection will end if the actions being performed drop it (set by each event's
