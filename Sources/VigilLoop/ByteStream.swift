@@ -41,10 +41,10 @@ open class ByteStream: EventHandler {
     /// cost 12% of the daemon's time on the connection's server reference, the same pattern).
     private unowned(unsafe) let loop: EventLoop
     private var output = OutputQueue()
-    // The small fields right after the queue, packed into the bytes its odd size leaves before
-    // the next 8-byte field, and the 8-byte fields last, so that this part ends on an 8-byte
-    // boundary and the subclass's fields start without padding (this object is allocated per
-    // connection: benchmarks/idle_anatomy.sh).
+    // The small fields right after the queue (40 bytes) and the 8-byte field last, so that this
+    // part ends on an 8-byte boundary with 2 bytes of padding and the subclass's fields start
+    // without any (this object is allocated per connection: benchmarks/idle_anatomy.sh; 96 bytes
+    // after the object header, 112 when the queue's count and this threshold were 64-bit).
     private var state: State = []
     public let fd: Int32
     private var interest: IOEvents = []
@@ -53,10 +53,18 @@ open class ByteStream: EventHandler {
     private var pendingFailure: Int32 = 0
     /// Bytes of the queue's head handed to an `SSL_write` that must be retried (0: none).
     private var pendingTLSWrite: Int32 = 0
-    /// Unsent bytes above which reading pauses (the default never pauses).
-    public var pauseReadingAbove = Int.max
+    /// Unsent bytes above which reading pauses; 32 bits like the queue's count (in the 4 bytes
+    /// the fields before leave empty), so its largest value, the default, never pauses.
+    private var pauseAbove = UInt32.max
     /// The TLS session (OpenSSL's `SSL*`), nil for a plain stream.
     private var tls: OpaquePointer?
+
+    /// Unsent bytes above which reading pauses (the default never pauses; values past 32 bits
+    /// count as the default).
+    public var pauseReadingAbove: Int {
+        get { Int(pauseAbove) }
+        set { pauseAbove = UInt32(clamping: newValue) }
+    }
 
     private struct State: OptionSet {
         let rawValue: UInt16

@@ -49,11 +49,18 @@ public struct OutputQueue {
         var base: UnsafeMutableRawPointer { ref._withUnsafeGuaranteedRef { $0.base } }
     }
 
+    // Field order: the flag and the 32-bit count in the 7 bytes `first` (25) leaves before the
+    // next 8-byte field, so the queue is 40 bytes, not 49 (it is part of every connection's object).
     private var first: Entry?
-    private var rest = Deque<Entry>()
-    public private(set) var byteCount = 0
     /// Some of `first` has been sent: it must go out whole before anything may be dropped or replaced.
     private var headStarted = false
+    /// Bytes queued. 32 bits: a connection's budget is at most 2 × 1 GiB (`SendPolicies`; the
+    /// config bounds `max_output_buffer_bytes` at 1 GiB) and an HTTP response is one chunk, whose
+    /// offsets are 32-bit already (`Entry`).
+    private var count: UInt32 = 0
+    private var rest = Deque<Entry>()
+
+    public var byteCount: Int { Int(count) }
 
     public init() {}
 
@@ -82,7 +89,7 @@ public struct OutputQueue {
             rest[rest.count - 1].ref._withUnsafeGuaranteedRef { $0.commit(n) }
             rest[rest.count - 1].end += Int32(n)
         }
-        byteCount += n
+        count += UInt32(n)
     }
 
     /// Copies `bytes` into the queue.
@@ -98,7 +105,7 @@ public struct OutputQueue {
         let length = chunk.count - chunk.start
         guard length > 0 else { return }
         push(Entry(holding: chunk, start: Int32(chunk.start), end: Int32(chunk.count), tag: tag, owned: false))
-        byteCount += length
+        count += UInt32(length)
     }
 
     private mutating func push(_ entry: Entry) {
@@ -116,7 +123,7 @@ public struct OutputQueue {
         for e in rest { QueuedChunk.release(e, pool: pool) }
         first = nil
         rest = Deque()
-        byteCount = 0
+        count = 0
         headStarted = false
     }
 
@@ -143,7 +150,7 @@ public struct OutputQueue {
             QueuedChunk.release(head, pool: pool)
             first = rest.popFirst()
         }
-        byteCount -= removed
+        count -= UInt32(removed)
         return removed
     }
 
@@ -162,7 +169,7 @@ public struct OutputQueue {
             QueuedChunk.release(head, pool: pool)
             first = nil
         }
-        byteCount -= dropped
+        count -= UInt32(dropped)
         return dropped
     }
 
@@ -227,7 +234,7 @@ public struct OutputQueue {
 
     private mutating func consume(_ count: Int, pool: ChunkPool) {
         var left = count
-        byteCount -= count
+        self.count -= UInt32(count)
         while left > 0, var head = first {
             let available = head.length
             if left < available {

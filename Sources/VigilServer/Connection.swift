@@ -12,17 +12,19 @@ import VigilWire
 ///
 /// Memory: an idle open connection is this one object: reads go through the loop's shared buffer,
 /// output chunks come from the pool and go back when flushed, the HTTP parser is dropped after
-/// the handshake, a message is copied only while it spans reads, and the application keeps its
-/// per-connection state in its own table.
+/// the handshake, the WebSocket message assembler exists only while a message (or a frame
+/// header) spans reads (`Side`), and the application keeps its per-connection state in its own
+/// table.
 public final class Connection: ByteStream {
     /// The server outlives every connection it holds (it closes them all before it goes), so the
     /// reference is not counted: `unowned(unsafe)` spares an atomic retain/release on every send,
     /// which the fan-out profile showed as the top user-space cost with plain `unowned` (12%).
     private unowned(unsafe) let server: Server
     public private(set) var lifecycle: ConnectionLifecycle
-    // The small fields right after the lifecycle, in the bytes its size (17) leaves before the
-    // next 8-byte field (this object is what an idle connection is: 330 bytes before this round's
-    // changes, 336 with malloc's header and rounding; now 296, 304).
+    // The small fields right after the lifecycle, in the bytes its size (10) leaves before the
+    // next 8-byte field (this object is what an idle connection is: 330 bytes once, 336 with
+    // malloc's header and rounding; now 168, 176: docs/BENCHMARKS.md, "What an idle connection
+    // is made of").
     /// The deflater setting agreed in the handshake (`Compression` slot; 0: no compression).
     public private(set) var compressionSlot: UInt8 = 0
     /// Why the connection will end if the actions being performed drop it (set by each event's
@@ -34,9 +36,9 @@ public final class Connection: ByteStream {
     private var viaTrustedProxy: Bool
     /// A connection to the admin listener (the operator's endpoints, no WebSocket).
     public let isAdmin: Bool
-    /// The request head parser, boxed so that an upgraded connection drops it whole.
-    private var http: HTTPState?
-    private var messages: MessageAssembler
+    /// The HTTP phase's parser, or the WebSocket phase's message assembler while it holds
+    /// something: one pointer, nothing at all for an idle open connection.
+    private var side: Side
     /// The application behind the endpoint, from the upgrade until `endApplication`.
     private var app: (any WebSocketApplication)?
     /// The client's address as a keyed hash (`PeerAddress.key`), for budgets that a reconnect does
@@ -49,8 +51,7 @@ public final class Connection: ByteStream {
         self.lifecycle = lifecycle
         self.addressKey = addressKey
         self.viaTrustedProxy = viaTrustedProxy
-        self.http = HTTPState(maxHeadBytes: server.config.maxRequestHeadBytes)
-        self.messages = MessageAssembler(reader: MessageReader(role: .server, maxMessageBytes: server.config.maxMessageBytes))
+        self.side = .http(HTTPState(maxHeadBytes: server.config.maxRequestHeadBytes))
         super.init(fd: fd, loop: server.loop)
     }
 
@@ -61,6 +62,15 @@ public final class Connection: ByteStream {
         let (lifecycle, actions) = ConnectionLifecycle.accepted(nowMs: nowMs, server.timeouts)
         return (Connection(fd: fd, server: server, lifecycle: lifecycle, addressKey: addressKey, viaTrustedProxy: viaTrustedProxy,
                            admin: admin), actions)
+    }
+
+    /// Runs the handshake's digest once on RFC 6455's own example (§1.3) and says whether it
+    /// gave the RFC's answer. libcrypto sets itself up on first use (OpenSSL 3's default provider,
+    /// its algorithm tables and error strings; with the code pages that brings in, 2.2 MB of RSS,
+    /// once); vigild calls this at startup, so that happens there and a broken libcrypto stops it,
+    /// rather than in the first client's handshake.
+    public static func checkHandshakeDigest() -> Bool {
+        Handshake.acceptValue(forKey: "dGhlIHNhbXBsZSBub25jZQ==") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
     }
 
     // MARK: what the application may do
@@ -157,14 +167,14 @@ public final class Connection: ByteStream {
     // MARK: HTTP phase
 
     private func consumeRequest(_ bytes: UnsafeMutableRawBufferPointer) {
-        guard let http else { return }
+        guard case .http(let http) = side else { return }
         switch http.parser.feed(UnsafeRawBufferPointer(bytes)) {
         case .needMore:
             return
         case .failure(let status, let message):
             respond(HTTPResponse(status: status, body: Array((message + "\n").utf8), contentType: "text/plain; charset=utf-8"))
         case .complete(let head, let leftover):
-            self.http = nil
+            side = .none
             if viaTrustedProxy {
                 viaTrustedProxy = false
                 if let client = ForwardedFor.client(headers: head.values("x-forwarded-for"), trusted: server.trustedProxies) {
@@ -193,8 +203,9 @@ public final class Connection: ByteStream {
                 response.withUnsafeBytes { append($0) }
                 if let agreement {
                     compressionSlot = server.compression.slot(for: agreement.parameters)
-                    messages = MessageAssembler(role: .server, maxMessageBytes: server.config.maxMessageBytes,
-                                                inflation: agreement.parameters, pool: server.compression.inflaters)
+                    // Never at rest (it holds the inflater), so it stays for the whole WebSocket phase.
+                    side = .frames(ParkedMessage(MessageAssembler(role: .server, maxMessageBytes: server.config.maxMessageBytes,
+                                                                  inflation: agreement.parameters, pool: server.compression.inflaters)))
                 }
                 perform(lifecycle.upgraded(nowMs: monotonicMilliseconds(), server.timeouts))
                 app = application
@@ -211,7 +222,7 @@ public final class Connection: ByteStream {
     /// the connection ends after it.
     private func respond(_ response: HTTPResponse, body: ByteChunk? = nil) {
         if !isAdmin { server.counters.httpResponses[response.status.code, default: 0] += 1 }
-        http = nil
+        side = .none
         response.serialize().withUnsafeBytes { append($0) }
         if let body { append(shared: body) }
         perform(lifecycle.responded(nowMs: monotonicMilliseconds(), server.timeouts, withBody: body != nil))
@@ -219,7 +230,31 @@ public final class Connection: ByteStream {
 
     // MARK: WebSocket phase
 
+    /// Reads frames with the assembler parked from an earlier read, or a new one (what an
+    /// assembler at rest is equivalent to), and parks it again only if it holds something.
     private func consumeFrames(_ bytes: UnsafeMutableRawBufferPointer) {
+        let parked: ParkedMessage?
+        var messages: MessageAssembler
+        if case .frames(let p) = side {
+            parked = p
+            messages = p.assembler
+        } else {
+            parked = nil
+            messages = MessageAssembler(reader: MessageReader(role: .server, maxMessageBytes: server.config.maxMessageBytes))
+        }
+        consumeFrames(bytes, &messages)
+        if !lifecycle.readsFrames {
+            messages.reset()  // the application has ended (`.endApplication` dropped the parked one)
+        } else if messages.isAtRest {
+            if parked != nil { side = .none }
+        } else if let parked {
+            parked.assembler = messages
+        } else {
+            side = .frames(ParkedMessage(messages))
+        }
+    }
+
+    private func consumeFrames(_ bytes: UnsafeMutableRawBufferPointer, _ messages: inout MessageAssembler) {
         var offset = 0
         while lifecycle.readsFrames {
             switch messages.next(bytes, offset: &offset) {
@@ -263,7 +298,10 @@ public final class Connection: ByteStream {
                 let payload = code.map { FrameEncoder.closePayload(code: $0, reason: reason) } ?? []
                 payload.withUnsafeBytes { _ = queueFrame(.close, $0, .control) }
             case .endApplication:
-                messages.reset()
+                if case .frames(let parked) = side {
+                    side = .none
+                    parked.assembler.reset()
+                }
                 if let app {
                     self.app = nil
                     server.webSocketEnded()
@@ -312,6 +350,25 @@ public final class Connection: ByteStream {
         }
         return .closing
     }
+}
+
+/// What a connection holds beside its socket, by phase: one pointer (a two-class enum is stored
+/// as one reference), where a parser and an assembler inline cost 112 bytes in every connection.
+private enum Side {
+    /// Nothing: an upgraded connection between messages, or one that is done reading.
+    case none
+    /// The HTTP phase: the request head's parser.
+    case http(HTTPState)
+    /// The WebSocket phase while a message or a frame header spans reads, or for the whole phase
+    /// with permessage-deflate (the assembler holds the inflater).
+    case frames(ParkedMessage)
+}
+
+/// A message assembler kept between reads because it holds something (`MessageAssembler.isAtRest`
+/// is false): part of a message or of a frame header, a failure, or compression's state.
+private final class ParkedMessage {
+    var assembler: MessageAssembler
+    init(_ assembler: MessageAssembler) { self.assembler = assembler }
 }
 
 /// The HTTP phase's state, boxed so that an upgraded connection drops it whole.

@@ -15,7 +15,7 @@ import VigilWire
 /// dropped. Every phase has exactly one deadline (handshake, next keep-alive check, or close
 /// timeout), returned as `.armTimer`.
 ///
-/// 18 bytes of state: it lives in every connection.
+/// 10 bytes of state: it lives in every connection.
 public struct ConnectionLifecycle: Equatable, Sendable {
     public enum Phase: UInt8, Sendable {
         case http, open, closeSent, draining, closed
@@ -87,20 +87,34 @@ public struct ConnectionLifecycle: Equatable, Sendable {
         public var isEmpty: Bool { a == nil }
     }
 
-    private var lastInputMs: Int64
-    /// When the outstanding ping was sent; 0 when none is (input clears it).
-    private var pingSentAtMs: Int64 = 0
-    /// Last, so that the value's size is 17 bytes, not 24: the connection's small fields follow
-    /// it in the 7 bytes its alignment would otherwise leave empty.
+    // The times are the low 32 bits of the monotonic clock's milliseconds (`clock32`): every
+    // deadline computed from them is at most two hours away (the config bounds each timeout at
+    // one), far inside the ±24 days that a 32-bit difference measures exactly. 16 bytes saved
+    // per connection against two Int64 (the connection object 176 -> 168, malloc's 192 -> 176).
+    private var lastInput: UInt32
+    /// When the outstanding ping was sent, if `pingOutstanding` (input clears it).
+    private var pingSentAt: UInt32 = 0
+    private var pingOutstanding = false
+    /// Last, so that the value's size is 10 bytes, not 16: the connection's small fields follow
+    /// it in the bytes its alignment would otherwise leave empty.
     public private(set) var phase: Phase = .http
 
     /// A connection just accepted, and its handshake deadline.
     public static func accepted(nowMs: Int64, _ t: Timeouts) -> (ConnectionLifecycle, Actions) {
-        (ConnectionLifecycle(lastInputMs: nowMs), Actions(.armTimer(atMs: nowMs + t.handshakeMs)))
+        (ConnectionLifecycle(lastInput: clock32(nowMs)), Actions(.armTimer(atMs: nowMs + t.handshakeMs)))
     }
 
-    private init(lastInputMs: Int64) {
-        self.lastInputMs = lastInputMs
+    private init(lastInput: UInt32) {
+        self.lastInput = lastInput
+    }
+
+    /// The low 32 bits of a monotonic millisecond time.
+    private static func clock32(_ ms: Int64) -> UInt32 { UInt32(truncatingIfNeeded: ms) }
+
+    /// `nowMs` minus a time kept in 32 bits: exact for differences within ±24 days (a clock
+    /// that went back gives a negative one, as the 64-bit subtraction did).
+    private static func elapsed(since t: UInt32, nowMs: Int64) -> Int64 {
+        Int64(Int32(bitPattern: clock32(nowMs) &- t))
     }
 
     /// Whether frames are read (and control frames answered): open, or waiting for the peer's close.
@@ -112,8 +126,8 @@ public struct ConnectionLifecycle: Equatable, Sendable {
 
     /// Bytes arrived: the client is alive.
     public mutating func input(nowMs: Int64) {
-        lastInputMs = nowMs
-        pingSentAtMs = 0
+        lastInput = Self.clock32(nowMs)
+        pingOutstanding = false
     }
 
     /// The 101 was queued: the WebSocket is open, and the keep-alive clock starts.
@@ -187,15 +201,16 @@ public struct ConnectionLifecycle: Equatable, Sendable {
             phase = .draining
             return Actions(.respondTimeout, .shutWrite, .armTimer(atMs: nowMs + t.closeTimeoutMs))
         case .open:
-            if pingSentAtMs != 0 {
-                let dropAt = pingSentAtMs + t.pongTimeoutMs
+            if pingOutstanding {
+                let dropAt = nowMs - Self.elapsed(since: pingSentAt, nowMs: nowMs) + t.pongTimeoutMs
                 if nowMs < dropAt { return Actions(.armTimer(atMs: dropAt)) }
                 phase = .closed
                 return Actions(.endApplication, .drop)
             }
-            let pingAt = lastInputMs + t.pingIntervalMs
+            let pingAt = nowMs - Self.elapsed(since: lastInput, nowMs: nowMs) + t.pingIntervalMs
             if nowMs < pingAt { return Actions(.armTimer(atMs: pingAt)) }
-            pingSentAtMs = nowMs
+            pingSentAt = Self.clock32(nowMs)
+            pingOutstanding = true
             return Actions(.sendPing, .armTimer(atMs: nowMs + t.pongTimeoutMs))
         case .closeSent:
             phase = .closed

@@ -45,6 +45,9 @@ public struct FrameDecoder: Sendable {
         self.expectMasked = role == .server
     }
 
+    /// No header bytes are waiting.
+    public var isEmpty: Bool { state == .empty }
+
     /// Drops any partially received header.
     public mutating func reset() {
         spill = (0, 0)

@@ -85,6 +85,13 @@ public struct MessageAssembler {
     /// Whether a data message is part-way assembled (a close now would cut it).
     public var isMidMessage: Bool { single != nil || spill != nil || inflating }
 
+    /// Nothing held and nothing in progress, and no compression agreed: this assembler behaves
+    /// exactly as a new one with the same reader settings, so a connection may let it go between
+    /// messages and build a new one for its next read (an idle server connection keeps none).
+    public var isAtRest: Bool {
+        compressed == nil && single == nil && spill == nil && detour == 0 && reader.isAtRest
+    }
+
     /// The connection's inflater, when compression was agreed (for memory accounting).
     public var inflater: Inflater? { compressed?.inflater }
 

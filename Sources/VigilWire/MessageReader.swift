@@ -70,6 +70,15 @@ public struct MessageReader {
         self.maxMessageBytes = UInt64(max(0, maxMessageBytes))
     }
 
+    /// Between frames with nothing held: no header bytes waiting, no message or control frame
+    /// in progress, not failed, text validation on. A reader at rest behaves exactly as a new
+    /// one built with the same role, limit and RSV bits (a server connection keeps none while
+    /// idle: `Connection` builds a new one for each read and keeps only one that is not at rest).
+    public var isAtRest: Bool {
+        guard case .header = phase else { return false }
+        return decoder.isEmpty && inProgress == .none && control.isEmpty && validatesText
+    }
+
     /// Decodes from `buffer[offset..<buffer.count]`, unmasking payload bytes in
     /// place, advances `offset` past what it consumed and returns one event. Call
     /// in a loop until `.needMore` (then `offset == buffer.count`) or `.failure`.

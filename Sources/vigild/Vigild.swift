@@ -110,6 +110,10 @@ struct Vigild: ParsableCommand {
         // One registry for /metrics: vigild's own series, and anything reporting through swift-metrics.
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        guard Connection.checkHandshakeDigest() else {
+            logger.critical("cannot run: libcrypto's SHA-1 does not give RFC 6455's handshake value")
+            throw ExitCode(1)
+        }
         do {
             let server = try Server(config: settings, logger: logger, registry: registry)
             try server.run()

@@ -26,6 +26,25 @@ import VigilBytes
         return out
     }
 
+    /// The queue is part of every connection's object (docs/BENCHMARKS.md, "What an idle
+    /// connection is made of"): its count and flag sit in the inline entry's padding.
+    @Test func theQueueStaysSmall() {
+        #expect(MemoryLayout<OutputQueue>.size <= 40)
+    }
+
+    /// The read-pause threshold is kept in 32 bits: its default and anything past them never pause.
+    @Test func theReadPauseThresholdClampsToNever() throws {
+        let loop = try EventLoop()
+        let (a, b) = socketPair()
+        defer { close(a); close(b) }
+        let stream = ByteStream(fd: a, loop: loop)
+        #expect(stream.pauseReadingAbove == Int(UInt32.max))
+        stream.pauseReadingAbove = .max
+        #expect(stream.pauseReadingAbove == Int(UInt32.max))
+        stream.pauseReadingAbove = 10_000
+        #expect(stream.pauseReadingAbove == 10_000)
+    }
+
     @Test func smallWritesShareOnePooledChunkAndComeBackInOrder() {
         let (a, b) = socketPair()
         defer { close(a); close(b) }

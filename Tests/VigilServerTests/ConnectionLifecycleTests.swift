@@ -146,6 +146,37 @@ import VigilWire
     }
 
     @Test func theStateStaysSmall() {
-        #expect(MemoryLayout<ConnectionLifecycle>.size <= 24)
+        #expect(MemoryLayout<ConnectionLifecycle>.size <= 10)
+    }
+
+    /// The times are kept in 32 bits: the keep-alive rule holds where the clock's milliseconds
+    /// pass a multiple of 2^32 (after 49.7 days of uptime, and every 49.7 days after), and a day
+    /// into a run of any length.
+    @Test(arguments: [Int64(1) << 32, Int64(5) << 32, Int64(86_400_000), Int64(1) << 45])
+    func theKeepAliveRuleHoldsAcrossTheClocksWrap(_ wrap: Int64) {
+        var (c, _) = Lifecycle.accepted(nowMs: wrap - 150, t)
+        _ = c.upgraded(nowMs: wrap - 100, t)
+        c.input(nowMs: wrap - 100)
+        // Active: the check moves to the last input, on the far side of the wrap.
+        c.input(nowMs: wrap + 50)
+        #expect(Array(c.timerFired(nowMs: wrap + 200, t)) == [.armTimer(atMs: wrap + 350)])
+        // Idle: pinged at its deadline, waited for, dropped after the pong timeout.
+        #expect(Array(c.timerFired(nowMs: wrap + 350, t)) == [.sendPing, .armTimer(atMs: wrap + 550)])
+        #expect(Array(c.timerFired(nowMs: wrap + 400, t)) == [.armTimer(atMs: wrap + 550)])
+        #expect(Array(c.timerFired(nowMs: wrap + 550, t)) == [.endApplication, .drop])
+        // A ping sent just before the wrap is timed from when it was sent.
+        var d = open(at: wrap - 400)
+        #expect(Array(d.timerFired(nowMs: wrap - 90, t)) == [.sendPing, .armTimer(atMs: wrap + 110)])
+        #expect(Array(d.timerFired(nowMs: wrap + 20, t)) == [.armTimer(atMs: wrap + 110)])
+        d.input(nowMs: wrap + 30)
+        #expect(Array(d.timerFired(nowMs: wrap + 110, t)) == [.armTimer(atMs: wrap + 330)])
+    }
+
+    /// A connection accepted and upgraded at `ms`.
+    func open(at ms: Int64) -> Lifecycle {
+        var (c, _) = Lifecycle.accepted(nowMs: ms, t)
+        c.input(nowMs: ms)
+        _ = c.upgraded(nowMs: ms, t)
+        return c
     }
 }

@@ -236,6 +236,89 @@ import VigilTestSupport
         }
     }
 
+    /// Feeds chunks as vigild's connection does: after each chunk an assembler at rest is let go
+    /// and the next chunk gets a new one (an idle connection keeps none).
+    func assembleParking(max: Int, _ chunks: [[UInt8]], parked: inout Int) -> [Out] {
+        var out: [Out] = []
+        var kept: MessageAssembler?
+        for chunk in chunks {
+            var assembler = kept ?? MessageAssembler(role: .server, maxMessageBytes: max, inflation: nil)
+            let got = assemble(&assembler, [chunk])
+            out += got
+            if let last = got.last, case .failure = last { break }
+            if let last = got.last, case .close = last { break }
+            kept = assembler.isAtRest ? nil : assembler
+            if kept != nil { parked += 1 }
+        }
+        return out
+    }
+
+    @Test func atRestOnlyBetweenWholeFrames() {
+        var a = MessageAssembler(role: .server, maxMessageBytes: 100, inflation: nil)
+        #expect(a.isAtRest)
+        let text = masked(.text, hello)
+        #expect(assemble(&a, [text + masked(.ping, [1])]) == [.message(.text, hello), .ping([1])])
+        #expect(a.isAtRest)
+        _ = assemble(&a, [Array(text[..<1])])  // one byte of a header
+        #expect(!a.isAtRest)
+        _ = assemble(&a, [Array(text[1...])])
+        #expect(a.isAtRest)
+        _ = assemble(&a, [Array(text[..<(text.count - 1)])])  // inside a payload
+        #expect(!a.isAtRest)
+        _ = assemble(&a, [Array(text[(text.count - 1)...])])
+        #expect(a.isAtRest)
+        _ = assemble(&a, [masked(.text, hello, fin: false)])  // between fragments
+        #expect(!a.isAtRest)
+        _ = assemble(&a, [masked(.continuation, hello)])
+        #expect(a.isAtRest)
+        let ping = masked(.ping, [1, 2, 3])
+        _ = assemble(&a, [Array(ping[..<(ping.count - 1)])])  // inside a control payload
+        #expect(!a.isAtRest)
+        _ = assemble(&a, [Array(ping[(ping.count - 1)...])])
+        #expect(a.isAtRest)
+        _ = assemble(&a, [masked(.continuation, hello)])  // failed: terminal, so never let go
+        #expect(!a.isAtRest)
+        // Compression's state lives in the assembler: one with an agreement is never at rest.
+        #expect(!MessageAssembler(role: .server, maxMessageBytes: 100, inflation: MessageAssemblerTests.agreed).isAtRest)
+    }
+
+    @Test func aNewAssemblerStandsInForOneAtRest() {
+        var rng = SplitMix64(state: 0x1D1E)
+        var parkedReads = 0
+        for iteration in 0..<400 {
+            var stream: [UInt8] = []
+            for _ in 0..<Int.random(in: 1...6, using: &rng) {
+                let binary = Bool.random(using: &rng)
+                let message = sampleMessage(&rng, count: Int.random(in: 0...300, using: &rng), binary: binary)
+                var cuts = (0..<Int.random(in: 0...3, using: &rng)).map { _ in Int.random(in: 0...message.count, using: &rng) }
+                cuts.sort()
+                let fragments = split(message, at: cuts)
+                for (i, fragment) in fragments.enumerated() {
+                    let opcode: Opcode = i > 0 ? .continuation : (binary ? .binary : .text)
+                    stream += masked(opcode, fragment, fin: i == fragments.count - 1, key: UInt32.random(in: 0...UInt32.max, using: &rng))
+                    if Int.random(in: 0..<4, using: &rng) == 0 { stream += masked(.ping, [UInt8(i)]) }
+                }
+            }
+            switch Int.random(in: 0..<8, using: &rng) {
+            case 0: stream += masked(.close, [0x03, 0xE8])
+            case 1: stream += masked(.continuation, [1])  // a protocol violation
+            case 2: stream += masked(.text, [0xC3, 0x28])  // invalid UTF-8
+            case 3: stream += masked(.binary, [UInt8](repeating: 7, count: 301))  // over the limit
+            default: break
+            }
+            let cuts = (0..<Int.random(in: 0...10, using: &rng)).map { _ in Int.random(in: 0...stream.count, using: &rng) }
+            let chunks = split(stream, at: cuts)
+            var kept = MessageAssembler(role: .server, maxMessageBytes: 300, inflation: nil)
+            let expected = assemble(&kept, chunks)
+            let got = assembleParking(max: 300, chunks, parked: &parkedReads)
+            if got != expected {
+                Issue.record("iteration \(iteration): \(got) against \(expected)")
+                return
+            }
+        }
+        #expect(parkedReads > 100)  // the random cuts did leave assemblers mid-message
+    }
+
     @Test func garbageNeverCrashes() {
         var rng = SplitMix64(state: 0xBADF)
         for _ in 0..<3_000 {

@@ -53,6 +53,15 @@ public struct TokenLevel: Equatable, Sendable {
         anchorMs = nowMs
     }
 
+    /// A level as `parts` gave it (for a store that keeps many levels in narrower fields).
+    public init(parts: (milli: Int64, anchorMs: Int64)) {
+        (milli, anchorMs) = parts
+    }
+
+    /// The two numbers that are the level: thousandths of a token, between 0 and the rate's
+    /// `capacity × 1000`, and the anchor's time.
+    public var parts: (milli: Int64, anchorMs: Int64) { (milli, anchorMs) }
+
     /// Takes one token, or says in how many milliseconds one will be there (at least 1).
     public mutating func take(_ rate: TokenRate, nowMs: Int64) -> Int64? {
         let held = level(rate, nowMs: nowMs)
