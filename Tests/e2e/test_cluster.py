@@ -19,6 +19,8 @@ import pytest
 import pinclient as pc
 from natsproc import NatsServer
 from pinclient import PinClient
+from test_load import LIFTED, assert_clean, check, load_binary  # noqa: F401 (fixture)
+from test_load_nodes import MAP_ARGS, run_nodes
 from test_panic import PanicClient, assert_location
 from wsraw import http_get
 
@@ -402,3 +404,29 @@ def test_a_node_joining_after_retention_dropped_the_stream_start_restores_a_clus
     made = clients(b).ok("pin.create", pin=dict(lat=45.5, lon=7.5, title="on b"))
     sub = clients(a)
     assert made["pin"]["id"] in {p["id"] for p in sub.subscribe_bbox(45.4, 7.4, 45.6, 7.6)}
+
+
+def test_vigil_load_map_and_panic_over_three_nodes_pass_their_exactness_checks(vigild, nats, tmp_path, load_binary):
+    """vigil-load with one --url per node: publishers, subscribers, owners and watchers spread
+    over three nodes (watchers never on their owner's node), every check with the several-node
+    rules (docs/BENCHMARKS.md, "vigil-load over several nodes")."""
+    binary = load_binary
+    nodes = []
+    for i in (1, 2, 3):
+        cfg = json.loads(json.dumps(LIFTED))
+        cfg["cluster"] = {"urls": [nats.url], "name": "E2E", "node_id": f"n{i}"}
+        nodes.append(vigild(cfg))
+    for d in nodes:
+        wait_writable(d)
+    urls = [f"ws://127.0.0.1:{d.port}/v1" for d in nodes]
+    proc, result = run_nodes(binary, urls, tmp_path, *MAP_ARGS)
+    assert_clean(proc, result)
+    assert [n["url"] for n in result["nodes"]] == urls and all(n["delivered"] > 0 for n in result["nodes"])
+    exact = check(result, "viewport exactness")
+    assert exact["checked"] == 20 and exact["counters"]["lost"] == 0 and exact["counters"]["wrong"] == 0
+    assert exact["counters"]["events"] > 0
+    (tmp_path / "result.json").unlink()
+    proc, result = run_nodes(binary, urls, tmp_path, "panic", "--streams", "30", "--watchers", "2", "--rate", "5",
+                             "--reconnects", "5", "--duration", "3", "--cluster-checks")
+    assert_clean(proc, result)
+    assert result["messages"]["sent"] > 0 and all(n["delivered"] > 0 for n in result["nodes"])
