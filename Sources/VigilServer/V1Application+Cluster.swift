@@ -63,6 +63,12 @@ final class ClusterNode {
     var serials: [UInt64] = []
     var nextSerial: UInt64 = 1
     var closes: UInt64 = 0
+    /// Per fd, the serial of its last subscribe, unsubscribe, watch, unwatch, resume, open, join
+    /// or leave; and the latest of them. A connection that changed what it follows after a
+    /// write was made got the write's state in that reply (the write is in place since it was
+    /// made): its held events are not for it (`isStillMeant`).
+    var memberships: [UInt64] = []
+    var lastMembershipChange: UInt64 = 0
     /// How long a write may wait for the stream before its writer is told `unavailable`: far
     /// longer than a NATS leader election (about 7 s, see the tests), far shorter than a client
     /// waits for ever.
@@ -90,6 +96,23 @@ final class ClusterNode {
         if i >= serials.count { serials.append(contentsOf: repeatElement(0, count: max(i + 1 - serials.count, 64))) }
         serials[i] = nextSerial
         nextSerial += 1
+        if i < memberships.count { memberships[i] = 0 }
+    }
+
+    func membershipChanged(_ fd: Int32) {
+        let i = Int(fd)
+        if i >= memberships.count { memberships.append(contentsOf: repeatElement(0, count: max(i + 1 - memberships.count, 64))) }
+        memberships[i] = nextSerial
+        lastMembershipChange = nextSerial
+        nextSerial += 1
+    }
+
+    /// Whether a held event of `write` is still for `fd`: the same connection, following the
+    /// same things as when the write was made.
+    func isStillMeant(_ fd: Int32, for write: Write) -> Bool {
+        guard isSame(fd, as: write) else { return false }
+        let i = Int(fd)
+        return i >= memberships.count || memberships[i] < write.serial
     }
 
     func closed(_ fd: Int32) {
@@ -244,7 +267,9 @@ extension V1Application {
                 // Confirmed: the change is in place since it was made.
                 cluster.confirmed += 1
                 var deliveries = write.deliveries
-                if write.closes != cluster.closes { forgetReused(&deliveries, write: write, cluster: cluster) }
+                if write.closes != cluster.closes || cluster.lastMembershipChange >= write.serial {
+                    forgetReused(&deliveries, write: write, cluster: cluster)
+                }
                 answer(write, write.reply, cluster: cluster)
                 outbox.append(deliveries: &deliveries)
                 return
@@ -276,11 +301,12 @@ extension V1Application {
         outbox.append(.reply(write.fd, ref: write.ref, reply))
     }
 
-    /// Drops recipients whose fd was closed and given to a new connection since the write.
+    /// Drops recipients whose fd was closed and given to a new connection since the write, or
+    /// that changed what they follow since (their reply showed the write already).
     private func forgetReused(_ deliveries: inout Deliveries, write: ClusterNode.Write, cluster: ClusterNode) {
-        for i in deliveries.pins.indices { deliveries.pins[i].recipients.removeAll { !cluster.isSame($0, as: write) } }
-        for i in deliveries.panic.indices { deliveries.panic[i].recipients.removeAll { !cluster.isSame($0, as: write) } }
-        for i in deliveries.checkin.indices { deliveries.checkin[i].recipients.removeAll { !cluster.isSame($0, as: write) } }
+        for i in deliveries.pins.indices { deliveries.pins[i].recipients.removeAll { !cluster.isStillMeant($0, for: write) } }
+        for i in deliveries.panic.indices { deliveries.panic[i].recipients.removeAll { !cluster.isStillMeant($0, for: write) } }
+        for i in deliveries.checkin.indices { deliveries.checkin[i].recipients.removeAll { !cluster.isStillMeant($0, for: write) } }
         deliveries.pins.removeAll { $0.recipients.isEmpty }
         deliveries.panic.removeAll { $0.recipients.isEmpty }
         deliveries.checkin.removeAll { $0.recipients.isEmpty }
@@ -508,5 +534,16 @@ extension V1Application {
         checkin = circles
         cluster?.writes.removeAll()
         cluster?.byEntity.removeAll()
+    }
+}
+
+extension ClientOperation {
+    /// Whether it changes what the connection follows (pins, counts, a stream, a circle).
+    var changesMembership: Bool {
+        switch self {
+        case .subscribe, .subscribeClusters, .unsubscribe, .panicWatch, .panicUnwatch, .panicResume: return true
+        case .checkin(.open), .checkin(.join), .checkin(.leave): return true
+        default: return false
+        }
     }
 }

@@ -224,6 +224,7 @@ public final class V1Application: WebSocketApplication {
                                  .error(RequestError("rate_limited", "too many subscribes; retry after \(retry) ms", retryAfterMs: retry))))
             return
         }
+        if let cluster, request.operation.changesMembership { cluster.membershipChanged(fd) }
         let caller = Caller(fd: fd, address: connection.addressKey, monotonicMs: now)
         let first = outbox.count
         let outcome = dispatch(request.operation, caller: caller, now: Self.wallClockMs())

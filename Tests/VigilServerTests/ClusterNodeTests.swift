@@ -227,4 +227,32 @@ import VigilState
         #expect(newcomer.messages.isEmpty)
         #expect(a.h.v1.hub.store.count == 1)  // the write itself stands: the stream has it
     }
+
+    @Test func aSubscriberThatMovedBeforeTheConfirmationGetsNoStaleEvent() throws {
+        let stream = MemoryStream()
+        let a = try Node("a", stream)
+        let stays = try a.h.open(), leaves = try a.h.open(), moves = try a.h.open()
+        for s in [stays, leaves, moves] {
+            s.send(#"{"op":"subscribe","ref":1,"area":\#(Self.area)}"#)
+            try a.h.read(s, count: 1)
+            s.messages.removeAll()
+        }
+        let writer = try a.h.open()
+        writer.send(#"{"op":"pin.create","ref":2,"pin":{"lat":52.5,"lon":13.4,"title":"t"}}"#)
+        try a.h.run(until: { stream.stored.count == 1 })
+        // before the stream hands it back: one unsubscribes, one subscribes again (its reply
+        // shows the pin: the write is in place since it was made)
+        leaves.send(#"{"op":"unsubscribe","ref":3}"#)
+        moves.send(#"{"op":"subscribe","ref":4,"area":\#(Self.area)}"#)
+        let leftReply = try Self.reply(a, leaves), moved = try Self.reply(a, moves)
+        #expect(leftReply.type == "ok")
+        #expect(moved["pins"]?.array?.count == 1)
+        try a.catchUp()
+        _ = try Self.reply(a, writer)
+        try a.h.read(stays, count: 1)
+        #expect(stays.messages.first?.type == "pin.added")
+        for _ in 0..<3 { try a.h.turn() }
+        leaves.poll(); moves.poll()
+        #expect(leaves.messages.count == 1 && moves.messages.count == 1)  // their replies only
+    }
 }
