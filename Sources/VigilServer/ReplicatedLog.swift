@@ -82,7 +82,7 @@ final class ReplicatedLog: ReplicationLog {
     private(set) var awaitingSnapshot = false
     /// Told when the stream no longer holds the records after this node's state: the node must
     /// restore a published snapshot and then call `resume(after:)`.
-    var needsSnapshot: ((_ firstSequence: UInt64) -> Void)?
+    var needsSnapshot: ((_ firstSequence: UInt64, _ lastSequence: UInt64) -> Void)?
 
     init(settings: ClusterSettings, startAfter: UInt64, loop: EventLoop, logger: Logger, deliver: @escaping (Entry) -> Void) {
         self.settings = settings
@@ -224,7 +224,7 @@ final class ReplicatedLog: ReplicationLog {
                         guard !self.awaitingSnapshot else { return }
                         self.awaitingSnapshot = true
                         self.logger.error("cluster: \(self.lastError!); fetching the cluster's newest snapshot")
-                        self.needsSnapshot?(info.firstSequence)
+                        self.needsSnapshot?(info.firstSequence, info.lastSequence)
                         return
                     }
                     if self.consumer == nil {

@@ -326,7 +326,7 @@ extension V1Application {
         node.snapshots = SnapshotStore(jetStream: replicated.jetStream, settings: SnapshotStoreSettings(
             clusterName: settings.name, maxSnapshotBytes: settings.maxSnapshotBytes, replicas: settings.replicas))
         cluster = node
-        replicated.needsSnapshot = { [unowned self] first in self.fetchSnapshot(after: first, logger: logger) }
+        replicated.needsSnapshot = { [unowned self] first, last in self.fetchSnapshot(first: first, last: last, logger: logger) }
         replicated.onPresence { [unowned self] payload in self.presenceReceived(payload) }
         server.stateDigests.clusterSequence = { [unowned replicated] in replicated.appliedSequence }
         if let p = persistence {
@@ -483,12 +483,17 @@ extension V1Application {
 
     /// The stream no longer holds what comes after this node's state (a new node, or one back
     /// after longer than the stream's retention): restore the cluster's newest snapshot, if it
-    /// reaches the stream's first sequence, and go on from it.
-    func fetchSnapshot(after first: UInt64, logger: Logger) {
+    /// reaches the stream's first sequence (and is not past its last: that would be another
+    /// history's, from before the stream was created again), and go on from it.
+    func fetchSnapshot(first: UInt64, last: UInt64, logger: Logger) {
         guard let cluster, let log = cluster.log as? ReplicatedLog, let store = cluster.snapshots else { return }
         do throws(SnapshotStoreError) {
             try store.getNewest { [unowned self, unowned log] result in
                 switch result {
+                case .success(.snapshot(let stored)) where stored.metadata.clusterSequence > last:
+                    logger.error("cluster: the newest cluster snapshot is past the stream's last sequence: it belongs to another history of the stream (delete the bucket OBJ_<NAME>_SNAPSHOTS); retrying",
+                                 metadata: ["snapshot_sequence": "\(stored.metadata.clusterSequence)", "stream_last": "\(last)"])
+                    log.snapshotUnavailable()
                 case .success(.snapshot(let stored)) where stored.metadata.clusterSequence + 1 >= first:
                     do {
                         try self.restore(stored.bytes, logger: logger)
