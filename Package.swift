@@ -73,8 +73,9 @@ let package = Package(
         // API's JSON and rules (stream config, publish acks, ordered consumption); JSON from VigilCore.
         .target(name: "VigilNATS", dependencies: ["VigilCore"]),
         // The NATS client on the loop (connection, reconnects, request/reply) and the JetStream calls
-        // a cluster needs (and SHA-256 from libcrypto for object digests). Knows the loop and the NATS
-        // codec, nothing of WebSocket or the hubs.
+        // a cluster needs (and SHA-256 from libcrypto for object digests; Ed25519 for the nkey
+        // signature and the TLS client context). Knows the loop and the NATS codec, nothing of
+        // WebSocket or the hubs.
         .target(name: "VigilCluster", dependencies: ["VigilLoop", "VigilNATS", "COpenSSL"]),
         // Durable state: snapshot and journal codecs (pure), the state directory's files, recovery,
         // the state digest (SHA-256 from libcrypto: a hash function, nothing of sockets or TLS).
@@ -150,7 +151,7 @@ let package = Package(
         .testTarget(name: "VigilStateTests", dependencies: ["VigilState", "VigilCore", "VigilGeo", "VigilTestSupport"]),
         .testTarget(name: "VigilNATSTests", dependencies: ["VigilNATS", "VigilCore"]),
         // Against a real `nats-server -js` the tests start on loopback ports (Tests/setup-deps installs it).
-        .testTarget(name: "VigilClusterTests", dependencies: ["VigilCluster", "VigilNATS", "VigilLoop"]),
+        .testTarget(name: "VigilClusterTests", dependencies: ["VigilCluster", "VigilNATS", "VigilLoop", "COpenSSL"]),
         .testTarget(name: "VigilLoadTests", dependencies: ["VigilLoad", "VigilCore", "VigilGeo"]),
     ],
     swiftLanguageModes: [.v6]

@@ -4,14 +4,52 @@ import VigilNATS
 
 /// One connection's life: connect, the handshake, the operations, the loss and the next attempt.
 extension NATSClient {
-    /// Tries `urls[urlIndex]`. A failure to even start (no socket) counts as a failed attempt.
+    /// Tries `urls[urlIndex]`: its next address when its name was resolved, the address itself
+    /// when numeric, otherwise a lookup first (off the loop; the attempt goes on from `resolved`).
+    /// A failure to even start (no socket) counts as a failed attempt.
     func connectNext(nowMs: Int64) {
         let url = urls[urlIndex]
         phase = .handshaking(deadlineMs: nowMs + settings.connectTimeoutMs)
         setState(.connecting, reason: "connecting to server \(urlIndex + 1) of \(urls.count)")
+        if addressQueue.isEmpty {
+            guard SocketAddress(host: url.host, port: url.port) != nil else { return resolve(url) }
+            addressQueue = [url.host]
+        }
+        connect(to: addressQueue.removeFirst(), url)
+    }
+
+    /// Asks the resolver thread for `url`'s addresses: every attempt at a name resolves it again
+    /// (a server moved by DNS is found on the next pass).
+    private func resolve(_ url: NATSServerURL) {
+        if resolver == nil {
+            do {
+                resolver = try NATSResolver(loop: loop) { [weak self] in self?.resolved($0) }
+            } catch {
+                return lose(reason: "no resolver: \(error)")
+            }
+        }
+        resolvingID = nextResolveID
+        nextResolveID += 1
+        resolver?.resolve(NATSResolver.Request(id: resolvingID, host: url.host, port: url.port))
+    }
+
+    /// The resolver's answer, on the loop; an answer the attempt no longer waits for is dropped.
+    func resolved(_ answer: NATSResolver.Answer) {
+        guard answer.id == resolvingID, resolvingID != 0, case .handshaking = phase else { return }
+        resolvingID = 0
+        switch answer.result {
+        case .failure(let failure):
+            lose(reason: "resolving the server's name: \(failure.reason)")
+        case .success(let addresses):
+            addressQueue = addresses
+            connect(to: addressQueue.removeFirst(), urls[urlIndex])
+        }
+    }
+
+    private func connect(to address: String, _ url: NATSServerURL) {
         let fd: Int32
         do {
-            fd = try Socket.connect(to: ListenAddress(host: url.host, port: url.port))
+            fd = try Socket.connect(to: ListenAddress(host: address, port: url.port))
         } catch {
             let errno = (error as? SystemError)?.errno ?? 0
             lose(reason: "connect: \(String(cString: strerror(errno)))")
@@ -20,7 +58,12 @@ extension NATSClient {
         let stream = NATSStream(fd: fd, loop: loop, client: self, payloadCap: settings.payloadCap)
         self.stream = stream
         do {
-            try stream.start(connecting: true)
+            // handshake_first: TLS from the first byte, INFO comes encrypted.
+            if let tls, tls.handshakeFirst, tls.applies(to: url) {
+                try stream.start(connecting: true, tls: tls.context, verifyName: tls.serverName ?? url.host)
+            } else {
+                try stream.start(connecting: true)
+            }
         } catch {
             stream.close()
             lose(reason: "\(error.call): \(String(cString: strerror(error.errno)))")
@@ -29,6 +72,12 @@ extension NATSClient {
 
     /// The TCP connect finished; the server speaks first (INFO).
     func streamConnected(_ from: NATSStream) {}
+
+    /// The TLS handshake begun after INFO completed: CONNECT goes out, encrypted.
+    func streamUpgradedToTLS(_ source: NATSStream) {
+        guard source === stream, case .handshaking = phase, let info = serverInfo else { return }
+        sendConnect(info)
+    }
 
     func handle(_ op: NATSServerOp, from source: NATSStream) {
         guard source === stream, let stream else { return }
@@ -39,24 +88,35 @@ extension NATSClient {
             // A later INFO only updates what the server told us (its cluster changed).
             guard firstOnThisConnection, case .handshaking = phase else { return }
             guard info.headers else { return lose(reason: "the server does not support headers (NATS 2.2 or later needed)") }
-            guard !info.tlsRequired else { return lose(reason: "the server requires TLS, which Vigil's NATS client does not speak yet") }
-            scratch.removeAll(keepingCapacity: true)
-            options.encode(into: &scratch)
-            // The inbox and every subscription before the PING: its PONG confirms all of them.
-            try? NATSEncoder.subscribe(subject: "\(inboxPrefix).*", sid: inboxSID, into: &scratch)
-            for sid in subscriptions.keys.sorted() {
-                let s = subscriptions[sid]!
-                try? NATSEncoder.subscribe(subject: s.subject, queue: s.queue, sid: sid, into: &scratch)
+            let url = urls[urlIndex]
+            if stream.usesTLS {
+                sendConnect(info)  // handshake_first: INFO came over TLS already
+            } else if let tls, tls.applies(to: url) {
+                // NATS's order: plaintext INFO, then the client's handshake on the same socket.
+                guard info.tlsRequired || info.tlsAvailable else {
+                    return lose(reason: "the server does not offer TLS, which tls:// or cluster.tls asks for (never downgraded)")
+                }
+                guard stream.parser.bufferedBytes == 0 else { return lose(reason: "the server sent more than INFO before TLS") }
+                do {
+                    try stream.startTLS(tls.context, verifyName: tls.serverName ?? url.host)
+                } catch {
+                    lose(reason: "TLS: \(error.detail ?? error.call)")
+                }
+            } else if url.tls {
+                lose(reason: "tls:// needs a TLS setup (the client was made without one)")
+            } else if info.tlsRequired {
+                lose(reason: "the server requires TLS: use tls:// URLs or a cluster.tls section")
+            } else {
+                sendConnect(info)
             }
-            NATSEncoder.ping(into: &scratch)
-            scratch.withUnsafeBytes { stream.append($0) }
         case .ping:
             scratch.removeAll(keepingCapacity: true)
             NATSEncoder.pong(into: &scratch)
             scratch.withUnsafeBytes { stream.append($0) }
         case .pong:
             pingsOutstanding = 0
-            if case .handshaking = phase, serverInfo != nil { becomeUp() }
+            // Only the PONG to our PING after CONNECT ends the handshake (not one sent before it).
+            if case .handshaking = phase, connectSent { becomeUp() }
         case .ok:
             break
         case .error(let text):
@@ -72,6 +132,35 @@ extension NATSClient {
                 subscription.handler(message)
             }
         }
+    }
+
+    /// CONNECT (with the nonce's signature for nkey and JWT users), the inbox and every
+    /// subscription, then the PING whose PONG confirms all of them.
+    private func sendConnect(_ info: NATSServerInfo) {
+        guard let stream else { return }
+        var signature: String?
+        if let seed = options.credentials.signingSeed {
+            guard !info.nonce.isEmpty else {
+                return lose(reason: "the server sent no nonce to sign: it does not take nkey or JWT users")
+            }
+            do {
+                signature = try NATSNKeySigner.signNonce(info.nonce, with: seed)
+            } catch {
+                return lose(reason: "nkey: \(error)")
+            }
+        }
+        var connect = options
+        connect.tlsRequired = stream.usesTLS
+        scratch.removeAll(keepingCapacity: true)
+        connect.encode(into: &scratch, signature: signature)
+        connectSent = true
+        try? NATSEncoder.subscribe(subject: "\(inboxPrefix).*", sid: inboxSID, into: &scratch)
+        for sid in subscriptions.keys.sorted() {
+            let s = subscriptions[sid]!
+            try? NATSEncoder.subscribe(subject: s.subject, queue: s.queue, sid: sid, into: &scratch)
+        }
+        NATSEncoder.ping(into: &scratch)
+        scratch.withUnsafeBytes { stream.append($0) }
     }
 
     private func becomeUp() {
@@ -108,6 +197,15 @@ extension NATSClient {
         stream = nil
         serverInfo = nil
         pingsOutstanding = 0
+        resolvingID = 0
+        connectSent = false
+        if !wasUp && !addressQueue.isEmpty {
+            // The same server's next address (its name resolved to several), at once.
+            phase = .waiting(untilMs: now)
+            setState(.disconnected, reason: reason)
+            return
+        }
+        addressQueue = []
         if wasUp && now - connectedAtMs >= 1_000 {
             backoff.succeeded()
             failuresThisPass = 0

@@ -36,7 +36,18 @@ public final class NATSClient {
     let urls: [NATSServerURL]
     let options: NATSConnectOptions
     let settings: NATSClientSettings
+    /// TLS for the servers that need it (`tls://` URLs, or all with a `cluster.tls` section).
+    let tls: NATSTLS?
     var stream: NATSStream?
+    /// Host names are resolved off the loop (created at the first name).
+    var resolver: NATSResolver?
+    /// The lookup the current attempt waits for (0: none).
+    var resolvingID: UInt64 = 0
+    var nextResolveID: UInt64 = 1
+    /// Addresses of the current URL's name not yet tried in this attempt.
+    var addressQueue: [String] = []
+    /// CONNECT went out on this connection (after TLS, when there is TLS).
+    var connectSent = false
     var phase = Phase.waiting(untilMs: 0)
     var urlIndex = 0
     var failuresThisPass = 0
@@ -78,12 +89,15 @@ public final class NATSClient {
         var completion: (Result<NATSMessage, NATSClientError>) -> Void
     }
 
+    /// `tls` is needed when a URL is `tls://` (the connection to it fails otherwise, with the
+    /// reason); `ClusterSettings.makeClient` builds it from the config.
     public init(urls: [NATSServerURL], options: NATSConnectOptions, settings: NATSClientSettings = NATSClientSettings(),
-                loop: EventLoop) {
+                tls: NATSTLS? = nil, loop: EventLoop) {
         precondition(!urls.isEmpty, "a NATS client needs at least one server")
         self.urls = urls
         self.options = options
         self.settings = settings
+        self.tls = tls
         self.loop = loop
         backoff = NATSReconnectBackoff(baseMs: settings.reconnectBaseMs, maxMs: settings.reconnectMaxMs)
         inboxPrefix = NATSInbox.makePrefix(using: &random)
@@ -93,6 +107,7 @@ public final class NATSClient {
     /// A client let go without `close()` still releases its socket and its clock (the stream's
     /// `unowned` reference to the client must never outlive it).
     deinit {
+        resolver?.stop()
         stream?.close()
         if let timer { loop.closeAfterTurn(timer.fd) }
     }
@@ -218,7 +233,8 @@ public final class NATSClient {
         case .waiting(let until) where nowMs >= until:
             connectNext(nowMs: nowMs)
         case .handshaking(let deadline) where nowMs >= deadline:
-            lose(reason: "no answer to CONNECT within \(settings.connectTimeoutMs) ms")
+            lose(reason: resolvingID != 0 ? "the server's name was not resolved within \(settings.connectTimeoutMs) ms"
+                                          : "no answer to CONNECT within \(settings.connectTimeoutMs) ms")
         case .up where nowMs >= nextPingAtMs:
             if pingsOutstanding >= settings.maxPingsOutstanding {
                 lose(reason: "\(pingsOutstanding) PINGs unanswered")
@@ -250,6 +266,8 @@ public final class NATSClient {
         phase = .closed
         stream?.close()
         stream = nil
+        resolver?.stop()
+        resolver = nil
         if let timer { loop.closeAfterTurn(timer.fd) }
         timer = nil
         failAllRequests(.closed)

@@ -18,6 +18,8 @@ final class NATSStream: ByteStream {
 
     override func connected() { client.streamConnected(self) }
 
+    override func upgradedToTLS() { client.streamUpgradedToTLS(self) }
+
     override func received(_ bytes: UnsafeMutableRawBufferPointer) {
         parser.append(UnsafeRawBufferPointer(bytes))
         while !isClosed {
@@ -33,8 +35,12 @@ final class NATSStream: ByteStream {
 
     override func peerClosed() { client.streamLost(self, reason: "the server closed the connection") }
 
-    /// The error names the call and errno; the server's address is left out of the report.
+    /// The error names the call and errno (and for TLS, OpenSSL's reasons and the certificate
+    /// check's verdict); the server's address is left out of the report.
     override func failed(_ error: SystemError) {
+        if let detail = error.detail, error.call.hasPrefix("TLS") || error.call.hasPrefix("SSL") {
+            return client.streamLost(self, reason: detail.hasPrefix(error.call) ? detail : "\(error.call): \(detail)")
+        }
         client.streamLost(self, reason: "\(error.call.prefix { $0 != "(" }): \(String(cString: strerror(error.errno)))")
     }
 }

@@ -83,6 +83,9 @@ open class ByteStream: EventHandler {
         static let tlsWantsWrite = State(rawValue: 1 << 9)
         /// The owner stopped reading (`stopReading`) until it resumes.
         static let readStopped = State(rawValue: 1 << 10)
+        /// The TLS handshake under way was started mid-stream (`startTLS`): its end is reported
+        /// as `upgradedToTLS`, not `connected`.
+        static let tlsUpgrade = State(rawValue: 1 << 11)
     }
 
     /// Wraps a connected (or, with `connecting`, connecting) non-blocking socket. Nothing happens
@@ -116,6 +119,9 @@ open class ByteStream: EventHandler {
     /// Every queued byte is in the kernel (after a flush that had something to write).
     open func drained() {}
 
+    /// The TLS handshake begun by `startTLS` completed: bytes now move encrypted.
+    open func upgradedToTLS() {}
+
     /// A server stream expecting TLS got plain bytes instead (an `http://` client on the `wss://`
     /// port). TLS is dropped from the stream, so what the owner sends now goes out as plaintext: a
     /// short error response, then close. The default closes at once.
@@ -124,11 +130,12 @@ open class ByteStream: EventHandler {
     /// Registers with the loop and starts reporting. With `connecting`, the stream first waits for
     /// the non-blocking connect to finish. With `tls`, a TLS session in the context's role is set
     /// up on the socket and its handshake runs before anything reaches the owner.
-    public final func start(connecting: Bool = false, tls context: TLSContext? = nil) throws(SystemError) {
+    /// A client session with `verifyName` checks the server's certificate carries that name.
+    public final func start(connecting: Bool = false, tls context: TLSContext? = nil, verifyName: String? = nil) throws(SystemError) {
         if connecting { state.insert(.connecting) }
         if let context {
             do {
-                tls = try context.makeSession(fd: fd)
+                tls = try context.makeSession(fd: fd, verifyName: verifyName)
             } catch {
                 throw SystemError("TLS session", errno: ENOMEM, detail: error.description)
             }
@@ -137,6 +144,31 @@ open class ByteStream: EventHandler {
         }
         interest = wantedInterest
         try loop.register(fd: fd, events: interest, handler: self)
+    }
+
+    /// Upgrades a connected plaintext client stream to TLS (the NATS protocol: plaintext INFO,
+    /// then TLS on the same socket). Nothing already queued may be waiting (it would go out in
+    /// plaintext before the upgrade or encrypted after it: neither is what the owner meant); the
+    /// handshake runs non-blocking from the next writable event, reading and writing for the
+    /// owner stop until it completes, and `upgradedToTLS` (or `failed`) reports the end. Bytes
+    /// the owner queues meanwhile go out encrypted after the handshake. `verifyName` is the name
+    /// (or IP address) the server's certificate must carry.
+    public final func startTLS(_ context: TLSContext, verifyName: String?) throws(SystemError) {
+        precondition(!context.isServer, "a mid-stream upgrade is the client's")
+        guard tls == nil, !state.contains(.connecting), !state.contains(.closed) else {
+            throw SystemError("TLS upgrade", errno: EINVAL, detail: "the stream is not a connected plaintext stream")
+        }
+        guard output.byteCount == 0 else {
+            throw SystemError("TLS upgrade", errno: EINVAL, detail: "plaintext output is still queued")
+        }
+        do {
+            tls = try context.makeSession(fd: fd, verifyName: verifyName)
+        } catch {
+            throw SystemError("TLS session", errno: ENOMEM, detail: error.description)
+        }
+        // The ClientHello goes out on the next writable event (at once on a connected socket).
+        state.formUnion([.tlsHandshaking, .tlsUpgrade, .tlsWantsWrite])
+        updateInterest()
     }
 
     /// Bytes queued and not yet taken by the kernel.
@@ -341,7 +373,11 @@ open class ByteStream: EventHandler {
         case SSL_ERROR_SYSCALL where errno == 0:
             peerClosed()  // the peer hung up during the handshake
         default:
-            let detail = TLSError("TLS handshake").description
+            var detail = TLSError("TLS handshake").description
+            let verify = SSL_get_verify_result(tls)
+            if verify != 0, let reason = X509_verify_cert_error_string(verify) {
+                detail += " (the peer's certificate: \(String(cString: reason)))"
+            }
             failed(SystemError("TLS handshake", errno: errno == 0 ? EPROTO : errno, detail: detail))
         }
         return false
@@ -388,7 +424,12 @@ open class ByteStream: EventHandler {
             guard driveHandshake(tls), !state.contains(.closed) else { return }
             // A server goes on to read: the client's request may already be in the socket.
             if tlsIsClient {
-                connected()
+                if state.contains(.tlsUpgrade) {
+                    state.remove(.tlsUpgrade)
+                    upgradedToTLS()
+                } else {
+                    connected()
+                }
                 if state.contains(.closed) { return }
             }
         }
@@ -463,6 +504,8 @@ open class ByteStream: EventHandler {
                 loop.bytesRead += n
                 received(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]))
                 if state.contains(.closed) { return }
+                // The owner started a TLS upgrade: what follows is the handshake's.
+                if state.contains(.tlsHandshaking) { return }
                 if output.byteCount > pauseReadingAbove { break }
                 // A short read drained the socket; with TLS, a full record may still be waiting
                 // in the kernel, and epoll (level-triggered) says so next turn.

@@ -82,6 +82,34 @@ public final class TLSContext {
         return context
     }
 
+    /// A client context that always verifies the server (a service's outgoing connections, such as
+    /// NATS): against `caFile` (PEM) when given, otherwise the system's trusted CAs; the name is
+    /// checked per session (`makeSession(fd:verifyName:)`). With `certificateChain` and
+    /// `privateKey`, the client presents that certificate when the server asks (mutual TLS). No
+    /// ALPN is offered. Every failure names the file and OpenSSL's reason.
+    public static func verifyingClient(caFile: String?, certificateChain: String? = nil,
+                                       privateKey: String? = nil) throws(TLSError) -> TLSContext {
+        guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw TLSError("SSL_CTX_new") }
+        let context = TLSContext(ctx: ctx, isServer: false, serverName: nil)
+        try context.configure(minimumVersion: .tls12, ciphers: defaultCiphers, ciphersuites: defaultCiphersuites)
+        if let caFile {
+            guard SSL_CTX_load_verify_locations(ctx, caFile, nil) == 1 else { throw TLSError("cannot load the CA file \(caFile)") }
+        } else {
+            guard SSL_CTX_set_default_verify_paths(ctx) == 1 else { throw TLSError("cannot load the system's trusted CAs") }
+        }
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+        if let certificateChain, let privateKey {
+            guard SSL_CTX_use_certificate_chain_file(ctx, certificateChain) == 1 else {
+                throw TLSError("cannot load the client certificate \(certificateChain)")
+            }
+            guard SSL_CTX_use_PrivateKey_file(ctx, privateKey, VIGIL_SSL_FILETYPE_PEM) == 1,
+                  SSL_CTX_check_private_key(ctx) == 1 else {
+                throw TLSError("cannot use the client key \(privateKey) with the certificate \(certificateChain)")
+            }
+        }
+        return context
+    }
+
     private func configure(minimumVersion: TLSVersion, ciphers: String, ciphersuites: String) throws(TLSError) {
         guard vigil_ssl_ctx_set_min_proto_version(ctx, minimumVersion.openSSL) == 1 else {
             throw TLSError("cannot set the minimum TLS version")
@@ -95,8 +123,10 @@ public final class TLSContext {
                                        | VIGIL_SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER)
     }
 
-    /// A new session for a connected socket, in the server or client role of this context.
-    func makeSession(fd: Int32) throws(TLSError) -> OpaquePointer {
+    /// A new session for a connected socket, in the server or client role of this context. A
+    /// client session with `verifyName` checks the server's certificate names it (a DNS name, or
+    /// an IP address against the certificate's IP entries) and sends it as SNI when it is a name.
+    func makeSession(fd: Int32, verifyName: String? = nil) throws(TLSError) -> OpaquePointer {
         guard let ssl = SSL_new(ctx) else { throw TLSError("SSL_new") }
         guard SSL_set_fd(ssl, fd) == 1 else {
             SSL_free(ssl)
@@ -106,6 +136,16 @@ public final class TLSContext {
             SSL_set_accept_state(ssl)
         } else {
             if let serverName { _ = vigil_ssl_set_tlsext_host_name(ssl, serverName) }
+            if let verifyName {
+                let isIP = verifyName.contains(":") || verifyName.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || $0 == 46 }
+                let set = isIP ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), verifyName)
+                               : SSL_set1_host(ssl, verifyName)
+                if !isIP { _ = vigil_ssl_set_tlsext_host_name(ssl, verifyName) }
+                guard set == 1 else {
+                    SSL_free(ssl)
+                    throw TLSError("cannot check the server's name \(verifyName)")
+                }
+            }
             SSL_set_connect_state(ssl)
         }
         return ssl

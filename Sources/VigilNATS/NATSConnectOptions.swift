@@ -12,6 +12,31 @@ public struct NATSConnectOptions: Equatable, Sendable {
         case none
         case userPassword(user: String, password: String)
         case token(String)
+        /// An nkey user: its public key (`U...`) in CONNECT, with the server nonce's signature
+        /// made with `seed` (which never leaves the client).
+        case nkey(publicKey: String, seed: NKey.Seed)
+        /// A JWT user (a `.creds` file): its JWT in CONNECT, with the nonce's signature made with
+        /// the file's seed.
+        case jwt(String, seed: NKey.Seed)
+
+        /// The seed that signs the server's nonce, for the credentials that need one.
+        public var signingSeed: NKey.Seed? {
+            switch self {
+            case .nkey(_, let seed), .jwt(_, let seed): return seed
+            default: return nil
+            }
+        }
+
+        /// What kind of credentials, without them: safe to log.
+        public var kind: String {
+            switch self {
+            case .none: return "none"
+            case .userPassword: return "user/password"
+            case .token: return "token"
+            case .nkey: return "nkey"
+            case .jwt: return "creds (JWT + nkey)"
+            }
+        }
     }
 
     /// Shown in the server's monitoring (`connz`): which vigild this connection belongs to.
@@ -27,9 +52,10 @@ public struct NATSConnectOptions: Equatable, Sendable {
         self.version = version
     }
 
-    /// Appends `CONNECT {...}\r\n`. The credentials go to the server and nowhere else: never log
-    /// these bytes.
-    public func encode(into out: inout [UInt8]) {
+    /// Appends `CONNECT {...}\r\n`; `signature` is the base64url Ed25519 signature of the INFO's
+    /// nonce, for the nkey and JWT credentials. The credentials go to the server and nowhere else:
+    /// never log these bytes.
+    public func encode(into out: inout [UInt8], signature: String? = nil) {
         var json = JSONWriter(capacity: 256)
         json.beginObject()
         json.field("verbose", false)
@@ -49,7 +75,12 @@ public struct NATSConnectOptions: Equatable, Sendable {
             json.field("pass", password)
         case .token(let token):
             json.field("auth_token", token)
+        case .nkey(let publicKey, _):
+            json.field("nkey", publicKey)
+        case .jwt(let jwt, _):
+            json.field("jwt", jwt)
         }
+        if let signature { json.field("sig", signature) }
         json.endObject()
         out.append(contentsOf: "CONNECT ".utf8)
         json.withUnsafeBytes { out.append(contentsOf: $0) }

@@ -11,6 +11,11 @@ public struct NATSServerInfo: Equatable, Sendable {
     public var headers: Bool
     public var authRequired: Bool
     public var tlsRequired: Bool
+    /// The server accepts TLS but does not require it (`allow_non_tls`).
+    public var tlsAvailable: Bool
+    /// A challenge to sign with the client's nkey (servers with nkey or JWT users send one):
+    /// at most `maxNonceBytes`, printable ASCII, "" when absent.
+    public var nonce: String
     public var jetStream: Bool
     /// Other servers of its cluster a client may reconnect to (`host:port`).
     public var connectURLs: [String]
@@ -19,7 +24,7 @@ public struct NATSServerInfo: Equatable, Sendable {
 
     public init(serverID: String = "", serverName: String = "", version: String = "", maxPayload: Int = 1_048_576,
                 headers: Bool = true, authRequired: Bool = false, tlsRequired: Bool = false, jetStream: Bool = false,
-                connectURLs: [String] = [], lameDuck: Bool = false) {
+                connectURLs: [String] = [], lameDuck: Bool = false, tlsAvailable: Bool = false, nonce: String = "") {
         self.serverID = serverID
         self.serverName = serverName
         self.version = version
@@ -27,6 +32,8 @@ public struct NATSServerInfo: Equatable, Sendable {
         self.headers = headers
         self.authRequired = authRequired
         self.tlsRequired = tlsRequired
+        self.tlsAvailable = tlsAvailable
+        self.nonce = nonce
         self.jetStream = jetStream
         self.connectURLs = connectURLs
         self.lameDuck = lameDuck
@@ -34,6 +41,8 @@ public struct NATSServerInfo: Equatable, Sendable {
 
     /// Most connect URLs kept from one INFO (a cluster of more is not what Vigil runs).
     public static let maxConnectURLs = 64
+    /// Longest nonce accepted (nats-server sends 22 characters).
+    public static let maxNonceBytes = 256
 
     /// Decodes INFO's JSON document. `max_payload` must be a positive integer; it is capped by
     /// `payloadCap`, the most this client will ever buffer for one message.
@@ -56,6 +65,13 @@ public struct NATSServerInfo: Equatable, Sendable {
         info.headers = object["headers"]?.bool ?? false
         info.authRequired = object["auth_required"]?.bool ?? false
         info.tlsRequired = object["tls_required"]?.bool ?? false
+        info.tlsAvailable = object["tls_available"]?.bool ?? false
+        if let nonce = object["nonce"]?.string {
+            guard nonce.utf8.count <= maxNonceBytes, nonce.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
+                throw .badInfo("nonce longer than \(maxNonceBytes) bytes or not printable ASCII")
+            }
+            info.nonce = nonce
+        }
         info.jetStream = object["jetstream"]?.bool ?? false
         info.lameDuck = object["ldm"]?.bool ?? false
         if let urls = object["connect_urls"]?.array {

@@ -50,8 +50,10 @@ public enum ConfigLoader {
         case names(ClosedRange<Int>, Path<[String]>)
         case integer64(ClosedRange<Int64>, Path<Int64>)
         case path(Path<String>)
-        /// A list of NATS server URLs with numeric addresses (`nats://10.0.0.5:4222`).
+        /// A list of NATS server URLs (`nats://10.0.0.5:4222`, `tls://nats.example:4222`).
         case natsURLs(Path<[String]>)
+        /// The `cluster.tls` mapping (its keys are checked one by one, `natsTLSKeys`).
+        case natsTLS
         /// One name: 1 to 32 of a-z, 0-9, '_', '-' (`isName`).
         case name(Path<String>)
         /// A NATS cluster name (stream name and subject prefix).
@@ -184,9 +186,9 @@ public enum ConfigLoader {
             ("user", .text(\.cluster.user)),
             ("password", .text(\.cluster.password)),
             ("token", .text(\.cluster.token)),
-            ("nkey_file", .unsupported("NATS nkey authentication is not supported yet: use user/password or token")),
-            ("creds_file", .unsupported("NATS .creds files are not supported yet: use user/password or token")),
-            ("tls", .unsupported("TLS to NATS is not supported yet (the loop's TLS starts at the first byte; NATS sends INFO in plaintext first)")),
+            ("nkey_seed_file", .path(\.cluster.nkeySeedFile)),
+            ("creds_file", .path(\.cluster.credsFile)),
+            ("tls", .natsTLS),
             ("replicas", .integer(1...5, \.cluster.replicas)),
             // At least the stream's 2-minute duplicate window (JetStream refuses a shorter age).
             ("max_age_s", .integer(120...31_536_000, \.cluster.maxAgeSeconds)),
@@ -237,6 +239,10 @@ public enum ConfigLoader {
                     issues.append(ConfigIssue(key: name, message: "unknown key (known in \(sectionName): \(known))", line: line(keyNode)))
                     continue
                 }
+                if case .natsTLS = kind {
+                    issues.append(contentsOf: applyNATSTLS(valueNode, to: &config))
+                    continue
+                }
                 if let message = apply(kind, valueNode, to: &config) {
                     issues.append(ConfigIssue(key: name, message: message, line: line(valueNode)))
                 }
@@ -245,6 +251,11 @@ public enum ConfigLoader {
         issues.append(contentsOf: crossCheck(config))
         // A key already refused for its value is not also reported missing.
         issues.append(contentsOf: crossCheckCluster(config.cluster).filter { rule in !issues.contains { $0.key == rule.key } })
+        // The credential and TLS files are read now, so that --check-config and `cluster check`
+        // report a missing, unreadable, world-readable or malformed file before a node starts.
+        if config.cluster.enabled && !issues.contains(where: { $0.key.hasPrefix("cluster.") }) {
+            issues.append(contentsOf: loadClusterFiles(&config.cluster))
+        }
         if !issues.isEmpty { throw ConfigError(issues: issues) }
         return config
     }
@@ -332,13 +343,80 @@ public enum ConfigLoader {
                 return "must be 1 to 32 characters A-Z, a-z, 0-9, '_' or '-' (it names the JetStream stream and leads its subjects)"
             }
             config[keyPath: path] = text
-        case .names, .prefixes, .natsURLs, .unsupported:
+        case .names, .prefixes, .natsURLs, .natsTLS, .unsupported:
             break  // handled above
         }
         return nil
     }
 
-    /// `cluster.urls`: every entry a NATS URL with a numeric address (no DNS on the loop).
+    /// The keys of `cluster.tls`.
+    static let natsTLSKeys = ["ca_file", "cert_file", "key_file", "server_name", "handshake_first"]
+
+    /// `cluster.tls`: a mapping (even empty: TLS with the system's CAs) of `natsTLSKeys`.
+    static func applyNATSTLS(_ node: Node, to config: inout ServerConfig) -> [ConfigIssue] {
+        config.cluster.tlsEnabled = true
+        if case .scalar(let s) = node, s.string.isEmpty || s.string == "~" || s.string == "null" { return [] }
+        guard let entries = node.mapping else {
+            return [ConfigIssue(key: "cluster.tls", message: "must be a mapping of \(natsTLSKeys.joined(separator: ", "))", line: line(node))]
+        }
+        var issues: [ConfigIssue] = []
+        for (keyNode, valueNode) in entries {
+            let key = keyNode.scalar?.string ?? "?"
+            let name = "cluster.tls.\(key)"
+            guard let text = valueNode.scalar?.string else {
+                issues.append(ConfigIssue(key: name, message: "must be a single value", line: line(valueNode)))
+                continue
+            }
+            let pathMessage = "must be a file system path of at most 4096 bytes"
+            let isPath = text.utf8.count <= 4096 && !text.isEmpty && !text.utf8.contains(0)
+            switch key {
+            case "ca_file", "cert_file", "key_file":
+                guard isPath else {
+                    issues.append(ConfigIssue(key: name, message: pathMessage, line: line(valueNode)))
+                    continue
+                }
+                if key == "ca_file" { config.cluster.tlsCAFile = text }
+                if key == "cert_file" { config.cluster.tlsCertFile = text }
+                if key == "key_file" { config.cluster.tlsKeyFile = text }
+            case "server_name":
+                guard NATSServerURL.isHostName(Substring(text)) || SocketAddress(host: text, port: 1) != nil else {
+                    issues.append(ConfigIssue(key: name, message: "must be a DNS name or an IP address, got \"\(text.prefix(64))\"", line: line(valueNode)))
+                    continue
+                }
+                config.cluster.tlsServerName = text
+            case "handshake_first":
+                switch text.lowercased() {
+                case "true", "yes", "on": config.cluster.tlsHandshakeFirst = true
+                case "false", "no", "off": config.cluster.tlsHandshakeFirst = false
+                default: issues.append(ConfigIssue(key: name, message: "must be true or false, got \"\(text.prefix(16))\"", line: line(valueNode)))
+                }
+            default:
+                issues.append(ConfigIssue(key: name, message: "unknown key (known in cluster.tls: \(natsTLSKeys.joined(separator: ", ")))", line: line(keyNode)))
+            }
+        }
+        return issues
+    }
+
+    /// Reads the cluster's credential file and builds its TLS context once, to report now what
+    /// would otherwise stop the node at its first connection.
+    static func loadClusterFiles(_ cluster: inout ClusterSettings) -> [ConfigIssue] {
+        var issues: [ConfigIssue] = []
+        do {
+            try cluster.loadCredentialFiles()
+        } catch {
+            issues.append(ConfigIssue(key: error.key, message: error.message))
+        }
+        do {
+            _ = try cluster.makeTLS()
+        } catch {
+            let key = error.what.contains("CA file") ? "cluster.tls.ca_file" : "cluster.tls.cert_file"
+            issues.append(ConfigIssue(key: key, message: error.description))
+        }
+        return issues
+    }
+
+    /// `cluster.urls`: every entry a NATS URL (`nats://` or `tls://`; a host name is resolved off
+    /// the loop at every connection attempt).
     static func applyNATSURLs(_ node: Node, to config: inout ServerConfig, _ path: Path<[String]>) -> String? {
         guard let items = node.sequence else { return "must be a list of NATS URLs such as nats://127.0.0.1:4222" }
         var urls: [String] = []
@@ -347,10 +425,8 @@ public enum ConfigLoader {
             switch NATSServerURL.parse(text) {
             case .failure(let error):
                 return "\"\(text.prefix(64))\": \(error)"
-            case .success(let url):
-                guard SocketAddress(host: url.host, port: url.port) != nil else {
-                    return "\"\(text.prefix(64))\": the host must be a numeric IPv4 or bracketed IPv6 address (names are not resolved)"
-                }
+            case .success:
+                break
             }
             urls.append(text)
         }
@@ -426,6 +502,17 @@ public enum ConfigLoader {
         }
         if c.user.isEmpty != c.password.isEmpty {
             issues.append(ConfigIssue(key: c.user.isEmpty ? "cluster.user" : "cluster.password", message: "cluster.user and cluster.password go together"))
+        }
+        if !c.nkeySeedFile.isEmpty && !c.credsFile.isEmpty {
+            issues.append(ConfigIssue(key: "cluster.creds_file", message: "must not be set together with cluster.nkey_seed_file: a .creds file carries its own nkey seed; choose one"))
+        }
+        if (!c.nkeySeedFile.isEmpty || !c.credsFile.isEmpty) && (!c.token.isEmpty || !c.user.isEmpty) {
+            let key = c.nkeySeedFile.isEmpty ? "cluster.creds_file" : "cluster.nkey_seed_file"
+            issues.append(ConfigIssue(key: key, message: "must not be set together with cluster.user/password or cluster.token: choose one way to authenticate"))
+        }
+        if c.tlsCertFile.isEmpty != c.tlsKeyFile.isEmpty {
+            issues.append(ConfigIssue(key: c.tlsCertFile.isEmpty ? "cluster.tls.cert_file" : "cluster.tls.key_file",
+                                      message: "cluster.tls.cert_file and cluster.tls.key_file go together (the client certificate and its key)"))
         }
         return issues
     }

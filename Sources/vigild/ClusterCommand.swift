@@ -45,7 +45,13 @@ struct ClusterCommand: ParsableCommand {
             }
             ProcessLimits.ignoreSIGPIPE()
             let loop = try EventLoop()
-            let client = NATSClient(urls: settings.serverURLs, options: settings.connectOptions, loop: loop)
+            let client: NATSClient
+            do {
+                client = try settings.makeClient(loop: loop)
+            } catch {
+                FileHandle.standardError.write(Data("vigild cluster check: TLS: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
             // Why each server of the list was last left: the client tries them in order, so the last
             // `urls.count` reasons are one per server, and a spare URL that refused the connection
             // does not hide the server that refused the credentials (or the other way round).
@@ -85,7 +91,10 @@ struct ClusterCommand: ParsableCommand {
                 FileHandle.standardError.write(Data("vigild cluster check: \(error)\n".utf8))
                 throw ExitCode(1)
             case nil:
-                FileHandle.standardError.write(Data("vigild cluster check: no answer within \(timeoutMs) ms (last: \(lastReasons.isEmpty ? "no answer" : lastReasons.joined(separator: "; ")))\n".utf8))
+                // A certificate the system's CAs do not vouch for is the usual first TLS failure.
+                let untrusted = settings.tlsCAFile.isEmpty && lastReasons.contains { $0.contains("local issuer") || $0.contains("self-signed") }
+                let hint = untrusted ? "; cluster.tls.ca_file names the CA that signed the servers' certificates (without it the system's CAs are used)" : ""
+                FileHandle.standardError.write(Data("vigild cluster check: no answer within \(timeoutMs) ms (last: \(lastReasons.isEmpty ? "no answer" : lastReasons.joined(separator: "; ")))\(hint)\n".utf8))
                 throw ExitCode(1)
             }
         }

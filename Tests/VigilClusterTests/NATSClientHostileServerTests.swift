@@ -112,7 +112,7 @@ final class ScriptedServer {
 
     @Test(arguments: [
         (#"{"server_id":"S","max_payload":1024}"#, "the server does not support headers (NATS 2.2 or later needed)"),
-        (#"{"server_id":"S","max_payload":1024,"headers":true,"tls_required":true}"#, "the server requires TLS, which Vigil's NATS client does not speak yet"),
+        (#"{"server_id":"S","max_payload":1024,"headers":true,"tls_required":true}"#, "the server requires TLS: use tls:// URLs or a cluster.tls section"),
         (#"{"server_id":"S","max_payload":-1,"headers":true}"#, "NATS protocol: bad INFO: max_payload missing or not a positive integer"),
     ])
     func aServerVigilCannotUseIsLeft(_ info: String, _ reason: String) throws {

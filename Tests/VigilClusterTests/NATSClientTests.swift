@@ -4,7 +4,8 @@ import VigilLoop
 import VigilNATS
 
 /// A client on a fresh loop, with short timers so failures show within the tests' bounds.
-func makeClient(_ urls: [String], loop: EventLoop, credentials: NATSConnectOptions.Credentials = .none) throws -> NATSClient {
+func makeClient(_ urls: [String], loop: EventLoop, credentials: NATSConnectOptions.Credentials = .none,
+                tls: NATSTLS? = nil) throws -> NATSClient {
     var settings = NATSClientSettings()
     settings.tickMs = 20
     settings.connectTimeoutMs = 1_000
@@ -12,7 +13,8 @@ func makeClient(_ urls: [String], loop: EventLoop, credentials: NATSConnectOptio
     settings.reconnectBaseMs = 50
     settings.reconnectMaxMs = 400
     let parsed = try urls.map { try NATSServerURL.parse($0).get() }
-    let client = NATSClient(urls: parsed, options: NATSConnectOptions(name: "vigil-test", credentials: credentials), settings: settings, loop: loop)
+    let client = NATSClient(urls: parsed, options: NATSConnectOptions(name: "vigil-test", credentials: credentials), settings: settings,
+                            tls: tls, loop: loop)
     try client.start()
     return client
 }

@@ -105,7 +105,7 @@ def test_a_daemon_with_the_section_runs_as_a_node_and_says_so(vigild, tmp_path, 
 
 
 @pytest.mark.parametrize("cluster, key", [
-    ({"urls": ["tls://127.0.0.1:4222"], "node_id": "n1"}, "cluster.urls"),
+    ({"urls": ["ws://127.0.0.1:4222"], "node_id": "n1"}, "cluster.urls"),
     ({"urls": ["nats://127.0.0.1:4222"], "node_id": "n1", "creds_file": "/x.creds"}, "cluster.creds_file"),
     ({"urls": ["nats://127.0.0.1:4222"]}, "cluster.node_id"),
 ])

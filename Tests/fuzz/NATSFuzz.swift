@@ -10,7 +10,9 @@
 //   consumer name, delivery info from the reply subject), which must answer without trapping;
 // - and through the object store's readers (`objectStore` below): base64 decodes only its one
 //   canonical form, a meta that reads re-encodes to the same meta, a stored message, a direct get
-//   and a purge reply answer, and an assembly fed the payload's pieces never keeps more than its meta allows.
+//   and a purge reply answer, and an assembly fed the payload's pieces never keeps more than its meta allows;
+// - the whole input also goes to the credential readers (a `.creds` file, an nkey seed's text,
+//   base32): whatever decodes re-encodes to the same text, nothing traps.
 // The first byte's low bit picks a small or the default max_payload cap.
 import VigilNATS
 
@@ -44,7 +46,37 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         var consumption = JSOrderedConsumption(startAfter: 0)
         _ = consumption.received(message)
     }
+    credentials(UnsafeBufferPointer(start: data, count: size))
     return 0
+}
+
+/// The credential readers on hostile bytes: what decodes must re-encode to the same text.
+private func credentials(_ bytes: UnsafeBufferPointer<UInt8>) {
+    if let creds = try? NATSCredentials.parse(bytes) {
+        precondition(creds.seed.role == .user && creds.seed.raw.count == 32, "a creds seed is a user's 32 bytes")
+        precondition(NATSCredentials.isJWT(Array(creds.jwt.utf8)[...]), "a parsed JWT is well formed")
+    }
+    let text = String(decoding: bytes.prefix(128), as: UTF8.self)
+    if let seed = try? NKey.decodeSeed(text) {
+        let encoded = NKey.encodeSeed(seed)
+        precondition(try! NKey.decodeSeed(encoded) == seed, "seed round trip")
+        let trimmed = text.trimmingSpaces
+        precondition(encoded == trimmed, "one text per seed")
+    }
+    let letters = Array(bytes.prefix(128))
+    if let decoded = Base32.decode(letters) {
+        precondition(Base32.encode(decoded) == String(decoding: letters, as: UTF8.self), "base32 round trip")
+    }
+}
+
+private extension String {
+    var trimmingSpaces: String {
+        let space: (UInt8) -> Bool = { $0 == 32 || $0 == 9 || $0 == 10 || $0 == 13 }
+        let bytes = Array(utf8)
+        let start = bytes.firstIndex { !space($0) } ?? bytes.count
+        let end = (bytes.lastIndex { !space($0) } ?? -1) + 1
+        return start < end ? String(decoding: bytes[start..<end], as: UTF8.self) : ""
+    }
 }
 
 private func run(_ chunks: [[UInt8]], cap: Int) -> (ops: [NATSServerOp], error: NATSProtocolError?) {
