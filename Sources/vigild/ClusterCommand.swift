@@ -93,7 +93,10 @@ struct ClusterCommand: ParsableCommand {
             case nil:
                 // A certificate the system's CAs do not vouch for is the usual first TLS failure.
                 let untrusted = settings.tlsCAFile.isEmpty && lastReasons.contains { $0.contains("local issuer") || $0.contains("self-signed") }
-                let hint = untrusted ? "; cluster.tls.ca_file names the CA that signed the servers' certificates (without it the system's CAs are used)" : ""
+                // A server with `verify: true` refuses a node without a certificate once TLS is up.
+                let noCertificate = settings.tlsCertFile.isEmpty && lastReasons.contains { $0.contains("alert bad certificate") || $0.contains("certificate required") }
+                let hint = untrusted ? "; cluster.tls.ca_file names the CA that signed the servers' certificates (without it the system's CAs are used)"
+                    : noCertificate ? "; the server asks for a client certificate: set cluster.tls.cert_file and cluster.tls.key_file" : ""
                 FileHandle.standardError.write(Data("vigild cluster check: no answer within \(timeoutMs) ms (last: \(lastReasons.isEmpty ? "no answer" : lastReasons.joined(separator: "; ")))\(hint)\n".utf8))
                 throw ExitCode(1)
             }

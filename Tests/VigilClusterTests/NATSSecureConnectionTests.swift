@@ -7,29 +7,18 @@ import VigilLoop
 import VigilNATS
 
 /// A CA, a server certificate for `localhost` and 127.0.0.1, a client certificate, and a second
-/// CA that signed nothing of these: made once per test process with the `openssl` command
-/// (Tests/setup-deps installs it) in a temporary directory.
+/// CA that signed nothing of these: made once per test process by Tests/make-test-pki (the
+/// `openssl` command) in a temporary directory.
 enum TestPKI {
     static let directory: String = {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vigil-nats-pki-\(getpid())").path
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let script = """
-            set -e
-            cd '\(dir)'
-            key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
-            key ca.key; key other-ca.key; key server.key; key client.key
-            openssl req -x509 -new -key ca.key -out ca.pem -days 2 -subj /CN=Vigil-Test-CA
-            openssl req -x509 -new -key other-ca.key -out other-ca.pem -days 2 -subj /CN=Vigil-Other-CA
-            printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\nextendedKeyUsage=serverAuth\\n' > server.ext
-            printf 'extendedKeyUsage=clientAuth\\n' > client.ext
-            openssl req -new -key server.key -subj /CN=localhost -out server.csr
-            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile server.ext -out server.pem 2>/dev/null
-            openssl req -new -key client.key -subj /CN=vigil-node -out client.csr
-            openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile client.ext -out client.pem 2>/dev/null
-            """
+        // Tests/make-test-pki, next to this test's folder.
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("make-test-pki").path
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/bin/sh")
-        p.arguments = ["-c", script]
+        p.arguments = [script, dir]
         try? p.run()
         p.waitUntilExit()
         return dir
