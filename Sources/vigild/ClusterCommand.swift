@@ -9,7 +9,44 @@ struct ClusterCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cluster",
         abstract: "Tools for the cluster: section (NATS JetStream).",
-        subcommands: [Check.self])
+        subcommands: [Check.self, PublicKey.self])
+
+    /// The config's `cluster:` section, its files read; exit 1 with the reasons when the file is
+    /// invalid or has no such section.
+    static func settings(from path: String) throws -> ClusterSettings {
+        let settings: ClusterSettings
+        do {
+            settings = try Vigild.loadConfig(path: path).cluster
+        } catch {
+            FileHandle.standardError.write(Data("\(path): invalid\n\(Vigild.indent(error))\n".utf8))
+            throw ExitCode(1)
+        }
+        guard settings.enabled else {
+            FileHandle.standardError.write(Data("\(path): no cluster: section\n".utf8))
+            throw ExitCode(1)
+        }
+        return settings
+    }
+
+    /// `vigild cluster public-key FILE`: the public nkey (`U...`) of the config's nkey seed or
+    /// `.creds` file, which a NATS server's config names the user by. Public: safe to print.
+    struct PublicKey: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "public-key",
+            abstract: "Print the public nkey (U...) of cluster.nkey_seed_file or cluster.creds_file (exit 0 ok, 1 not).")
+
+        @Argument(help: ArgumentHelp("YAML config file with a cluster: section.", valueName: "config-file"))
+        var config: String
+
+        func run() throws {
+            let settings = try ClusterCommand.settings(from: config)
+            guard let seed = settings.credentials.signingSeed else {
+                FileHandle.standardError.write(Data("\(config): neither cluster.nkey_seed_file nor cluster.creds_file is set\n".utf8))
+                throw ExitCode(1)
+            }
+            print(try NATSNKeySigner.publicKey(of: seed))
+        }
+    }
 
     /// Connects as the node would, and reports the server and the stream: the operator's first
     /// look before a node joins, and the end-to-end tests' handle on the client in this binary.
@@ -32,17 +69,7 @@ struct ClusterCommand: ParsableCommand {
         var timeoutMs: Int = 10_000
 
         func run() throws {
-            let settings: ClusterSettings
-            do {
-                settings = try Vigild.loadConfig(path: config).cluster
-            } catch {
-                FileHandle.standardError.write(Data("\(config): invalid\n\(Vigild.indent(error))\n".utf8))
-                throw ExitCode(1)
-            }
-            guard settings.enabled else {
-                FileHandle.standardError.write(Data("\(config): no cluster: section\n".utf8))
-                throw ExitCode(1)
-            }
+            let settings = try ClusterCommand.settings(from: config)
             ProcessLimits.ignoreSIGPIPE()
             let loop = try EventLoop()
             let client: NATSClient

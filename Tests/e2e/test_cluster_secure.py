@@ -177,8 +177,12 @@ def test_an_nkey_user(vigild_binary, tmp_path, nats):
     user = NKey("U")
     port = nats(f"authorization {{ users: [ {{ nkey: {user.public} }} ] }}\n")
     seed_file = secret(tmp_path / "vigil.nk", user.seed + "\n")
-    p = check_ok(vigild_binary, cluster(tmp_path, urls=[f"nats://localhost:{port}"], nkey_seed_file=str(seed_file)))
-    assert user.seed not in p.stdout + p.stderr
+    path = cluster(tmp_path, urls=[f"nats://localhost:{port}"], nkey_seed_file=str(seed_file))
+    # The public key vigild derives from the seed is the one Python derived.
+    key = run(vigild_binary, "cluster", "public-key", str(path))
+    assert key.returncode == 0 and key.stdout.strip() == user.public, key.stderr
+    p = check_ok(vigild_binary, path)
+    assert user.seed not in p.stdout + p.stderr + key.stdout + key.stderr
     # Another user's seed: refused by the server, with its reason.
     other = secret(tmp_path / "other.nk", NKey("U").seed)
     p = run(vigild_binary, "cluster", "check", str(cluster(tmp_path, urls=[f"nats://127.0.0.1:{port}"], nkey_seed_file=str(other))),
@@ -217,6 +221,7 @@ NKEY Seed printed below can be used to sign and prove identity.
     path = cluster(tmp_path, urls=[f"tls://localhost:{port}"], creds_file=str(creds), tls={"ca_file": str(pki / "ca.pem")})
     p = check_ok(vigild_binary, path)
     assert user.seed not in p.stdout + p.stderr and user_jwt not in p.stdout + p.stderr
+    assert run(vigild_binary, "cluster", "public-key", str(path)).stdout.strip() == user.public
     # The same JWT with a seed that is not its user's: the nonce's signature does not verify.
     forged = secret(tmp_path / "forged.creds", creds.read_text().replace(user.seed, NKey("U").seed))
     p = run(vigild_binary, "cluster", "check", str(cluster(tmp_path, urls=[f"tls://localhost:{port}"], creds_file=str(forged),
