@@ -130,7 +130,7 @@ let package = Package(
             ]
         ),
         // What several test targets share (seeded generator, deterministic secrets, client frames,
-        // the map hub's brute-force oracle), in one place instead of a copy per target. A plain
+        // the map hub's brute-force oracle, the TLS tests' throwaway PKI), in one place instead of a copy per target. A plain
         // library under Tests/: nothing but tests depends on it.
         .target(
             name: "VigilTestSupport",
@@ -138,7 +138,7 @@ let package = Package(
             path: "Tests/VigilTestSupport"
         ),
         .testTarget(name: "VigilWireTests", dependencies: ["VigilWire", "VigilTestSupport"]),
-        .testTarget(name: "VigilLoopTests", dependencies: ["VigilLoop", "VigilBytes", "CLinux"]),
+        .testTarget(name: "VigilLoopTests", dependencies: ["VigilLoop", "VigilBytes", "CLinux", "VigilTestSupport"]),
         .testTarget(
             name: "VigilServerTests",
             dependencies: [
@@ -151,7 +151,7 @@ let package = Package(
         .testTarget(name: "VigilStateTests", dependencies: ["VigilState", "VigilCore", "VigilGeo", "VigilTestSupport"]),
         .testTarget(name: "VigilNATSTests", dependencies: ["VigilNATS", "VigilCore"]),
         // Against a real `nats-server -js` the tests start on loopback ports (Tests/setup-deps installs it).
-        .testTarget(name: "VigilClusterTests", dependencies: ["VigilCluster", "VigilNATS", "VigilLoop", "COpenSSL"]),
+        .testTarget(name: "VigilClusterTests", dependencies: ["VigilCluster", "VigilNATS", "VigilLoop", "COpenSSL", "VigilTestSupport"]),
         .testTarget(name: "VigilLoadTests", dependencies: ["VigilLoad", "VigilCore", "VigilGeo"]),
     ],
     swiftLanguageModes: [.v6]

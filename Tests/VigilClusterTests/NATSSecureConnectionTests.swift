@@ -5,27 +5,10 @@ import VigilCluster
 import VigilCore
 import VigilLoop
 import VigilNATS
+import VigilTestSupport
 
-/// A CA, a server certificate for `localhost` and 127.0.0.1, a client certificate, and a second
-/// CA that signed nothing of these: made once per test process by Tests/make-test-pki (the
-/// `openssl` command) in a temporary directory.
-enum TestPKI {
-    static let directory: String = {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vigil-nats-pki-\(getpid())").path
-        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        // Tests/make-test-pki, next to this test's folder.
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("make-test-pki").path
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/sh")
-        p.arguments = [script, dir]
-        try? p.run()
-        p.waitUntilExit()
-        return dir
-    }()
-
-    static func file(_ name: String) -> String { directory + "/" + name }
-
+/// The nats-server configurations of these tests, next to the certificates (`TestPKI`).
+extension TestPKI {
     /// A nats-server configuration file holding `body`, next to the certificates.
     static func serverConfig(_ body: String) throws -> String {
         let path = directory + "/nats-\(UUID().uuidString).conf"
@@ -249,6 +232,36 @@ final class Reasons {
         #expect(longestTurn < 200, "a loop turn took \(longestTurn) ms while a name was resolved")
     }
 
+    /// `handshake_first` (NATS 2.10's option, newer than Debian's nats-server): a scripted server
+    /// that speaks TLS from the first byte, with the loop's own server-side TLS; INFO, CONNECT and
+    /// the handshake's PING and PONG all go encrypted.
+    @Test func handshakeFirstStartsTLSAtTheFirstByte() throws {
+        let loop = try EventLoop()
+        let listener = try Socket.listen(on: ListenAddress(host: "127.0.0.1", port: 0), backlog: 4)
+        defer { close(listener) }
+        let serverContext = try TLSContext.server(certificateChain: TestPKI.file("server.pem"), privateKey: TestPKI.file("server.key"))
+        let context = try TLSContext.verifyingClient(caFile: TestPKI.file("ca.pem"))
+        let client = try makeClient(["tls://localhost:\(Socket.localPort(listener)!)"], loop: loop,
+                                    tls: NATSTLS(context: context, everyServer: false, handshakeFirst: true))
+        defer { client.close() }
+        var peer: TLSScriptedPeer?
+        #expect(try turn(loop, until: {
+            let fd = accept(listener, nil, nil)
+            if fd >= 0 {
+                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+                let p = TLSScriptedPeer(fd: fd, loop: loop)
+                try? p.start(tls: serverContext)
+                Array("INFO {\"server_id\":\"S\",\"max_payload\":1024,\"headers\":true,\"tls_required\":true}\r\n".utf8)
+                    .withUnsafeBytes { p.append($0) }
+                peer = p
+            }
+            return client.state == .connected
+        }))
+        let got = String(decoding: peer?.got ?? [], as: UTF8.self)
+        #expect(got.hasPrefix("CONNECT {") && got.contains("\"tls_required\":true"), "\(got.prefix(200))")
+        peer?.close()
+    }
+
     /// RFC 8032's first test key: the public key and a signature Python's `cryptography` made.
     @Test func signsAsEd25519Does() throws {
         let seed = try NKey.decodeSeed("SUAJ2YNRTXX72WTAXKCEV5ES5QWMIRCJYVUXWMTJDFYDXLADDSXH6YALCA")
@@ -271,4 +284,18 @@ func verify(signature: String, of message: [UInt8], publicKey: [UInt8]) -> Bool 
     }
     guard EVP_DigestVerifyInit(context, nil, nil, nil, key) == 1 else { return false }
     return EVP_DigestVerify(context, sig, sig.count, message, message.count) == 1
+}
+
+/// The server side of `handshakeFirstStartsTLSAtTheFirstByte`: records the client's decrypted
+/// bytes and answers its first PING.
+final class TLSScriptedPeer: ByteStream {
+    var got: [UInt8] = []
+
+    override func received(_ bytes: UnsafeMutableRawBufferPointer) {
+        let before = String(decoding: got, as: UTF8.self).contains("PING\r\n")
+        got.append(contentsOf: bytes)
+        if !before && String(decoding: got, as: UTF8.self).contains("PING\r\n") {
+            Array("PONG\r\n".utf8).withUnsafeBytes { append($0) }
+        }
+    }
 }
