@@ -233,8 +233,9 @@ public final class NATSClient {
         case .waiting(let until) where nowMs >= until:
             connectNext(nowMs: nowMs)
         case .handshaking(let deadline) where nowMs >= deadline:
-            lose(reason: resolvingID != 0 ? "the server's name was not resolved within \(settings.connectTimeoutMs) ms"
-                                          : "no answer to CONNECT within \(settings.connectTimeoutMs) ms")
+            let step = resolvingID != 0 ? "the server's name was not resolved"
+                : stream?.isTransportReady == false ? "the TLS handshake did not finish" : "no answer to CONNECT"
+            lose(reason: "\(step) within \(settings.connectTimeoutMs) ms")
         case .up where nowMs >= nextPingAtMs:
             if pingsOutstanding >= settings.maxPingsOutstanding {
                 lose(reason: "\(pingsOutstanding) PINGs unanswered")

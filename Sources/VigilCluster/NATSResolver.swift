@@ -53,12 +53,19 @@ final class NATSResolver {
             let orders = self.orders, answers = self.answers
             let thread = Thread {
                 while true {
+                    // Requests that piled up behind a slow lookup: only the newest per host and
+                    // port is answered (the client waits for no other), so a dead DNS server
+                    // cannot make the queue grow with every reconnection pass.
+                    var latest: [Request] = []
                     for order in orders.wait(timeoutMs: -1) {
                         switch order {
                         case .stop: return
-                        case .resolve(let request): answers.post(Self.lookUp(request))
+                        case .resolve(let request):
+                            latest.removeAll { $0.host == request.host && $0.port == request.port }
+                            latest.append(request)
                         }
                     }
+                    for request in latest { answers.post(Self.lookUp(request)) }
                 }
             }
             thread.name = "vigil-nats-dns"

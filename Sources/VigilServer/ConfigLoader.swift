@@ -409,7 +409,8 @@ public enum ConfigLoader {
         do {
             _ = try cluster.makeTLS()
         } catch {
-            let key = error.what.contains("CA file") ? "cluster.tls.ca_file" : "cluster.tls.cert_file"
+            let key = error.what.contains("CA file") ? "cluster.tls.ca_file"
+                : error.what.contains("client key") ? "cluster.tls.key_file" : "cluster.tls.cert_file"
             issues.append(ConfigIssue(key: key, message: error.description))
         }
         return issues

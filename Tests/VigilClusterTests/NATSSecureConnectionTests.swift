@@ -203,6 +203,19 @@ final class Reasons {
         #expect(client.state != .connected)
     }
 
+    @Test func aServerThatNeverAnswersTheTLSHandshakeTimesOut() throws {
+        let server = try ScriptedServer(info: #"{"server_id":"S","max_payload":1024,"headers":true,"tls_required":true}"#,
+                                        answerHandshake: false)
+        let loop = try EventLoop()
+        let client = try makeClient([server.url], loop: loop, tls: tls())
+        defer { client.close() }
+        let reasons = Reasons(client)
+        #expect(try turn(loop, until: { server.poll(); return !reasons.all.isEmpty }, timeoutMs: 3_000))
+        #expect(reasons.all[0] == "the TLS handshake did not finish within 1000 ms")
+        // What reached the server after INFO is a TLS record (a handshake's first byte), no CONNECT.
+        #expect(server.received.first == 0x16 && !String(decoding: server.received, as: UTF8.self).contains("CONNECT"))
+    }
+
     @Test func aHostNameIsResolvedOffTheLoopOnEveryAttempt() throws {
         let server = try NATSServerProcess()
         try server.start()
