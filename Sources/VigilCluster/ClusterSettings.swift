@@ -62,8 +62,10 @@ public struct ClusterSettings: Equatable, Sendable, CustomStringConvertible {
         return .none
     }
 
+    /// `tlsRequired` when the config asks for TLS: a client made from these options without a
+    /// TLS setup refuses to connect rather than speak plaintext (`makeClient` gives it one).
     public var connectOptions: NATSConnectOptions {
-        NATSConnectOptions(name: "vigild-\(nodeID)", credentials: credentials, version: "1")
+        NATSConnectOptions(name: "vigild-\(nodeID)", credentials: credentials, tlsRequired: usesTLS, version: "1")
     }
 
     /// Whether any connection is TLS (a `tls://` URL or the `cluster.tls` section).

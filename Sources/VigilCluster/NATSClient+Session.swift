@@ -102,8 +102,9 @@ extension NATSClient {
                 } catch {
                     lose(reason: "TLS: \(error.detail ?? error.call)")
                 }
-            } else if url.tls {
-                lose(reason: "tls:// needs a TLS setup (the client was made without one)")
+            } else if url.tls || options.tlsRequired {
+                // Fail safe: options that ask for TLS never connect in plaintext for want of a context.
+                lose(reason: "TLS is asked for (tls:// or cluster.tls) but the client was made without a TLS setup (ClusterSettings.makeClient makes it)")
             } else if info.tlsRequired {
                 lose(reason: "the server requires TLS: use tls:// URLs or a cluster.tls section")
             } else {

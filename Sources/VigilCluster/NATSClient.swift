@@ -89,8 +89,9 @@ public final class NATSClient {
         var completion: (Result<NATSMessage, NATSClientError>) -> Void
     }
 
-    /// `tls` is needed when a URL is `tls://` (the connection to it fails otherwise, with the
-    /// reason); `ClusterSettings.makeClient` builds it from the config.
+    /// `tls` is needed when a URL is `tls://` or `options.tlsRequired` is set (the connection fails
+    /// otherwise, with the reason, never falls back to plaintext); `ClusterSettings.makeClient`
+    /// builds it from the config.
     public init(urls: [NATSServerURL], options: NATSConnectOptions, settings: NATSClientSettings = NATSClientSettings(),
                 tls: NATSTLS? = nil, loop: EventLoop) {
         precondition(!urls.isEmpty, "a NATS client needs at least one server")

@@ -193,6 +193,32 @@ final class Reasons {
         #expect(reasons.all[0] == "the server sent no nonce to sign: it does not take nkey or JWT users")
     }
 
+    /// A client made from a config's options that ask for TLS, but without the TLS setup
+    /// (`NATSClient(urls:options:)` instead of `ClusterSettings.makeClient`): it must not fall
+    /// back to plaintext with a server that allows it.
+    @Test func optionsThatAskForTLSNeverConnectInPlaintext() throws {
+        let server = try ScriptedServer(info: #"{"server_id":"S","max_payload":1024,"headers":true,"tls_available":true}"#)
+        let loop = try EventLoop()
+        var cluster = ClusterSettings()
+        cluster.urls = [server.url]
+        cluster.nodeID = "n1"
+        cluster.tlsEnabled = true
+        let client = NATSClient(urls: cluster.serverURLs, options: cluster.connectOptions, loop: loop)
+        try client.start()
+        let reasons = Reasons(client)
+        #expect(try turn(loop, until: { server.poll(); return !reasons.all.isEmpty }))
+        #expect(reasons.all[0].hasPrefix("TLS is asked for (tls:// or cluster.tls) but the client was made without a TLS setup"))
+        #expect(!String(decoding: server.received, as: UTF8.self).contains("CONNECT"))
+        client.close()
+        // The same settings' own client starts TLS after INFO: its first bytes are a TLS record.
+        let accepted = server.accepted
+        let proper = try cluster.makeClient(loop: loop)
+        try proper.start()
+        defer { proper.close() }
+        #expect(try turn(loop, until: { server.poll(); return server.accepted > accepted && !server.received.isEmpty }))
+        #expect(server.received.first == 0x16, "a TLS handshake record, not plaintext")
+    }
+
     @Test func aServerThatSendsMoreThanInfoBeforeTLSIsLeft() throws {
         let server = try ScriptedServer(info: #"{"server_id":"S","max_payload":1024,"headers":true,"tls_required":true}"# + "\r\nPONG")
         let loop = try EventLoop()
