@@ -141,6 +141,9 @@ public final class NATSClient {
     /// The server's `max_payload` on this connection (1 MiB before the first INFO).
     public var maxPayload: Int { serverInfo?.maxPayload ?? 1_048_576 }
 
+    /// Whether the current connection is TLS (false while disconnected).
+    public var usesTLS: Bool { stream?.usesTLS ?? false }
+
     /// Bytes waiting to be written to the server.
     public var pendingBytes: Int { stream?.queuedBytes ?? 0 }
 

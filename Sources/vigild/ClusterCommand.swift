@@ -109,11 +109,12 @@ struct ClusterCommand: ParsableCommand {
                 }
             }
             let server = client.serverInfo
+            let overTLS = client.usesTLS
             client.close()
             try loop.turn(timeoutMs: 0)
             switch outcome {
             case .success(let info)?:
-                print(#"{"ok":true,"cluster":"\#(settings.name)","node":"\#(settings.nodeID)","server_version":"\#((server?.version ?? "").filter { $0.isASCII && $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" })","jetstream":\#(server?.jetStream ?? false),"stream":{"name":"\#(info.name)","messages":\#(info.messages),"bytes":\#(info.bytes),"first_seq":\#(info.firstSequence),"last_seq":\#(info.lastSequence),"replicas":\#(info.replicas)}}"#)
+                print(#"{"ok":true,"cluster":"\#(settings.name)","node":"\#(settings.nodeID)","server_version":"\#((server?.version ?? "").filter { $0.isASCII && $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" })","jetstream":\#(server?.jetStream ?? false),"tls":\#(overTLS),"stream":{"name":"\#(info.name)","messages":\#(info.messages),"bytes":\#(info.bytes),"first_seq":\#(info.firstSequence),"last_seq":\#(info.lastSequence),"replicas":\#(info.replicas)}}"#)
             case .failure(let error)?:
                 FileHandle.standardError.write(Data("vigild cluster check: \(error)\n".utf8))
                 throw ExitCode(1)

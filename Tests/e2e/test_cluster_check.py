@@ -64,7 +64,7 @@ def test_check_creates_and_reports_the_stream(vigild_binary, tmp_path, nats):
     created = run(vigild_binary, "cluster", "check", str(path), "--create-stream")
     assert created.returncode == 0, created.stderr
     report = json.loads(created.stdout)
-    assert report["ok"] and report["jetstream"] and report["cluster"] == "E2E"
+    assert report["ok"] and report["jetstream"] and report["cluster"] == "E2E" and report["tls"] is False
     assert report["stream"] == {"name": "E2E", "messages": 0, "bytes": 0, "first_seq": 0, "last_seq": 0, "replicas": 1}
     again = run(vigild_binary, "cluster", "check", str(path))
     assert again.returncode == 0 and json.loads(again.stdout)["stream"]["name"] == "E2E"

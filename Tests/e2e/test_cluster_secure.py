@@ -90,11 +90,11 @@ def cluster(tmp_path, **keys):
     return write_config(tmp_path / "cluster.yaml", {"cluster": {"name": "SEC", "node_id": "n1", **keys}})
 
 
-def check_ok(vigild_binary, path, *extra):
-    p = run(vigild_binary, "cluster", "check", str(path), "--create-stream", *extra)
+def check_ok(vigild_binary, path, tls: bool):
+    p = run(vigild_binary, "cluster", "check", str(path), "--create-stream")
     assert p.returncode == 0, p.stderr
     report = json.loads(p.stdout)
-    assert report["ok"] and report["stream"]["name"] == "SEC"
+    assert report["ok"] and report["stream"]["name"] == "SEC" and report["tls"] is tls, report
     return p
 
 
@@ -102,7 +102,7 @@ def test_check_over_tls_with_a_host_name(vigild_binary, tmp_path, pki, nats):
     port = nats(tls_block(pki))
     path = cluster(tmp_path, urls=[f"tls://localhost:{port}"], tls={"ca_file": str(pki / "ca.pem")})
     assert run(vigild_binary, "--check-config", str(path)).returncode == 0
-    check_ok(vigild_binary, path)
+    check_ok(vigild_binary, path, tls=True)
     # A nats:// URL to the same server without TLS: the server requires it, vigild says so.
     plain = write_config(tmp_path / "plain.yaml", {"cluster": {"urls": [f"nats://127.0.0.1:{port}"], "node_id": "n1"}})
     p = run(vigild_binary, "cluster", "check", str(plain), "--timeout-ms", "1000")
@@ -117,7 +117,7 @@ def test_a_verifying_server_gets_the_nodes_certificate(vigild_binary, tmp_path, 
     assert p.returncode == 1 and "alert" in p.stderr and "set cluster.tls.cert_file and cluster.tls.key_file" in p.stderr, p.stderr
     with_cert = cluster(tmp_path, urls=[f"nats://127.0.0.1:{port}"],
                         tls={"ca_file": str(pki / "ca.pem"), "cert_file": str(pki / "client.pem"), "key_file": str(pki / "client.key")})
-    check_ok(vigild_binary, with_cert)
+    check_ok(vigild_binary, with_cert, tls=True)
 
 
 def test_a_certificate_from_another_ca_is_refused_with_the_reason(vigild_binary, tmp_path, pki, nats):
@@ -181,7 +181,7 @@ def test_an_nkey_user(vigild_binary, tmp_path, nats):
     # The public key vigild derives from the seed is the one Python derived.
     key = run(vigild_binary, "cluster", "public-key", str(path))
     assert key.returncode == 0 and key.stdout.strip() == user.public, key.stderr
-    p = check_ok(vigild_binary, path)
+    p = check_ok(vigild_binary, path, tls=False)
     assert user.seed not in p.stdout + p.stderr + key.stdout + key.stderr
     # Another user's seed: refused by the server, with its reason.
     other = secret(tmp_path / "other.nk", NKey("U").seed)
@@ -219,7 +219,7 @@ NKEY Seed printed below can be used to sign and prove identity.
 ------END USER NKEY SEED------
 """)
     path = cluster(tmp_path, urls=[f"tls://localhost:{port}"], creds_file=str(creds), tls={"ca_file": str(pki / "ca.pem")})
-    p = check_ok(vigild_binary, path)
+    p = check_ok(vigild_binary, path, tls=True)
     assert user.seed not in p.stdout + p.stderr and user_jwt not in p.stdout + p.stderr
     assert run(vigild_binary, "cluster", "public-key", str(path)).stdout.strip() == user.public
     # The same JWT with a seed that is not its user's: the nonce's signature does not verify.
