@@ -52,6 +52,11 @@ final class NATSResolver {
             started = true
             let orders = self.orders, answers = self.answers
             let thread = Thread {
+                // Signals are the loop's (a signalfd): this thread may start before the daemon
+                // blocks them process-wide, and a SIGTERM delivered here would kill the process.
+                var all = sigset_t()
+                sigfillset(&all)
+                pthread_sigmask(SIG_BLOCK, &all, nil)
                 while true {
                     // Requests that piled up behind a slow lookup: only the newest per host and
                     // port is answered (the client waits for no other), so a dead DNS server

@@ -84,7 +84,9 @@ final class ReplicatedLog: ReplicationLog {
     /// restore a published snapshot and then call `resume(after:)`.
     var needsSnapshot: ((_ firstSequence: UInt64, _ lastSequence: UInt64) -> Void)?
 
-    init(settings: ClusterSettings, startAfter: UInt64, loop: EventLoop, logger: Logger, deliver: @escaping (Entry) -> Void) {
+    /// Throws when the TLS setup the config asks for cannot be made (a CA or key file gone since
+    /// the config was checked).
+    init(settings: ClusterSettings, startAfter: UInt64, loop: EventLoop, logger: Logger, deliver: @escaping (Entry) -> Void) throws {
         self.settings = settings
         self.logger = logger
         self.deliver = deliver
@@ -92,7 +94,7 @@ final class ReplicatedLog: ReplicationLog {
         knownLastSequence = startAfter
         var clientSettings = NATSClientSettings()
         clientSettings.connectTimeoutMs = min(Int64(settings.requestTimeoutMs), 5_000)
-        client = NATSClient(urls: settings.serverURLs, options: settings.connectOptions, settings: clientSettings, loop: loop)
+        client = try settings.makeClient(settings: clientSettings, loop: loop)
         jetStream = JetStream(client: client, timeoutMs: Int64(settings.requestTimeoutMs))
         bootTag = client.randomToken(length: 8)
         client.addStateObserver { [unowned self] state, reason in self.clientChanged(state, reason: reason) }

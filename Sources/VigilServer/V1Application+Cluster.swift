@@ -317,7 +317,7 @@ extension V1Application {
     /// Makes this `/v1` a node of the cluster `settings` names: changes go through the stream,
     /// which is consumed from the sequence after `startAfter` (what the restored state holds).
     func joinCluster(_ settings: ClusterSettings, startAfter: UInt64, highestVoter: UInt64, logger: Logger) throws {
-        let replicated = ReplicatedLog(settings: settings, startAfter: startAfter, loop: server.loop, logger: logger) {
+        let replicated = try ReplicatedLog(settings: settings, startAfter: startAfter, loop: server.loop, logger: logger) {
             [unowned self] entry in
             guard let cluster = self.cluster else { return }
             self.applyFromStream(entry, cluster: cluster)

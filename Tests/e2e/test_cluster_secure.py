@@ -239,3 +239,35 @@ def test_check_config_names_the_key(vigild_binary, tmp_path, keys, key, text):
     path = cluster(tmp_path, urls=["nats://127.0.0.1:4222"], **keys)
     p = run(vigild_binary, "--check-config", str(path))
     assert p.returncode == 1 and key in p.stderr and text in p.stderr, p.stderr
+
+
+def test_two_nodes_over_tls_as_an_nkey_user_see_each_others_writes(vigild, tmp_path, pki, nats):
+    """The daemon itself, not only `cluster check`: two nodes reach the stream over TLS to a host
+    name, as an nkey user, and a pin created on one reaches a subscriber on the other."""
+    import pinclient as pc
+    from pinclient import PinClient
+    from test_cluster import LIMITS, wait_writable
+
+    user = NKey("U")
+    port = nats(tls_block(pki) + f"authorization {{ users: [ {{ nkey: {user.public} }} ] }}\n")
+    seed_file = secret(tmp_path / "node.nk", user.seed + "\n")
+    nodes = []
+    for node_id in ("n1", "n2"):
+        cfg = pc.pins_config(**LIMITS)
+        cfg["cluster"] = {"urls": [f"tls://localhost:{port}"], "name": "SEC", "node_id": node_id,
+                          "request_timeout_ms": 2000, "nkey_seed_file": str(seed_file),
+                          "tls": {"ca_file": str(pki / "ca.pem")}}
+        nodes.append(vigild(cfg))
+    for d in nodes:
+        assert wait_writable(d)["cluster"]["connected"]
+    a, b = PinClient(nodes[0].port), PinClient(nodes[1].port)
+    try:
+        assert a.subscribe_bbox(52.0, 13.0, 53.0, 14.0) == []
+        made = b.ok("pin.create", pin=dict(lat=52.5, lon=13.4, title="over tls", category="hazard"))
+        event = a.event()
+        assert event["type"] == "pin.added" and event["pin"]["id"] == made["pin"]["id"], event
+    finally:
+        a.close()
+        b.close()
+    for d in nodes:
+        assert user.seed not in d.stderr_text()
