@@ -235,7 +235,7 @@ final class ReplicatedLog: ReplicationLog {
                             self?.received(sequence, message)
                         }
                     }
-                    self.logger.notice("cluster: stream ready", metadata: ["stream": "\(info.name)", "last": "\(info.lastSequence)",
+                    self.logger.notice("cluster: stream ready", metadata: ["jetstream": "\(info.name)", "last": "\(info.lastSequence)",
                                                                          "applied": "\(self.appliedSequence)"])
                 case .failure(let error):
                     self.failed(error.description)
