@@ -32,6 +32,10 @@ struct EntryRing: Sequence {
         block.unsafelyUnwrapped.assumingMemoryBound(to: Header.self)
     }
 
+    @inline(__always) private static func header(_ block: UnsafeMutableRawPointer) -> UnsafeMutablePointer<Header> {
+        block.assumingMemoryBound(to: Header.self)
+    }
+
     @inline(__always) private static func entries(_ block: UnsafeMutableRawPointer) -> UnsafeMutablePointer<Entry> {
         (block + entriesOffset).assumingMemoryBound(to: Entry.self)
     }
@@ -56,9 +60,12 @@ struct EntryRing: Sequence {
     var last: Entry? { isEmpty ? nil : self[count - 1] }
 
     mutating func append(_ entry: Entry) {
-        if block == nil || header.pointee.count == header.pointee.capacity { grow() }
-        let h = header
-        Self.entries(block!)[Int((h.pointee.head &+ h.pointee.count) & (h.pointee.capacity - 1))] = entry
+        guard let block, Self.header(block).pointee.count < Self.header(block).pointee.capacity else {
+            grow()
+            return append(entry)
+        }
+        let h = Self.header(block)
+        Self.entries(block)[Int((h.pointee.head &+ h.pointee.count) & (h.pointee.capacity &- 1))] = entry
         h.pointee.count &+= 1
     }
 
@@ -99,19 +106,32 @@ struct EntryRing: Sequence {
         block = nil
     }
 
+    /// Doubles the block (or makes the first), the entries moved to its front in order: at most
+    /// two contiguous runs, copied whole (entries are plain data).
     private mutating func grow() {
-        let old = block
-        let oldCount = count
-        let capacity = old == nil ? Self.initialCapacity : header.pointee.capacity * 2
-        let grown = UnsafeMutableRawPointer.allocate(
-            byteCount: Self.entriesOffset + Int(capacity) * MemoryLayout<Entry>.stride, alignment: 16)
-        grown.bindMemory(to: Header.self, capacity: 1)
-        (grown + Self.entriesOffset).bindMemory(to: Entry.self, capacity: Int(capacity))
-        let to = Self.entries(grown)
-        for i in 0..<oldCount { (to + i).initialize(to: self[i]) }
-        old?.deallocate()
+        guard let old = block else {
+            block = Self.allocate(capacity: Self.initialCapacity)
+            Self.header(block!).pointee = Header(capacity: Self.initialCapacity, head: 0, count: 0)
+            return
+        }
+        let h = Self.header(old).pointee
+        let capacity = h.capacity * 2
+        let grown = Self.allocate(capacity: capacity)
+        let from = Self.entries(old), to = Self.entries(grown)
+        let firstRun = Int(Swift.min(h.count, h.capacity - h.head))
+        to.initialize(from: from + Int(h.head), count: firstRun)
+        (to + firstRun).initialize(from: from, count: Int(h.count) - firstRun)
+        old.deallocate()
         block = grown
-        header.pointee = Header(capacity: capacity, head: 0, count: Int32(oldCount))
+        Self.header(grown).pointee = Header(capacity: capacity, head: 0, count: h.count)
+    }
+
+    private static func allocate(capacity: Int32) -> UnsafeMutableRawPointer {
+        let block = UnsafeMutableRawPointer.allocate(
+            byteCount: entriesOffset + Int(capacity) * MemoryLayout<Entry>.stride, alignment: 16)
+        block.bindMemory(to: Header.self, capacity: 1)
+        (block + entriesOffset).bindMemory(to: Entry.self, capacity: Int(capacity))
+        return block
     }
 
     struct Iterator: IteratorProtocol {
