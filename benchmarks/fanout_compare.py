@@ -46,6 +46,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import socket
 import statistics
 import subprocess
@@ -109,9 +110,10 @@ def callgrind_prefix(out: str) -> list[str]:
     return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"] if out else []
 
 
-def callgrind_window_instructions(pid: int, out: str) -> int:
+def callgrind_window_instructions(pid: int, out: str, keep: Path | None = None) -> int:
     """Dumps the counters since the window's start (``callgrind_control -z`` there) and returns
-    the instructions executed in the window, all threads."""
+    the instructions executed in the window, all threads; ``keep``: copies the dumps there (for
+    ``callgrind_annotate``)."""
     before = set(Path(out).parent.glob(Path(out).name + "*"))
     subprocess.run(["callgrind_control", "-d", str(pid)], check=True, capture_output=True)
     dumps = sorted(set(Path(out).parent.glob(Path(out).name + "*")) - before, key=lambda f: f.stat().st_mtime)
@@ -123,6 +125,10 @@ def callgrind_window_instructions(pid: int, out: str) -> int:
                 break
     if not dumps:
         raise RuntimeError("callgrind_control -d left no dump")
+    if keep:
+        keep.mkdir(parents=True, exist_ok=True)
+        for dump in dumps:
+            shutil.copy(dump, keep / f"{dump.name}.{int(time.time())}")
     return total
 
 
@@ -191,7 +197,7 @@ def fanout_run(server: Server, client: Path, args, window: int, size: int) -> di
             elif line == "window end":
                 cpu1 = process_cpu(server.pid)
                 if server.callgrind_out:
-                    instructions = callgrind_window_instructions(server.pid, server.callgrind_out)
+                    instructions = callgrind_window_instructions(server.pid, server.callgrind_out, args.callgrind_keep)
                 steal1 = (cpu_times(args.server_cpu), cpu_times(args.client_cpu))
             elif line.startswith("{"):
                 result = json.loads(line)
@@ -261,6 +267,8 @@ def main() -> int:
     ap.add_argument("--callgrind", action="store_true",
                     help="run the servers under callgrind and report instructions per delivery in the window "
                          "(the robust figure on a shared machine; rates are then ~50x lower; skips the idle runs)")
+    ap.add_argument("--callgrind-keep", type=Path,
+                    help="with --callgrind: copy each window's dumps into this folder (for callgrind_annotate)")
     ap.add_argument("--idle-only", action="store_true", help="only the idle runs (no fan-out)")
     ap.add_argument("--out", type=Path, help="write every run as JSON here")
     args = ap.parse_args()

@@ -1,4 +1,3 @@
-import DequeModule
 import Glibc
 import VigilBytes
 
@@ -18,8 +17,8 @@ public enum FlushResult: Equatable {
 /// inline `first` entry, so a steady stream allocates nothing. Shared chunks (one encoded event for
 /// many connections) are referenced, never copied. `byteCount` is what the send policies read.
 ///
-/// The entries after the first sit in a `Deque`, so a slow consumer's long queue costs O(1) per
-/// entry sent (an array's `removeFirst` would make draining it quadratic). An entry may carry a
+/// The entries after the first sit in an `EntryRing`, so a slow consumer's long queue costs O(1)
+/// per entry sent (an array's `removeFirst` would make draining it quadratic). An entry may carry a
 /// tag (a panic stream's number) so that a newer location can replace an older one still unsent
 /// (`removeUnsent(tag:)`): conflation for slow watchers.
 public struct OutputQueue {
@@ -58,7 +57,7 @@ public struct OutputQueue {
     /// config bounds `max_output_buffer_bytes` at 1 GiB) and an HTTP response is one chunk, whose
     /// offsets are 32-bit already (`Entry`).
     private var count: UInt32 = 0
-    private var rest = Deque<Entry>()
+    private var rest = EntryRing()
 
     public var byteCount: Int { Int(count) }
 
@@ -122,7 +121,7 @@ public struct OutputQueue {
         if let f = first { QueuedChunk.release(f, pool: pool) }
         for e in rest { QueuedChunk.release(e, pool: pool) }
         first = nil
-        rest = Deque()
+        rest.removeAll()
         count = 0
         headStarted = false
     }
@@ -132,18 +131,11 @@ public struct OutputQueue {
     public mutating func removeUnsent(tag: UInt64, keepingHead: Bool = false, pool: ChunkPool) -> Int {
         guard tag != 0 else { return 0 }
         var removed = 0
-        if !rest.isEmpty {
-            var kept = Deque<Entry>()
-            kept.reserveCapacity(rest.count)
-            for e in rest {
-                if e.tag == tag {
-                    removed += e.length
-                    QueuedChunk.release(e, pool: pool)
-                } else {
-                    kept.append(e)
-                }
-            }
-            if removed > 0 { rest = kept }
+        rest.retain { e in
+            guard e.tag == tag else { return true }
+            removed += e.length
+            QueuedChunk.release(e, pool: pool)
+            return false
         }
         if let head = first, head.tag == tag, !headStarted, !keepingHead {
             removed += head.length
@@ -163,7 +155,7 @@ public struct OutputQueue {
             dropped += e.length
             QueuedChunk.release(e, pool: pool)
         }
-        rest = Deque()
+        rest.removeAll()
         if let head = first, !headStarted, !keepingHead {
             dropped += head.length
             QueuedChunk.release(head, pool: pool)
@@ -248,7 +240,7 @@ public struct OutputQueue {
             first = rest.popFirst()
             headStarted = false
         }
-        if first == nil { rest = Deque() }  // an idle connection keeps no deque storage
+        if first == nil { rest.removeAll() }  // an idle connection keeps no ring block
     }
 }
 

@@ -19,7 +19,10 @@ public final class Connection: ByteStream {
     /// The server outlives every connection it holds (it closes them all before it goes), so the
     /// reference is not counted: `unowned(unsafe)` spares an atomic retain/release on every send,
     /// which the fan-out profile showed as the top user-space cost with plain `unowned` (12%).
-    private unowned(unsafe) let server: Server
+    /// Held as `Unmanaged` (not `unowned(unsafe)`, which still retained what was read through it:
+    /// the send policies' array, once per fan-out recipient); `send(shared:)` borrows it at +0.
+    private let serverRef: Unmanaged<Server>
+    private var server: Server { serverRef.takeUnretainedValue() }
     public private(set) var lifecycle: ConnectionLifecycle
     // The small fields right after the lifecycle, in the bytes its size (10) leaves before the
     // next 8-byte field (this object is what an idle connection is: 330 bytes once, 336 with
@@ -46,7 +49,7 @@ public final class Connection: ByteStream {
     public private(set) var addressKey: UInt64
 
     private init(fd: Int32, server: Server, lifecycle: ConnectionLifecycle, addressKey: UInt64, viaTrustedProxy: Bool, admin: Bool) {
-        self.server = server
+        self.serverRef = Unmanaged.passUnretained(server)
         self.isAdmin = admin
         self.lifecycle = lifecycle
         self.addressKey = addressKey
@@ -96,7 +99,8 @@ public final class Connection: ByteStream {
         if tag != 0, let above = server.policies[traffic].conflateAbove, queuedBytes + size > above {
             conflated = removeUnsent(tag: tag) > 0
         }
-        guard queuedBytes + size <= server.policies.budget(traffic, totalQueued: server.loop.queuedBytes) else {
+        let budget = serverRef._withUnsafeGuaranteedRef { $0.policies.budget(traffic, totalQueued: $0.loop.queuedBytes) }
+        guard queuedBytes + size <= budget else {
             return overflow(traffic)
         }
         append(shared: frame, tag: tag)
