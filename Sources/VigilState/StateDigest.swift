@@ -40,14 +40,7 @@ public struct StateDigest: Equatable, Sendable, CustomStringConvertible {
 
     /// The digest in lowercase hex (64 characters).
     public var hex: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0xF)])
-        }
-        return String(decoding: out, as: UTF8.self)
+        Hex.lowercase(bytes)
     }
 
     public var description: String { "\(hex) (\(pins) pins, \(streams) streams, \(circles) circles)" }
