@@ -140,10 +140,7 @@ final class ClusterNode {
     }
 
     static func shortDigest(_ text: String, bytes: Int = 4) -> String {
-        Crypto.sha256(Array(text.utf8)).prefix(bytes).map { b in
-            let digits = Array("0123456789abcdef".utf8)
-            return String(decoding: [digits[Int(b >> 4)], digits[Int(b & 15)]], as: UTF8.self)
-        }.joined()
+        Hex.lowercase(Crypto.sha256(Array(text.utf8)).prefix(bytes))
     }
 
     /// `/healthz`'s `cluster` object: whether writes are taken, how far this node has applied
@@ -215,15 +212,8 @@ extension V1Application {
         cluster.byEntity[entity, default: []].append(number)
         cluster.log.publish(record, subject: cluster.subject(for: record, cell: cell), messageID: messageID, base: base) {
             [unowned self, unowned cluster] result in
-            if case .failure = result { self.publishFailed(number, cluster: cluster) }
+            if case .failure = result { self.giveUp(number, cluster: cluster) }
         }
-    }
-
-    /// The stream did not take a write (or did not answer in time): it and every write made on
-    /// top of it are taken back; it is answered `unavailable` (the others wait for the stream,
-    /// where they will conflict, or for their own failure).
-    private func publishFailed(_ number: UInt64, cluster: ClusterNode) {
-        giveUp(number, cluster: cluster)
     }
 
     /// A write the stream did not take, or has not handed back in `answerWithinMs`: taken back
