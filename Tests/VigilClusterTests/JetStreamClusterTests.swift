@@ -15,17 +15,22 @@ import VigilNATS
         #expect(try turn(loop, until: { client.state == .connected }))
         let js = JetStream(client: client, timeoutMs: 2_000)
 
-        // The cluster elects its JetStream leader in its first second or so: ask until it answers.
+        // The stream's own replicas elect their leader after the metadata leader: ask until it answers.
         let config = JSStreamConfig(name: "R3", subjects: ["R3.>"], replicas: 3, maxAgeSeconds: 3_600, maxBytes: 64 << 20)
         var created: JSStreamInfo?
-        let electionDeadline = monotonicMilliseconds() + 15_000
+        var lastFailure = "no answer"
+        let electionDeadline = monotonicMilliseconds() + 45_000
         while created == nil && monotonicMilliseconds() < electionDeadline {
             var outcome: Result<JSStreamInfo, JetStreamError>?
             try? js.ensureStream(config) { outcome = $0 }
             _ = try turn(loop, until: { outcome != nil }, timeoutMs: 3_000)
-            if case .success(let info)? = outcome { created = info } else { _ = try turn(loop, until: { false }, timeoutMs: 200) }
+            switch outcome {
+            case .success(let info)?: created = info
+            case .failure(let error)?: lastFailure = "\(error)"; _ = try turn(loop, until: { false }, timeoutMs: 200)
+            case nil: lastFailure = "no answer in 3 s"
+            }
         }
-        try #require(created?.replicas == 3)
+        try #require(created?.replicas == 3, "the stream was not created: \(lastFailure)")
 
         // Writes one at a time; a failed one is retried with the same Nats-Msg-Id until acknowledged.
         let total = 120

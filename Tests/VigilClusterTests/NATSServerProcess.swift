@@ -89,7 +89,22 @@ extension NATSServerProcess {
                                                    "--cluster_name", name, "--server_name", "s\(i + 1)"])
         }
         for server in servers { try server.start() }
+        try waitForMetadataLeader(servers)
         return servers
+    }
+
+    /// Returns once every server of `servers` has logged that the JetStream cluster has a
+    /// metadata leader (the servers' only signal of it; a put before it is refused with "JetStream
+    /// system temporarily unavailable"). On a loaded machine the election takes several seconds.
+    static func waitForMetadataLeader(_ servers: [NATSServerProcess], timeoutMs: Int64 = 60_000) throws {
+        let deadline = monotonicMilliseconds() + timeoutMs
+        while !servers.allSatisfy({ $0.log.contains("metadata leader") }) {
+            if monotonicMilliseconds() >= deadline {
+                throw TestFailure("no JetStream metadata leader within \(timeoutMs) ms: " +
+                                  servers.map { String($0.log.suffix(300)) }.joined(separator: " | "))
+            }
+            usleep(50_000)
+        }
     }
 }
 

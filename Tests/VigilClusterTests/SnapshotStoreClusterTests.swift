@@ -21,14 +21,19 @@ import VigilNATS
         // The cluster elects its JetStream leader in its first seconds: the bucket's creation is
         // retried until it answers.
         var ready: JSStreamInfo?
-        let deadline = monotonicMilliseconds() + 15_000
+        var lastFailure = "no answer"
+        let deadline = monotonicMilliseconds() + 45_000
         while ready == nil && monotonicMilliseconds() < deadline {
             var outcome: Result<JSStreamInfo, SnapshotStoreError>?
             try? store.ensureBucket { outcome = $0 }
             _ = try turn(loop, until: { outcome != nil }, timeoutMs: 3_000)
-            if case .success(let info)? = outcome { ready = info } else { _ = try turn(loop, until: { false }, timeoutMs: 200) }
+            switch outcome {
+            case .success(let info)?: ready = info
+            case .failure(let error)?: lastFailure = "\(error)"; _ = try turn(loop, until: { false }, timeoutMs: 200)
+            case nil: lastFailure = "no answer in 3 s"
+            }
         }
-        #expect(try #require(ready).replicas == 3)
+        #expect(try #require(ready, "the bucket was not created: \(lastFailure)").replicas == 3)
 
         let bytes = seededBytes(3 << 20, seed: 21)
         let published = try h.put(bytes, sequence: 77).get()
