@@ -15,7 +15,9 @@
 //           "ready N", hold until stdin closes, then close.
 //
 // Output: progress lines on stderr; "window start" / "window end" on stdout at the window's edges
-// (the driver samples the server's CPU there), then one JSON object.
+// (the driver samples the server's CPU there; with --hold-window-end 1 the client then waits for a
+// line on stdin, so the driver can read the sockets' counters before the client drains and closes),
+// then one JSON object.
 //
 // Build: cc -O2 -o fanout_client benchmarks/fanout_client.c
 #define _GNU_SOURCE
@@ -45,8 +47,10 @@ struct conn {
     int fd;
     enum role role;
     enum phase phase;
-    unsigned char *buf;
-    size_t len;
+    // What the last read left unconsumed (a partial frame or handshake), carried to the next read.
+    unsigned char *carry;
+    size_t carry_len, carry_cap;
+    size_t title_at; // where the last event's title was (events have one shape: usually found there again)
     // subscriber: events counted in the window, total events, the last seq seen per publisher
     uint64_t window_events, events;
     uint32_t *last_seq;
@@ -65,13 +69,19 @@ static const char *path = "/v1";
 static int subscribers = 1000, publishers = 10, window_size = 8, idle_count = 0;
 static double warmup_s = 2, duration_s = 10, drain_s = 10;
 static int description_bytes = 40;
+static int hold_window_end; // --hold-window-end: after "window end", wait for a line on stdin
 static int epfd;
 static struct conn *conns;
 static int nconns;
 static uint64_t latency[LATENCY_BUCKETS];
 static uint64_t latency_samples;
 static int measuring, publishing = 1;
-static uint64_t event_bytes_total, event_count_sized;
+static uint64_t event_bytes_total, event_count_sized, window_acked, window_bytes;
+// The one receive buffer every connection reads into (a shared, cache-hot buffer instead of one per
+// connection); a connection's unconsumed tail moves to its small `carry` after each read.
+static unsigned char *rx;
+// The receive time of the bytes being scanned: one clock reading per recv, not per event.
+static uint64_t rx_time;
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -158,18 +168,25 @@ static void on_text(struct conn *c, const unsigned char *p, size_t n) {
         return;
     }
     if (c->role == PUBLISHER) {
-        if (memmem(p, n, "\"type\":\"ok\"", 11)) { c->acked++; c->in_flight--; }
+        if (memmem(p, n, "\"type\":\"ok\"", 11)) { c->acked++; c->in_flight--; if (measuring) window_acked++; }
         else if (memmem(p, n, "\"type\":\"error\"", 14)) { c->errors++; c->in_flight--; }
         else return; // the welcome
         while (publishing && c->in_flight < window_size) send_publish(c);
         return;
     }
-    // A subscriber's event.
-    if (memmem(p, n, "\"type\":\"welcome\"", 16)) return;
+    // A subscriber's event (a welcome came before the subscribe's reply, in SETTING_UP).
     c->events++;
     if (measuring) c->window_events++;
-    const unsigned char *t = memmem(p, n, "\"title\":\"t", 10);
-    if (!t) return;
+    // The title is where the last event had it unless the event's shape changed: check there
+    // first, search only when it is not (the exactness check reads the title of every event).
+    const unsigned char *t;
+    if (c->title_at + 10 <= n && memcmp(p + c->title_at, "\"title\":\"t", 10) == 0) {
+        t = p + c->title_at;
+    } else {
+        t = memmem(p, n, "\"title\":\"t", 10);
+        if (!t) return;
+        c->title_at = (size_t)(t - p);
+    }
     t += 10;
     const unsigned char *end = p + n;
     unsigned long pub = 0, seq = 0;
@@ -184,7 +201,7 @@ static void on_text(struct conn *c, const unsigned char *p, size_t n) {
         c->last_seq[pub] = (uint32_t)seq;
     }
     if (measuring) {
-        uint64_t us = (now_ns() - sent) / 1000;
+        uint64_t us = rx_time > sent ? (rx_time - sent) / 1000 : 0;
         latency[us < LATENCY_BUCKETS ? us : LATENCY_BUCKETS - 1]++;
         latency_samples++;
         event_bytes_total += n;
@@ -193,24 +210,24 @@ static void on_text(struct conn *c, const unsigned char *p, size_t n) {
 }
 
 // Frames from the server (unmasked), in place; returns the bytes consumed.
-static size_t scan_frames(struct conn *c) {
+static size_t scan_frames(struct conn *c, unsigned char *buf, size_t buf_len) {
     size_t off = 0;
-    while (c->len - off >= 2) {
-        unsigned char *f = c->buf + off;
+    while (buf_len - off >= 2) {
+        unsigned char *f = buf + off;
         uint64_t len = f[1] & 0x7f;
         size_t h = 2;
         if (len == 126) {
-            if (c->len - off < 4) break;
+            if (buf_len - off < 4) break;
             len = ((uint64_t)f[2] << 8) | f[3];
             h = 4;
         } else if (len == 127) {
-            if (c->len - off < 10) break;
+            if (buf_len - off < 10) break;
             len = 0;
             for (int i = 0; i < 8; i++) len = (len << 8) | f[2 + i];
             h = 10;
         }
         if (len > READ_BUFFER - 16) { fprintf(stderr, "frame of %llu bytes: too big for this client\n", (unsigned long long)len); exit(2); }
-        if (c->len - off < h + len) break;
+        if (buf_len - off < h + len) break;
         int opcode = f[0] & 0x0f;
         if (opcode == 1) on_text(c, f + h, (size_t)len);
         else if (opcode == 8) { fprintf(stderr, "server closed a connection (role %d)\n", c->role); exit(3); }
@@ -219,39 +236,52 @@ static size_t scan_frames(struct conn *c) {
     return off;
 }
 
+// Reads until the socket has nothing more for now: a read that does not fill the buffer drained it
+// (epoll is level-triggered: whatever arrives after it is reported again), so a wake costs one
+// recv, not one plus an EAGAIN.
 static void on_readable(struct conn *c) {
+    size_t len = c->carry_len;
+    memcpy(rx, c->carry, len);
     for (;;) {
-        if (c->len == READ_BUFFER) die("read buffer full");
-        ssize_t n = recv(c->fd, c->buf + c->len, READ_BUFFER - c->len, 0);
+        if (len == READ_BUFFER) die("read buffer full");
+        size_t room = READ_BUFFER - len;
+        ssize_t n = recv(c->fd, rx + len, room, 0);
         if (n == 0) { fprintf(stderr, "server closed the socket (role %d)\n", c->role); exit(3); }
         if (n < 0) {
-            if (errno == EAGAIN || errno == EINTR) return;
+            if (errno == EAGAIN || errno == EINTR) break;
             die("recv");
         }
-        c->len += (size_t)n;
+        if (measuring) window_bytes += (uint64_t)n;
+        rx_time = now_ns();
+        len += (size_t)n;
         size_t used = 0;
         if (c->phase == UPGRADING) {
-            unsigned char *end = memmem(c->buf, c->len, "\r\n\r\n", 4);
+            unsigned char *end = memmem(rx, len, "\r\n\r\n", 4);
             if (!end) continue;
-            if (memcmp(c->buf, "HTTP/1.1 101", 12) != 0) { fprintf(stderr, "upgrade refused: %.60s\n", c->buf); exit(2); }
-            used = (size_t)(end + 4 - c->buf);
+            if (memcmp(rx, "HTTP/1.1 101", 12) != 0) { fprintf(stderr, "upgrade refused: %.60s\n", rx); exit(2); }
+            used = (size_t)(end + 4 - rx);
             upgraded++;
             if (c->role == SUBSCRIBER) { c->phase = SETTING_UP; send_subscribe(c); }
             else if (c->role == PUBLISHER) { c->phase = READY; ready_publishers++; }
             else c->phase = READY;
         }
-        memmove(c->buf, c->buf + used, c->len - used);
-        c->len -= used;
-        size_t consumed = scan_frames(c);
-        memmove(c->buf, c->buf + consumed, c->len - consumed);
-        c->len -= consumed;
+        used += scan_frames(c, rx + used, len - used);
+        memmove(rx, rx + used, len - used);
+        len -= used;
+        if ((size_t)n < room) break;
     }
+    if (len > c->carry_cap) {
+        c->carry_cap = len < 4096 ? 4096 : len;
+        c->carry = realloc(c->carry, c->carry_cap);
+        if (!c->carry) die("realloc");
+    }
+    memcpy(c->carry, rx, len);
+    c->carry_len = len;
 }
 
 static void open_conn(struct conn *c, enum role role, int index) {
     c->role = role;
     c->index = index;
-    c->buf = malloc(role == IDLE ? 4096 : READ_BUFFER);
     if (role == SUBSCRIBER) c->last_seq = calloc(MAX_PUBLISHERS, sizeof(uint32_t));
     c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (c->fd < 0) die("socket");
@@ -298,7 +328,7 @@ static double percentile(double q) {
 
 static void usage(void) {
     fprintf(stderr, "usage: fanout_client [--host H] --port P [--path /v1] [--subscribers S] [--publishers P] [--window W]\n"
-                    "                     [--warmup S] [--duration S] [--description-bytes N] | --idle N\n");
+                    "                     [--warmup S] [--duration S] [--description-bytes N] [--hold-window-end 1] | --idle N\n");
     exit(2);
 }
 
@@ -317,6 +347,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--duration")) duration_s = atof(v);
         else if (!strcmp(a, "--description-bytes")) description_bytes = atoi(v);
         else if (!strcmp(a, "--idle")) idle_count = atoi(v);
+        else if (!strcmp(a, "--hold-window-end")) hold_window_end = atoi(v);
         else usage();
         i++;
     }
@@ -326,6 +357,7 @@ int main(int argc, char **argv) {
     nofile.rlim_cur = nofile.rlim_max;
     setrlimit(RLIMIT_NOFILE, &nofile);
     epfd = epoll_create1(EPOLL_CLOEXEC);
+    rx = malloc(READ_BUFFER);
 
     if (idle_count > 0) {
         conns = calloc((size_t)idle_count, sizeof *conns);
@@ -378,6 +410,10 @@ int main(int argc, char **argv) {
     cpu1 = cpu_seconds();
     printf("window end\n");
     fflush(stdout);
+    if (hold_window_end) { // the driver samples the sockets' counters while every connection is still open
+        char line[16];
+        if (!fgets(line, sizeof line, stdin)) die("stdin closed at the window's end");
+    }
 
     // Stop publishing; wait for every reply, then for every subscriber to have every event.
     publishing = 0;
@@ -403,10 +439,11 @@ int main(int argc, char **argv) {
     double seconds = (double)(t1 - t0) / 1e9;
     printf("{\"subscribers\":%d,\"publishers\":%d,\"window\":%d,\"seconds\":%.3f,\"deliveries\":%llu,"
            "\"deliveries_per_s\":%.0f,\"client_cpu\":%.3f,\"p50_us\":%.0f,\"p99_us\":%.0f,\"event_bytes\":%.0f,"
-           "\"published\":%llu,\"errors\":%llu,\"missing\":%llu,\"extra\":%llu,\"order_errors\":%d}\n",
+           "\"window_published\":%llu,\"window_bytes\":%llu,\"published\":%llu,\"errors\":%llu,\"missing\":%llu,\"extra\":%llu,\"order_errors\":%d}\n",
            subscribers, publishers, window_size, seconds, (unsigned long long)window_deliveries,
            (double)window_deliveries / seconds, (cpu1 - cpu0) / seconds, percentile(0.5), percentile(0.99),
            event_count_sized ? (double)event_bytes_total / (double)event_count_sized : 0.0,
+           (unsigned long long)window_acked, (unsigned long long)window_bytes,
            (unsigned long long)acked, (unsigned long long)errors, (unsigned long long)missing,
            (unsigned long long)extra, order_errors);
     return missing || extra || errors || order_errors ? 1 : 0;

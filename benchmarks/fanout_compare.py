@@ -45,8 +45,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -62,6 +64,13 @@ from vigilproc import Vigild  # noqa: E402
 
 CONFIG = REPO / "benchmarks" / "vigild-bench.yaml"
 CLOCK_TICK = os.sysconf("SC_CLK_TCK")
+# At or above this share of its core the client, not the server, may be what limits the rate.
+CLIENT_BOUND = 0.95
+
+
+def bound_note(client_cpu: float) -> str:
+    return f" CLIENT-BOUND (client at {client_cpu:.0%} of its core: the rate is the client's)" \
+        if client_cpu >= CLIENT_BOUND else ""
 
 
 def build_client(folder: Path) -> Path:
@@ -92,6 +101,108 @@ def cpu_times(cpu: int) -> tuple[int, int]:
                 v = [int(x) for x in line.split()[1:]]
                 return sum(v[:8]), v[7]
     raise RuntimeError(f"no cpu{cpu} in /proc/stat")
+
+
+def process_user_kernel(pid: int) -> tuple[float, float]:
+    """(user, kernel) CPU seconds of a process (utime, stime)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) / CLOCK_TICK, int(fields[12]) / CLOCK_TICK
+
+
+def tcp_totals(port: int) -> dict[str, int]:
+    """Segments and bytes sent so far by the server's sockets on ``port`` and by the client's
+    sockets to it (``ss -ti``: per-socket counters, so nothing else on the machine is counted)."""
+    out = {}
+    for side, match in (("server", f"sport = :{port}"), ("client", f"dport = :{port}")):
+        text = subprocess.run(["ss", "-tinH", "state", "established", match], capture_output=True, text=True,
+                              check=True).stdout
+        out[f"{side}_sockets"] = len(re.findall(r"\bsegs_out:", text))
+        for key in ("segs_out", "bytes_sent", "data_segs_out"):
+            out[f"{side}_{key}"] = sum(int(m) for m in re.findall(rf"\b{key}:(\d+)", text))
+    return out
+
+
+class PerfWindow:
+    """``perf stat`` or ``perf record`` on one process, counting only between ``enable()`` and
+    ``disable()`` (perf's control fifo), so the figures cover exactly the measured window."""
+
+    def __init__(self, pid: int, folder: Path, name: str, command: list[str]):
+        self.ctl, self.ack, self.out = folder / f"{name}.ctl", folder / f"{name}.ack", folder / f"{name}.perf"
+        for fifo in (self.ctl, self.ack):
+            if fifo.exists():
+                fifo.unlink()
+            os.mkfifo(fifo)
+        self.proc = subprocess.Popen(["perf"] + command + ["-D", "-1", "--control", f"fifo:{self.ctl},{self.ack}",
+                                                           "-p", str(pid), "-o", str(self.out)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._ctl = open(self.ctl, "w")
+        self._ack = open(self.ack, "r")
+
+    def _command(self, word: str) -> None:
+        self._ctl.write(word + "\n")
+        self._ctl.flush()
+        self._ack.read(5)  # "ack\n" plus its NUL
+
+    def enable(self) -> None:
+        self._command("enable")
+
+    def disable(self) -> None:
+        self._command("disable")
+
+    def finish(self) -> Path:
+        self._ctl.close()
+        self._ack.close()
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(60)
+        return self.out
+
+
+class SyscallCounter(PerfWindow):
+    """Every syscall tracepoint's count on one process over the window."""
+
+    def __init__(self, pid: int, folder: Path, name: str):
+        super().__init__(pid, folder, name, ["stat", "-x,", "-e", "syscalls:sys_enter_*"])
+
+    def counts(self) -> dict[str, int]:
+        self.finish()
+        counts = {}
+        for line in self.out.read_text().splitlines():
+            fields = line.split(",")
+            if len(fields) > 2 and fields[0].isdigit() and int(fields[0]) > 0:
+                counts[fields[2].removeprefix("syscalls:sys_enter_")] = int(fields[0])
+        return counts
+
+
+class CpuProfile(PerfWindow):
+    """Where a process's CPU time goes over the window: ``perf record`` of the cpu-clock at 1 kHz
+    (software clock: this machine's guests have no hardware counters), kernel symbols included."""
+
+    def __init__(self, pid: int, folder: Path, name: str):
+        super().__init__(pid, folder, name, ["record", "-q", "-e", "cpu-clock", "-F", "1000"])
+
+    def symbols(self, top: int = 12) -> dict:
+        """{"kernel_share": share of samples in the kernel, "top": [(share, "[k] symbol"), ...]}."""
+        out = self.finish()
+        report = subprocess.run(["perf", "report", "-i", str(out), "--stdio", "--sort", "sym", "--percent-limit", "0.01"],
+                                capture_output=True, text=True).stdout
+        rows = []
+        for line in report.splitlines():
+            m = re.match(r"\s*([\d.]+)%\s+\[([k.])\]\s+(.*\S)", line)
+            if m:
+                rows.append((float(m.group(1)) / 100, f"[{m.group(2)}] {m.group(3)}"))
+        kernel = sum(share for share, sym in rows if sym.startswith("[k]"))
+        return {"kernel_share": kernel, "top": [(share, short_symbol(sym)) for share, sym in rows[:top]]}
+
+
+def short_symbol(symbol: str) -> str:
+    """A profile's symbol made readable: Swift names demangled (swift-demangle --simplified), the
+    parameter lists of C++ and Swift names dropped, at most 60 characters."""
+    if "$s" in symbol and shutil.which("swift-demangle"):
+        symbol = subprocess.run(["swift-demangle", "--simplified", "--compact"], input=symbol, capture_output=True,
+                                text=True).stdout.strip() or symbol
+    symbol = re.sub(r"\(.*", "", symbol)
+    return symbol[:60]
 
 
 class CallgrindVigild(Vigild):
@@ -183,8 +294,12 @@ def fanout_run(server: Server, client: Path, args, window: int, size: int) -> di
         argv = ["taskset", "-c", str(args.client_cpu), str(client), "--port", str(server.port),
                 "--subscribers", str(args.subscribers), "--publishers", str(args.publishers),
                 "--window", str(window), "--warmup", str(args.warmup), "--duration", str(args.duration),
-                "--description-bytes", str(args.description_bytes)]
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                "--description-bytes", str(args.description_bytes)] + (["--hold-window-end", "1"] if args.kernel else [])
+        syscalls = SyscallCounter(server.pid, args.kernel_folder, "server") if args.kernel else None
+        profile = CpuProfile(server.pid, args.kernel_folder, "profile") if args.kernel else None
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.PIPE if args.kernel else subprocess.DEVNULL)
+        client_syscalls = SyscallCounter(proc.pid, args.kernel_folder, "client") if args.kernel else None
         cpu0 = steal0 = None
         result = None
         for line in proc.stdout:
@@ -192,10 +307,24 @@ def fanout_run(server: Server, client: Path, args, window: int, size: int) -> di
             if line == "window start":
                 if server.callgrind_out:
                     subprocess.run(["callgrind_control", "-z", str(server.pid)], check=True, capture_output=True)
+                if syscalls:
+                    tcp0 = tcp_totals(server.port)
+                    split0 = (process_user_kernel(server.pid), process_user_kernel(proc.pid))
+                    syscalls.enable()
+                    profile.enable()
+                    client_syscalls.enable()
                 cpu0 = process_cpu(server.pid)
                 steal0 = (cpu_times(args.server_cpu), cpu_times(args.client_cpu))
             elif line == "window end":
                 cpu1 = process_cpu(server.pid)
+                if syscalls:
+                    syscalls.disable()
+                    profile.disable()
+                    client_syscalls.disable()
+                    split1 = (process_user_kernel(server.pid), process_user_kernel(proc.pid))
+                    tcp1 = tcp_totals(server.port)
+                    proc.stdin.write("go\n")
+                    proc.stdin.close()
                 if server.callgrind_out:
                     instructions = callgrind_window_instructions(server.pid, server.callgrind_out, args.callgrind_keep)
                 steal1 = (cpu_times(args.server_cpu), cpu_times(args.client_cpu))
@@ -212,9 +341,76 @@ def fanout_run(server: Server, client: Path, args, window: int, size: int) -> di
         result["exact"] = proc.returncode == 0
         if server.callgrind_out:
             result["instructions_per_delivery"] = instructions / max(1, result["deliveries"])
+        if syscalls:
+            result["kernel"] = kernel_figures(result, syscalls.counts(), split0, split1, tcp0, tcp1)
+            result["kernel"]["profile"] = profile.symbols()
+            result["kernel"]["client_syscalls_per_delivery"] = {
+                k: v / max(1, result["deliveries"]) for k, v in client_syscalls.counts().items()}
         return result
     finally:
         server.stop()
+
+
+WRITE_CALLS = ("writev", "sendto", "sendmsg", "write", "pwritev", "sendmmsg")
+READ_CALLS = ("read", "readv", "recvfrom", "recvmsg")
+WAIT_CALLS = ("epoll_wait", "epoll_pwait", "epoll_pwait2")
+
+
+def kernel_figures(result: dict, counts: dict[str, int], split0, split1, tcp0: dict, tcp1: dict) -> dict:
+    """The window's kernel-side figures, per delivery unless named otherwise."""
+    d = max(1, result["deliveries"])
+    pubs = max(1, result.get("window_published", 0))
+    tcp = {k: tcp1[k] - tcp0[k] for k in tcp0}
+    writes = sum(counts.get(c, 0) for c in WRITE_CALLS)
+    waits = sum(counts.get(c, 0) for c in WAIT_CALLS)
+    reads = sum(counts.get(c, 0) for c in READ_CALLS)
+    if tcp0["server_sockets"] != tcp1["server_sockets"] or tcp0["client_sockets"] != tcp1["client_sockets"]:
+        print(f"warning: ss listed {tcp0} at the window's start and {tcp1} at its end; segment counts are off",
+              file=sys.stderr)
+    (su0, sk0), (cu0, ck0) = split0
+    (su1, sk1), (cu1, ck1) = split1
+    return {
+        "syscalls_per_delivery": {k: v / d for k, v in sorted(counts.items(), key=lambda kv: -kv[1])},
+        "syscalls_total": counts,
+        "server_user_us": (su1 - su0) * 1e6 / d, "server_kernel_us": (sk1 - sk0) * 1e6 / d,
+        "client_user_us": (cu1 - cu0) * 1e6 / d, "client_kernel_us": (ck1 - ck0) * 1e6 / d,
+        "writes_per_delivery": writes / d,
+        "deliveries_per_write": d / max(1, writes),
+        "bytes_per_write": tcp["server_bytes_sent"] / max(1, writes),
+        "server_bytes_per_delivery": tcp["server_bytes_sent"] / d,
+        "server_segments_per_delivery": tcp["server_segs_out"] / d,
+        "server_bytes_per_segment": tcp["server_bytes_sent"] / max(1, tcp["server_data_segs_out"]),
+        "client_segments_per_delivery": tcp["client_segs_out"] / d,
+        "reads_per_publish": reads / pubs,
+        "waits_per_s": waits / result["seconds"],
+        "deliveries_per_wait": d / max(1, waits),
+        "epoll_ctl_per_s": counts.get("epoll_ctl", 0) / result["seconds"],
+    }
+
+
+def print_kernel_table(runs: dict, servers: list, windows: list) -> None:
+    """Medians of the kernel-side figures, one column per server (``--kernel``)."""
+    med = statistics.median
+    for window in windows:
+        cols = [(s.name, [r["kernel"] for r in runs[(s.name, window)]]) for s in servers]
+        print(f"\nkernel side, W={window} (medians of {len(cols[0][1])} runs; per delivery unless named)")
+        print(f"{'':>34}" + "".join(f"{name:>14}" for name, _ in cols))
+        rows = ["server_user_us", "server_kernel_us", "client_user_us", "client_kernel_us", "writes_per_delivery",
+                "deliveries_per_write", "bytes_per_write", "server_bytes_per_delivery", "server_segments_per_delivery",
+                "server_bytes_per_segment", "client_segments_per_delivery", "reads_per_publish", "waits_per_s",
+                "deliveries_per_wait", "epoll_ctl_per_s"]
+        for row in rows:
+            print(f"{row:>34}" + "".join(f"{med([k[row] for k in ks]):>14.4g}" for _, ks in cols))
+        for side in ("syscalls_per_delivery", "client_syscalls_per_delivery"):
+            calls = sorted({c for _, ks in cols for k in ks for c in k[side]})
+            for call in calls:
+                label = ("server " if side == "syscalls_per_delivery" else "client ") + call
+                print(f"{label:>34}" + "".join(f"{med([k[side].get(call, 0) for k in ks]):>14.4g}" for _, ks in cols))
+        print(f"{'server CPU samples in the kernel':>34}"
+              + "".join(f"{med([k['profile']['kernel_share'] for k in ks]):>14.0%}" for _, ks in cols))
+        for name, ks in cols:
+            print(f"  {name}: where the server's CPU went (perf record cpu-clock, the last run): "
+                  + "; ".join(f"{share:.1%} {sym}" for share, sym in ks[-1]["profile"]["top"]))
 
 
 def idle_connections(server: Server, client: Path, args, count: int) -> subprocess.Popen:
@@ -269,7 +465,12 @@ def main() -> int:
                          "(the robust figure on a shared machine; rates are then ~50x lower; skips the idle runs)")
     ap.add_argument("--callgrind-keep", type=Path,
                     help="with --callgrind: copy each window's dumps into this folder (for callgrind_annotate)")
+    ap.add_argument("--kernel", action="store_true",
+                    help="also count, over each measured window, the server's syscalls by kind (perf stat on the "
+                         "syscall tracepoints), user and kernel CPU of server and client, the server's TCP segments and "
+                         "bytes (ss -ti), and print them per delivery, side by side (needs perf and root)")
     ap.add_argument("--idle-only", action="store_true", help="only the idle runs (no fan-out)")
+    ap.add_argument("--client", type=Path, help="a prebuilt fanout_client (default: build benchmarks/fanout_client.c)")
     ap.add_argument("--out", type=Path, help="write every run as JSON here")
     args = ap.parse_args()
     if args.callgrind:
@@ -277,7 +478,8 @@ def main() -> int:
     windows = [] if args.idle_only else [int(w) for w in args.windows.split(",")]
 
     with tempfile.TemporaryDirectory() as tmp:
-        client = build_client(Path(tmp))
+        args.kernel_folder = Path(tmp)
+        client = args.client or build_client(Path(tmp))
         if args.callgrind:
             # valgrind 3.19 cannot read the DWARF Swift 6 emits; the symbol table (kept) is all callgrind needs.
             stripped = Path(tmp) / "vigild"
@@ -301,8 +503,8 @@ def main() -> int:
                           f"client {result['client_cpu']:.0%}, p50 {result['p50_us'] / 1000:.1f} ms, "
                           f"p99 {result['p99_us'] / 1000:.1f} ms, steal {result['steal_server_cpu']:.0%}/"
                           f"{result['steal_client_cpu']:.0%}, exact {result['exact']}"
-                          + (f", {result['instructions_per_delivery']:.0f} instructions/delivery" if args.callgrind else ""),
-                          flush=True)
+                          + (f", {result['instructions_per_delivery']:.0f} instructions/delivery" if args.callgrind else "")
+                          + bound_note(result["client_cpu"]), flush=True)
         idle: dict[str, list[float]] = {}
         if args.idle:
             for r in range(args.repeat):
@@ -314,7 +516,7 @@ def main() -> int:
     print(f"\nmedians of {args.repeat} runs; {args.subscribers} subscribers, {args.publishers} publishers, "
           f"{size}-byte events; server on CPU {args.server_cpu}, client on CPU {args.client_cpu}")
     print(f"{'server':>12} {'W':>3} {'deliveries/s':>13} {'server CPU':>10} {'us/delivery':>11} {'client CPU':>10} "
-          f"{'p50 ms':>7} {'p99 ms':>7} {'steal':>9} exact")
+          f"{'p50 ms':>7} {'p99 ms':>7} {'steal':>9} exact  client-bound")
     best: dict[str, tuple[float, int]] = {}
     for (name, window), rs in runs.items():
         rate = med([x["deliveries_per_s"] for x in rs])
@@ -324,8 +526,11 @@ def main() -> int:
               f"{med([x['server_us_per_delivery'] for x in rs]):>11.3f} {med([x['client_cpu'] for x in rs]):>10.0%} "
               f"{med([x['p50_us'] for x in rs]) / 1000:>7.1f} {med([x['p99_us'] for x in rs]) / 1000:>7.1f} "
               f"{med([x['steal_server_cpu'] for x in rs]):>4.0%}/{med([x['steal_client_cpu'] for x in rs]):<4.0%} "
-              f"{all(x['exact'] for x in rs)}"
+              f"{str(all(x['exact'] for x in rs)):>5}  "
+              f"{sum(x['client_cpu'] >= CLIENT_BOUND for x in rs)} of {len(rs)} runs"
               + (f" {med([x['instructions_per_delivery'] for x in rs]):>8.0f} instr/delivery" if args.callgrind else ""))
+    if args.kernel and runs:
+        print_kernel_table(runs, servers, windows)
     if args.reference and runs:
         v, ref = best["vigild"], best[args.name]
         print(f"\nbest window: vigild {v[0] / 1e6:.2f} M/s (W={v[1]}), {args.name} {ref[0] / 1e6:.2f} M/s (W={ref[1]}): "
@@ -334,6 +539,12 @@ def main() -> int:
             a, b = med([x["deliveries_per_s"] for x in runs[("vigild", window)]]), \
                 med([x["deliveries_per_s"] for x in runs[(args.name, window)]])
             print(f"  W={window}: ratio {a / b:.2f}")
+        bound = [f"{name} W={w}" for (name, w), rs in runs.items()
+                 if med([x["client_cpu"] for x in rs]) >= CLIENT_BOUND]
+        if bound:
+            print(f"CLIENT-BOUND: the client's median CPU was >= {CLIENT_BOUND:.0%} of its core for {', '.join(bound)}; "
+                  f"those rates (and any ratio built on them) are the client's limit, not the server's: "
+                  f"compare server CPU per delivery instead")
     for name, values in idle.items():
         print(f"idle: {name} {med(values):.0f} B per connection at {args.idle} connections")
     if args.out:
