@@ -69,7 +69,10 @@ static const char *path = "/v1";
 static int subscribers = 1000, publishers = 10, window_size = 8, idle_count = 0;
 static double warmup_s = 2, duration_s = 10, drain_s = 10;
 static int description_bytes = 40;
-static int hold_window_end; // --hold-window-end: after "window end", wait for a line on stdin
+static int hold_window_end;
+// --rcvlowat N: subscribers' sockets become readable only once N bytes wait (SO_RCVLOWAT), so each
+// wake reads more and the kernel sends fewer ACKs; the drain then reads every subscriber directly.
+static int rcvlowat; // --hold-window-end: after "window end", wait for a line on stdin
 static int epfd;
 static struct conn *conns;
 static int nconns;
@@ -328,7 +331,7 @@ static double percentile(double q) {
 
 static void usage(void) {
     fprintf(stderr, "usage: fanout_client [--host H] --port P [--path /v1] [--subscribers S] [--publishers P] [--window W]\n"
-                    "                     [--warmup S] [--duration S] [--description-bytes N] [--hold-window-end 1] | --idle N\n");
+                    "                     [--warmup S] [--duration S] [--description-bytes N] [--hold-window-end 1] [--rcvlowat N] | --idle N\n");
     exit(2);
 }
 
@@ -348,6 +351,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--description-bytes")) description_bytes = atoi(v);
         else if (!strcmp(a, "--idle")) idle_count = atoi(v);
         else if (!strcmp(a, "--hold-window-end")) hold_window_end = atoi(v);
+        else if (!strcmp(a, "--rcvlowat")) rcvlowat = atoi(v);
         else usage();
         i++;
     }
@@ -387,6 +391,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < publishers; i++) open_conn(&conns[subscribers + i], PUBLISHER, i);
     wait_until(&ready_publishers, publishers, 30, "publishers");
     fprintf(stderr, "%d subscribers, %d publishers ready\n", subscribers, publishers);
+    for (int i = 0; rcvlowat > 1 && i < subscribers; i++)
+        if (setsockopt(conns[i].fd, SOL_SOCKET, SO_RCVLOWAT, &rcvlowat, sizeof rcvlowat) != 0) die("SO_RCVLOWAT");
 
     for (int i = subscribers; i < nconns; i++)
         while (conns[i].in_flight < window_size) send_publish(&conns[i]);
@@ -427,6 +433,8 @@ int main(int argc, char **argv) {
         for (int i = 0; complete && i < subscribers; i++) complete = conns[i].events >= acked;
         if (complete || now_ns() > drain_deadline) break;
         poll_once(20);
+        // Below SO_RCVLOWAT the last events never make a subscriber readable: read them directly.
+        for (int i = 0; rcvlowat > 1 && i < subscribers; i++) on_readable(&conns[i]);
     }
     uint64_t window_deliveries = 0, missing = 0, extra = 0;
     int order_errors = 0;

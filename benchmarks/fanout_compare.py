@@ -2,8 +2,12 @@
 """Fan-out and idle memory of vigild next to a reference server, in one run, with one client.
 
 The client is ``benchmarks/fanout_client.c`` (built here with the system C compiler): one epoll
-thread that scans frames in place, so that it keeps headroom while the server is at 100% of its
-core; its own CPU is printed next to every result. The server runs on ``--server-cpu``, the
+thread that reads into one shared buffer and scans frames in place, with SO_RCVLOWAT on its
+subscribers' sockets (``--client-rcvlowat``, 16 KiB: fewer reads and fewer ACKs), so that it keeps
+headroom while the server is at 100% of its core. On loopback much of a delivery's kernel work is
+the receiver's (copy-out, ACKs, and the ACKs' processing on the server's socket, all on the
+client's CPU), so the client's CPU per delivery is printed next to the server's in every run, and a
+run whose client was at >= 95% of its core is marked CLIENT-BOUND: its rate is the client's. The server runs on ``--server-cpu``, the
 client on ``--client-cpu`` (taskset), and the steal time of both CPUs over each measured window
 is reported, because this machine is shared.
 
@@ -29,6 +33,12 @@ message (its ``"title":"t...`` carries the send time), and answered with ``{"typ
 ``benchmarks/reference/build_uws.sh`` fetches uWebSockets and uSockets (or takes local
 checkouts) and builds it into the git-ignored ``benchmarks/reference/.build-uws/``.
 
+``--kernel`` adds, over each measured window, a side-by-side table per delivery: the server's
+syscalls by kind and the client's (perf stat on the syscall tracepoints), user and kernel CPU of
+server and client, the server's writes, bytes per write and TCP segments (``ss -ti`` counters of
+the server's sockets), reads per publish, epoll waits, and where the server's CPU went (perf record
+of the cpu-clock). It needs perf and root.
+
 ``--callgrind`` runs each server under callgrind and reports the user-space instructions per
 delivery in the measured window: on a shared machine the robust figure (rates are then tiny).
 
@@ -37,6 +47,7 @@ delivery in the measured window: on a shared machine the robust figure (rates ar
     benchmarks/reference/build_uws.sh
     python3 benchmarks/fanout_compare.py --reference 'benchmarks/reference/.build-uws/uws_peer {port} {size}' --name uWebSockets
     python3 benchmarks/fanout_compare.py --reference '...' --name uWebSockets --callgrind --windows 8 --repeat 1
+    python3 benchmarks/fanout_compare.py --reference '...' --name uWebSockets --kernel --windows 8 --idle 0
     python3 benchmarks/fanout_compare.py --idle-only --idle 15000                 # idle RSS per connection only
 """
 
@@ -294,7 +305,8 @@ def fanout_run(server: Server, client: Path, args, window: int, size: int) -> di
         argv = ["taskset", "-c", str(args.client_cpu), str(client), "--port", str(server.port),
                 "--subscribers", str(args.subscribers), "--publishers", str(args.publishers),
                 "--window", str(window), "--warmup", str(args.warmup), "--duration", str(args.duration),
-                "--description-bytes", str(args.description_bytes)] + (["--hold-window-end", "1"] if args.kernel else [])
+                "--description-bytes", str(args.description_bytes)] + (["--hold-window-end", "1"] if args.kernel else []) \
+            + (["--rcvlowat", str(args.client_rcvlowat)] if args.client_rcvlowat else [])
         syscalls = SyscallCounter(server.pid, args.kernel_folder, "server") if args.kernel else None
         profile = CpuProfile(server.pid, args.kernel_folder, "profile") if args.kernel else None
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -470,6 +482,10 @@ def main() -> int:
                          "syscall tracepoints), user and kernel CPU of server and client, the server's TCP segments and "
                          "bytes (ss -ti), and print them per delivery, side by side (needs perf and root)")
     ap.add_argument("--idle-only", action="store_true", help="only the idle runs (no fan-out)")
+    ap.add_argument("--client-rcvlowat", type=int, default=16384,
+                    help="SO_RCVLOWAT on the subscribers' sockets, bytes (default 16384): each wake reads more and "
+                         "the kernel sends fewer ACKs, which roughly halves the client's CPU per delivery; "
+                         "latencies then include the wait for that many bytes: 0 for latency figures")
     ap.add_argument("--client", type=Path, help="a prebuilt fanout_client (default: build benchmarks/fanout_client.c)")
     ap.add_argument("--out", type=Path, help="write every run as JSON here")
     args = ap.parse_args()
@@ -500,7 +516,8 @@ def main() -> int:
                     runs.setdefault((server.name, window), []).append(result)
                     print(f"run {r + 1} {server.name:>12} W={window}: {result['deliveries_per_s'] / 1e6:.2f} M/s, "
                           f"server {result['server_cpu']:.0%} ({result['server_us_per_delivery']:.3f} us/delivery), "
-                          f"client {result['client_cpu']:.0%}, p50 {result['p50_us'] / 1000:.1f} ms, "
+                          f"client {result['client_cpu']:.0%} ({result['client_cpu'] * 1e6 / max(1, result['deliveries_per_s']):.3f} "
+                          f"us/delivery), p50 {result['p50_us'] / 1000:.1f} ms, "
                           f"p99 {result['p99_us'] / 1000:.1f} ms, steal {result['steal_server_cpu']:.0%}/"
                           f"{result['steal_client_cpu']:.0%}, exact {result['exact']}"
                           + (f", {result['instructions_per_delivery']:.0f} instructions/delivery" if args.callgrind else "")
@@ -514,7 +531,9 @@ def main() -> int:
 
     med = lambda xs: statistics.median(xs)  # noqa: E731
     print(f"\nmedians of {args.repeat} runs; {args.subscribers} subscribers, {args.publishers} publishers, "
-          f"{size}-byte events; server on CPU {args.server_cpu}, client on CPU {args.client_cpu}")
+          f"{size}-byte events; server on CPU {args.server_cpu}, client on CPU {args.client_cpu}"
+          + (f"; p50/p99 include the client's wait for {args.client_rcvlowat} bytes per read (SO_RCVLOWAT; "
+             f"--client-rcvlowat 0 for latencies)" if args.client_rcvlowat else ""))
     print(f"{'server':>12} {'W':>3} {'deliveries/s':>13} {'server CPU':>10} {'us/delivery':>11} {'client CPU':>10} "
           f"{'p50 ms':>7} {'p99 ms':>7} {'steal':>9} exact  client-bound")
     best: dict[str, tuple[float, int]] = {}
