@@ -206,6 +206,19 @@ class CpuProfile(PerfWindow):
         return {"kernel_share": kernel, "top": [(share, short_symbol(sym)) for share, sym in rows[:top]]}
 
 
+class IovecCounter(PerfWindow):
+    """The iovecs per ``writev`` of one process over the window (the tracepoint's ``vlen``)."""
+
+    def __init__(self, pid: int, folder: Path, name: str):
+        super().__init__(pid, folder, name, ["record", "-q", "-e", "syscalls:sys_enter_writev"])
+
+    def mean(self) -> float:
+        out = self.finish()
+        text = subprocess.run(["perf", "script", "-i", str(out), "-F", "trace"], capture_output=True, text=True).stdout
+        counts = [int(v, 16) for v in re.findall(r"vlen: (0x[0-9a-f]+)", text)]
+        return sum(counts) / len(counts) if counts else 0.0
+
+
 def short_symbol(symbol: str) -> str:
     """A profile's symbol made readable: Swift names demangled (swift-demangle --simplified), the
     parameter lists of C++ and Swift names dropped, at most 60 characters."""
@@ -309,6 +322,7 @@ def fanout_run(server: Server, client: Path, args, window: int, size: int) -> di
             + (["--rcvlowat", str(args.client_rcvlowat)] if args.client_rcvlowat else [])
         syscalls = SyscallCounter(server.pid, args.kernel_folder, "server") if args.kernel else None
         profile = CpuProfile(server.pid, args.kernel_folder, "profile") if args.kernel else None
+        iovecs = IovecCounter(server.pid, args.kernel_folder, "iovecs") if args.kernel else None
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 stdin=subprocess.PIPE if args.kernel else subprocess.DEVNULL)
         client_syscalls = SyscallCounter(proc.pid, args.kernel_folder, "client") if args.kernel else None
@@ -324,6 +338,7 @@ def fanout_run(server: Server, client: Path, args, window: int, size: int) -> di
                     split0 = (process_user_kernel(server.pid), process_user_kernel(proc.pid))
                     syscalls.enable()
                     profile.enable()
+                    iovecs.enable()
                     client_syscalls.enable()
                 cpu0 = process_cpu(server.pid)
                 steal0 = (cpu_times(args.server_cpu), cpu_times(args.client_cpu))
@@ -332,6 +347,7 @@ def fanout_run(server: Server, client: Path, args, window: int, size: int) -> di
                 if syscalls:
                     syscalls.disable()
                     profile.disable()
+                    iovecs.disable()
                     client_syscalls.disable()
                     split1 = (process_user_kernel(server.pid), process_user_kernel(proc.pid))
                     tcp1 = tcp_totals(server.port)
@@ -356,6 +372,7 @@ def fanout_run(server: Server, client: Path, args, window: int, size: int) -> di
         if syscalls:
             result["kernel"] = kernel_figures(result, syscalls.counts(), split0, split1, tcp0, tcp1)
             result["kernel"]["profile"] = profile.symbols()
+            result["kernel"]["iovecs_per_writev"] = iovecs.mean()
             result["kernel"]["client_syscalls_per_delivery"] = {
                 k: v / max(1, result["deliveries"]) for k, v in client_syscalls.counts().items()}
         return result
@@ -408,7 +425,8 @@ def print_kernel_table(runs: dict, servers: list, windows: list) -> None:
         print(f"\nkernel side, W={window} (medians of {len(cols[0][1])} runs; per delivery unless named)")
         print(f"{'':>34}" + "".join(f"{name:>14}" for name, _ in cols))
         rows = ["server_user_us", "server_kernel_us", "client_user_us", "client_kernel_us", "writes_per_delivery",
-                "deliveries_per_write", "bytes_per_write", "server_bytes_per_delivery", "server_segments_per_delivery",
+                "deliveries_per_write", "bytes_per_write", "iovecs_per_writev", "server_bytes_per_delivery",
+                "server_segments_per_delivery",
                 "server_bytes_per_segment", "client_segments_per_delivery", "reads_per_publish", "waits_per_s",
                 "deliveries_per_wait", "epoll_ctl_per_s"]
         for row in rows:
@@ -535,6 +553,7 @@ def main() -> int:
           + (f"; p50/p99 include the client's wait for {args.client_rcvlowat} bytes per read (SO_RCVLOWAT; "
              f"--client-rcvlowat 0 for latencies)" if args.client_rcvlowat else ""))
     print(f"{'server':>12} {'W':>3} {'deliveries/s':>13} {'server CPU':>10} {'us/delivery':>11} {'client CPU':>10} "
+          f"{'client us/d':>11} "
           f"{'p50 ms':>7} {'p99 ms':>7} {'steal':>9} exact  client-bound")
     best: dict[str, tuple[float, int]] = {}
     for (name, window), rs in runs.items():
@@ -543,6 +562,7 @@ def main() -> int:
             best[name] = (rate, window)
         print(f"{name:>12} {window:>3} {rate / 1e6:>11.2f} M {med([x['server_cpu'] for x in rs]):>10.0%} "
               f"{med([x['server_us_per_delivery'] for x in rs]):>11.3f} {med([x['client_cpu'] for x in rs]):>10.0%} "
+              f"{med([x['client_cpu'] * 1e6 / max(1, x['deliveries_per_s']) for x in rs]):>11.3f} "
               f"{med([x['p50_us'] for x in rs]) / 1000:>7.1f} {med([x['p99_us'] for x in rs]) / 1000:>7.1f} "
               f"{med([x['steal_server_cpu'] for x in rs]):>4.0%}/{med([x['steal_client_cpu'] for x in rs]):<4.0%} "
               f"{str(all(x['exact'] for x in rs)):>5}  "
