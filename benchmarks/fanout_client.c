@@ -1,8 +1,10 @@
 // fanout_client: a lean epoll WebSocket load client for fan-out measurements (benchmarks/fanout_compare.py).
 //
 // It exists so that the server, not the client, is the bottleneck: one thread, no allocation per
-// message, frames scanned in place, a zero mask key on what it sends (valid framing; a benchmark
-// has no proxy to confuse). It speaks the subset of Vigil's v1 protocol the benchmark needs, and the
+// message, every connection reading into one shared buffer, frames scanned in place, one recv per
+// wake, optionally SO_RCVLOWAT on the subscribers (fewer reads and ACKs: on loopback the receiver's
+// CPU pays for those), a zero mask key on what it sends (valid framing; a benchmark has no proxy
+// to confuse). It speaks the subset of Vigil's v1 protocol the benchmark needs, and the
 // same bytes go to any reference server the comparison runs against.
 //
 //   fanout  S subscribers send one `subscribe` (a bbox) and count every event after its reply;
