@@ -206,20 +206,27 @@ class CpuProfile(PerfWindow):
         return {"kernel_share": kernel, "top": [(share, short_symbol(sym)) for share, sym in rows[:top]]}
 
 
-class IovecCounter(PerfWindow):
-    """The iovecs per ``writev`` of one process over the window (the tracepoint's ``vlen``). The
-    other send calls are recorded too, so that a server sending with ``send`` pays the same
-    tracing cost per write as one using ``writev`` (a few percent of its CPU under ``--kernel``)."""
+class SyscallArguments(PerfWindow):
+    """Iovecs per ``writev`` (the tracepoint's ``vlen``) and events per ``epoll_wait`` (its return
+    value) of one process over the window. The other send calls are recorded too, so that a server
+    sending with ``send`` pays the same tracing cost per write as one using ``writev`` (a few
+    percent of its CPU under ``--kernel``)."""
 
     def __init__(self, pid: int, folder: Path, name: str):
-        super().__init__(pid, folder, name, ["record", "-q", "-e", "syscalls:sys_enter_writev", "-e",
-                                             "syscalls:sys_enter_sendto", "-e", "syscalls:sys_enter_sendmsg"])
+        events = ["writev", "sendto", "sendmsg"]
+        super().__init__(pid, folder, name, ["record", "-q"] + [a for e in events for a in ("-e", f"syscalls:sys_enter_{e}")]
+                         + ["-e", "syscalls:sys_exit_epoll_wait"])
 
-    def mean(self) -> float:
+    def means(self) -> tuple[float, float]:
+        """(iovecs per writev, events per epoll_wait)."""
         out = self.finish()
-        text = subprocess.run(["perf", "script", "-i", str(out), "-F", "trace"], capture_output=True, text=True).stdout
-        counts = [int(v, 16) for v in re.findall(r"vlen: (0x[0-9a-f]+)", text)]
-        return sum(counts) / len(counts) if counts else 0.0
+        text = subprocess.run(["perf", "script", "-i", str(out), "-F", "event,trace"], capture_output=True,
+                              text=True).stdout
+        vlens = [int(v, 16) for v in re.findall(r"vlen: (0x[0-9a-f]+)", text)]
+        events = [int(v, 16) for v in re.findall(r"sys_exit_epoll_wait:\s+(0x[0-9a-f]+)", text)]
+        events = [v for v in events if v < 1 << 31]  # -EINTR
+        mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
+        return mean(vlens), mean(events)
 
 
 def short_symbol(symbol: str) -> str:
@@ -325,7 +332,7 @@ def fanout_run(server: Server, client: Path, args, window: int, size: int) -> di
             + (["--rcvlowat", str(args.client_rcvlowat)] if args.client_rcvlowat else [])
         syscalls = SyscallCounter(server.pid, args.kernel_folder, "server") if args.kernel else None
         profile = CpuProfile(server.pid, args.kernel_folder, "profile") if args.kernel else None
-        iovecs = IovecCounter(server.pid, args.kernel_folder, "iovecs") if args.kernel else None
+        iovecs = SyscallArguments(server.pid, args.kernel_folder, "arguments") if args.kernel else None
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 stdin=subprocess.PIPE if args.kernel else subprocess.DEVNULL)
         client_syscalls = SyscallCounter(proc.pid, args.kernel_folder, "client") if args.kernel else None
@@ -375,7 +382,7 @@ def fanout_run(server: Server, client: Path, args, window: int, size: int) -> di
         if syscalls:
             result["kernel"] = kernel_figures(result, syscalls.counts(), split0, split1, tcp0, tcp1)
             result["kernel"]["profile"] = profile.symbols()
-            result["kernel"]["iovecs_per_writev"] = iovecs.mean()
+            result["kernel"]["iovecs_per_writev"], result["kernel"]["events_per_wait"] = iovecs.means()
             result["kernel"]["client_syscalls_per_delivery"] = {
                 k: v / max(1, result["deliveries"]) for k, v in client_syscalls.counts().items()}
         return result
@@ -429,9 +436,8 @@ def print_kernel_table(runs: dict, servers: list, windows: list) -> None:
         print(f"{'':>34}" + "".join(f"{name:>14}" for name, _ in cols))
         rows = ["server_user_us", "server_kernel_us", "client_user_us", "client_kernel_us", "writes_per_delivery",
                 "deliveries_per_write", "bytes_per_write", "iovecs_per_writev", "server_bytes_per_delivery",
-                "server_segments_per_delivery",
-                "server_bytes_per_segment", "client_segments_per_delivery", "reads_per_publish", "waits_per_s",
-                "deliveries_per_wait", "epoll_ctl_per_s"]
+                "server_segments_per_delivery", "server_bytes_per_segment", "client_segments_per_delivery",
+                "reads_per_publish", "waits_per_s", "events_per_wait", "deliveries_per_wait", "epoll_ctl_per_s"]
         for row in rows:
             print(f"{row:>34}" + "".join(f"{med([k[row] for k in ks]):>14.4g}" for _, ks in cols))
         for side in ("syscalls_per_delivery", "client_syscalls_per_delivery"):
