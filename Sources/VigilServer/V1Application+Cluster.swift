@@ -169,6 +169,27 @@ final class ClusterNode {
         return write
     }
 
+    /// Emptied delivery lists, their capacity kept, for the next held write (`replicate`).
+    private var spareDeliveries: [Deliveries] = []
+
+    /// Delivery lists for a write to hold: a spare one, or new ones.
+    func takeSpareDeliveries() -> Deliveries {
+        spareDeliveries.popLast() ?? Deliveries()
+    }
+
+    /// `deliveries`' storage kept for a later write (a few at most); `deliveries` is left empty.
+    func recycle(_ deliveries: inout Deliveries) {
+        var lists = Deliveries()
+        swap(&lists, &deliveries)
+        guard spareDeliveries.count < 16 else { return }
+        lists.pins.removeAll(keepingCapacity: true)
+        lists.panic.removeAll(keepingCapacity: true)
+        lists.checkin.removeAll(keepingCapacity: true)
+        spareDeliveries.append(lists)
+    }
+
+    var spareDeliveryCount: Int { spareDeliveries.count }
+
     /// Whether `fd` was marked by the last `markStale`.
     func isMarkedStale(_ fd: Int32) -> Bool {
         let i = Int(fd)
@@ -252,7 +273,10 @@ extension V1Application {
     /// A validated change on a cluster node: held, published, answered when the stream has it.
     func replicate(_ outcome: Outcome, record: JournalRecord, caller: Caller, ref: JSONValue?, cluster: ClusterNode) {
         let entity = ClusterNode.entity(of: record)
-        var held = Deliveries()
+        // The write owns its events' lists until it is confirmed or taken back; the handlers go
+        // on filling `scratch`, which gets the emptied lists of an earlier write (their capacity
+        // kept: no new storage per write once a few writes have been confirmed).
+        var held = cluster.takeSpareDeliveries()
         swap(&held, &scratch)
         var cell: String?
         var base: UInt64?
@@ -304,7 +328,8 @@ extension V1Application {
             guard var write = cluster.writes[number], !write.takenBack else { continue }
             if let undo = write.undo { takeBack(undo, now: now) }
             write.takenBack = true
-            write.deliveries = Deliveries()
+            cluster.writes[number] = nil  // alone with its lists: emptied in place
+            cluster.recycle(&write.deliveries)
             cluster.writes[number] = write
             cluster.takenBack += 1
         }
@@ -322,13 +347,14 @@ extension V1Application {
             var write = cluster.settle(number)!
             if confirmed {
                 // Confirmed: the change is in place since it was made. Its lists, alone now,
-                // are filtered in place.
+                // are filtered in place and then kept for a later write.
                 cluster.confirmed += 1
                 var deliveries = Deliveries()
                 swap(&deliveries, &write.deliveries)
                 if anyStale { forgetStale(&deliveries, cluster: cluster) }
                 answer(write, write.reply, cluster: cluster)
                 outbox.append(deliveries: &deliveries)
+                cluster.recycle(&deliveries)
                 return
             }
             own = (number, write)

@@ -285,7 +285,8 @@ import VigilState
         for _ in 0..<3 { try a.h.turn() }
         moves.poll()
         #expect(moves.messages.count == 2)  // its reply and the second pin, not the first again
-        // nothing pending: nothing remembered
+        // nothing pending: nothing remembered, and the lists of the confirmed writes kept
         #expect(cluster.writes.isEmpty && cluster.changedFDs.isEmpty)
+        #expect(cluster.spareDeliveryCount > 0)
     }
 }
