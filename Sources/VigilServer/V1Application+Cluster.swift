@@ -81,6 +81,8 @@ final class ClusterNode {
     /// longer than a NATS leader election (about 7 s, see the tests), far shorter than a client
     /// waits for ever.
     static let answerWithinMs: Int64 = 30_000
+    /// The monotonic clock (ms) `answerWithinMs` is measured on (a test's own clock in tests).
+    var clock: () -> Int64 = monotonicMilliseconds
     /// Counted for `/healthz` and `/metrics`.
     var confirmed = 0
     var conflicts = 0
@@ -301,7 +303,7 @@ extension V1Application {
         let (messageID, number) = cluster.log.nextMessageID()
         cluster.writes[number] = ClusterNode.Write(entity: entity, undo: outcome.undo, fd: caller.fd, ref: ref, reply: outcome.reply,
                                                    deliveries: held, serial: cluster.nextSerial, closes: cluster.closes, owner: owner,
-                                                   atMs: monotonicMilliseconds())
+                                                   atMs: cluster.clock())
         cluster.byEntity[entity, default: []].append(number)
         cluster.log.publish(record, subject: cluster.subject(for: record, cell: cell), messageID: messageID, base: base) {
             [unowned self, unowned cluster] result in
@@ -466,14 +468,20 @@ extension V1Application {
         cluster.log.publishPresence(ClusterPresence.encode(node: cluster.log.settings.nodeID, stream: stream, count: count))
     }
 
+    /// The writes the stream has not handed back within `answerWithinMs`, given up.
+    func expireUnanswered(cluster: ClusterNode) {
+        let now = cluster.clock()
+        for (number, write) in cluster.writes where now - write.atMs > ClusterNode.answerWithinMs {
+            giveUp(number, cluster: cluster)
+        }
+    }
+
     /// Every tick: writes waiting too long given up; all non-zero watcher counts again every `refreshMs` (a node that joined or lost
     /// messages learns them), and other nodes' counts that stopped being refreshed dropped.
     private func clusterTick() {
         guard let cluster else { return }
+        expireUnanswered(cluster: cluster)
         let now = monotonicMilliseconds()
-        for (number, write) in cluster.writes where now - write.atMs > ClusterNode.answerWithinMs {
-            giveUp(number, cluster: cluster)
-        }
         guard now >= cluster.presence.nextRefreshMs else { return }
         cluster.presence.nextRefreshMs = now + ClusterPresence.refreshMs
         panic.forEachWatchedStream { stream, count in announce(stream, count: count, cluster: cluster) }

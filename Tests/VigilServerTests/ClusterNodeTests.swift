@@ -289,4 +289,38 @@ import VigilState
         #expect(cluster.writes.isEmpty && cluster.changedFDs.isEmpty)
         #expect(cluster.spareDeliveryCount > 0)
     }
+
+    @Test func aWriteTheStreamNeverHandsBackIsGivenUpAfterThirtySeconds() throws {
+        let stream = MemoryStream()
+        let a = try Node("a", stream)
+        let cluster = try #require(a.h.v1.cluster)
+        final class Clock { var ms: Int64 = 1_000_000 }
+        let clock = Clock()
+        cluster.clock = { clock.ms }
+        let sub = try Self.subscribers(a, 1)[0]
+        let writer = try a.h.open()
+        writer.send(#"{"op":"pin.create","ref":2,"pin":{"lat":52.5,"lon":13.4,"title":"t"}}"#)
+        try a.h.run(until: { stream.stored.count == 1 })
+        #expect(a.h.v1.hub.store.count == 1)  // speculatively in place, held
+        clock.ms += ClusterNode.answerWithinMs
+        a.h.v1.expireUnanswered(cluster: cluster)
+        for _ in 0..<3 { try a.h.turn() }
+        writer.poll()
+        #expect(writer.messages.isEmpty && cluster.writes.count == 1)  // not yet: exactly the limit
+        clock.ms += 1
+        a.h.v1.expireUnanswered(cluster: cluster)
+        let r = try Self.reply(a, writer)
+        #expect(r.type == "error" && r["code"]?.string == "unavailable" && r["ref"]?.int == 2 && r["retry_after_ms"]?.int == 250)
+        #expect(a.h.v1.hub.store.count == 0)  // taken back
+        #expect(cluster.writes.isEmpty && cluster.byEntity.isEmpty && cluster.takenBack == 1)
+        for _ in 0..<3 { try a.h.turn() }
+        sub.poll()
+        #expect(sub.messages.isEmpty)  // nothing was shown
+        // the stream had it after all: applied like anyone else's, with no second reply
+        try a.catchUp()
+        try a.h.read(sub, count: 1)
+        #expect(sub.messages[0].type == "pin.added" && a.h.v1.hub.store.count == 1)
+        writer.poll()
+        #expect(writer.messages.count == 1)
+    }
 }
