@@ -52,7 +52,7 @@ let package = Package(
         // The reactor: epoll, byte streams, timers, signals, inboxes, output buffers. Knows fds and bytes, nothing of WebSocket.
         .target(
             name: "VigilLoop",
-            dependencies: ["CLinux", "COpenSSL", "VigilBytes", .product(name: "DequeModule", package: "swift-collections")],
+            dependencies: ["CLinux", "COpenSSL", "VigilBytes"],
             swiftSettings: hotPathFlags
         ),
         // Pure protocol over bytes: HTTP/1.1 request parsing, the RFC 6455 handshake, frames, messages, UTF-8, close codes,

@@ -28,7 +28,7 @@ public final class NATSClient {
     public internal(set) var serverInfo: NATSServerInfo?
     /// Called on every change of `state`, in the order they were added, with the reason (a
     /// connection's loss names its cause; never an address or a credential).
-    private var stateObservers: [(NATSClientState, String) -> Void] = []
+    private var stateObservers: [(token: HandlerToken, observer: (NATSClientState, String) -> Void)] = []
     /// Connections made so far (the first one included).
     public internal(set) var connectionCount = 0
 
@@ -58,7 +58,8 @@ public final class NATSClient {
     var nextPingAtMs: Int64 = 0
     var scratch: [UInt8] = []
     private var timer: PeriodicTimer?
-    private var tickHandlers: [(Int64) -> Void] = []
+    private var tickHandlers: [(token: HandlerToken, handler: (Int64) -> Void)] = []
+    private var nextHandlerToken: UInt64 = 1
 
     var subscriptions: [UInt64: Subscription] = [:]
     var nextSID: UInt64 = 1
@@ -128,14 +129,40 @@ public final class NATSClient {
         connectNext(nowMs: monotonicMilliseconds())
     }
 
+    /// Names a state observer or tick handler, to remove it (`removeHandler`).
+    public struct HandlerToken: Hashable, Sendable {
+        let value: UInt64
+    }
+
     /// Adds an observer of `state` (see `stateObservers`).
-    public func addStateObserver(_ observer: @escaping (NATSClientState, String) -> Void) {
-        stateObservers.append(observer)
+    @discardableResult
+    public func addStateObserver(_ observer: @escaping (NATSClientState, String) -> Void) -> HandlerToken {
+        let token = newHandlerToken()
+        stateObservers.append((token, observer))
+        return token
     }
 
     /// Runs `handler` on every tick of the client's clock (the JetStream layer's heartbeat checks).
-    public func addTickHandler(_ handler: @escaping (Int64) -> Void) {
-        tickHandlers.append(handler)
+    @discardableResult
+    public func addTickHandler(_ handler: @escaping (Int64) -> Void) -> HandlerToken {
+        let token = newHandlerToken()
+        tickHandlers.append((token, handler))
+        return token
+    }
+
+    /// Removes a state observer or tick handler (one removed while the client is calling them
+    /// may still get that one call).
+    public func removeHandler(_ token: HandlerToken) {
+        stateObservers.removeAll { $0.token == token }
+        tickHandlers.removeAll { $0.token == token }
+    }
+
+    /// How many state observers and tick handlers are added (for tests of their owners).
+    public var handlerCount: Int { stateObservers.count + tickHandlers.count }
+
+    private func newHandlerToken() -> HandlerToken {
+        defer { nextHandlerToken += 1 }
+        return HandlerToken(value: nextHandlerToken)
     }
 
     /// The server's `max_payload` on this connection (1 MiB before the first INFO).
@@ -262,7 +289,7 @@ public final class NATSClient {
                 pending.completion(.failure(.timedOut))
             }
         }
-        for handler in tickHandlers { handler(nowMs) }
+        for entry in tickHandlers { entry.handler(nowMs) }
     }
 
     /// Closes the connection for good: pending requests fail with `.closed`, no reconnection.
@@ -282,6 +309,6 @@ public final class NATSClient {
     func setState(_ new: NATSClientState, reason: String) {
         guard new != state else { return }
         state = new
-        for observer in stateObservers { observer(new, reason) }
+        for entry in stateObservers { entry.observer(new, reason) }
     }
 }

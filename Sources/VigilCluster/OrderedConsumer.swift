@@ -29,6 +29,8 @@ public final class OrderedConsumer {
     private var lastActivityMs: Int64 = 0
     private var retryAtMs: Int64?
     private var stopped = false
+    /// Its state observer and tick handler on the client, removed by `stop()`.
+    private var handlers: [NATSClient.HandlerToken] = []
 
     /// Why the last creation failed, nil while consuming (for `/healthz` and logs).
     public private(set) var lastError: String?
@@ -45,13 +47,13 @@ public final class OrderedConsumer {
         self.deliver = deliver
         consumption = JSOrderedConsumption(startAfter: lastApplied)
         let client = jetStream.client
-        client.addStateObserver { [weak self] state, _ in
+        handlers.append(client.addStateObserver { [weak self] state, _ in
             guard let self, !self.stopped else { return }
             // A new connection: the old consumer's deliveries went to a subscription the server
             // forgot (and after a server restart the consumer itself is gone). Start over.
             if state == .connected { self.recreate() }
-        }
-        client.addTickHandler { [weak self] now in self?.tick(nowMs: now) }
+        })
+        handlers.append(client.addTickHandler { [weak self] now in self?.tick(nowMs: now) })
         if client.state == .connected { recreate() }
     }
 
@@ -59,10 +61,12 @@ public final class OrderedConsumer {
     public var lastStreamSequence: UInt64 { consumption.lastStreamSequence }
     public var resets: Int { consumption.resets }
 
-    /// Stops delivering and deletes the consumer (best effort).
+    /// Stops delivering, deletes the consumer (best effort) and leaves the client as it found it.
     public func stop() {
         stopped = true
         dropConsumer()
+        for token in handlers { jetStream.client.removeHandler(token) }
+        handlers.removeAll()
     }
 
     private func tick(nowMs: Int64) {

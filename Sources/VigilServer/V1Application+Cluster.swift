@@ -42,7 +42,7 @@ final class ClusterNode {
         /// Its events, sent when it is confirmed (dropped when it is taken back).
         var deliveries: Deliveries
         /// The connection serial and close count when it was made: a recipient or writer whose
-        /// fd was closed and reused since is not the one meant (see `recipientsStillMeant`).
+        /// fd was closed and reused since is not the one meant (see `isStillMeant`).
         let serial: UInt64
         let closes: UInt64
         /// The writer's connection, for a start or a creation applied from the stream: it owns
@@ -64,15 +64,25 @@ final class ClusterNode {
     var nextSerial: UInt64 = 1
     var closes: UInt64 = 0
     /// Per fd, the serial of its last subscribe, unsubscribe, watch, unwatch, resume, open, join
-    /// or leave; and the latest of them. A connection that changed what it follows after a
+    /// or leave. A connection that changed what it follows after a
     /// write was made got the write's state in that reply (the write is in place since it was
     /// made): its held events are not for it (`isStillMeant`).
     var memberships: [UInt64] = []
-    var lastMembershipChange: UInt64 = 0
+    /// The fds that changed what they follow, or closed, while writes were pending: each once
+    /// (`listed`), those of no pending write pruned (`pruneChanged`). At a confirmation only these
+    /// can be recipients the write's events are no longer meant for (`markStale`).
+    private(set) var changedFDs: [Int32] = []
+    private var listed: [Bool] = []
+    private var pruneAbove = 64
+    /// Marks the stale recipients of the write being confirmed: `staleMarks[fd] == staleStamp`.
+    private var staleMarks: [UInt64] = []
+    private var staleStamp: UInt64 = 0
     /// How long a write may wait for the stream before its writer is told `unavailable`: far
     /// longer than a NATS leader election (about 7 s, see the tests), far shorter than a client
     /// waits for ever.
     static let answerWithinMs: Int64 = 30_000
+    /// The monotonic clock (ms) `answerWithinMs` is measured on (a test's own clock in tests).
+    var clock: () -> Int64 = monotonicMilliseconds
     /// Counted for `/healthz` and `/metrics`.
     var confirmed = 0
     var conflicts = 0
@@ -103,8 +113,89 @@ final class ClusterNode {
         let i = Int(fd)
         if i >= memberships.count { memberships.append(contentsOf: repeatElement(0, count: max(i + 1 - memberships.count, 64))) }
         memberships[i] = nextSerial
-        lastMembershipChange = nextSerial
         nextSerial += 1
+        noteChanged(fd)
+    }
+
+    /// Lists `fd` among the changed ones if a pending write may hold events for it.
+    private func noteChanged(_ fd: Int32) {
+        guard !writes.isEmpty, fd >= 0 else { return }
+        let i = Int(fd)
+        if i >= listed.count { listed.append(contentsOf: repeatElement(false, count: max(i + 1 - listed.count, 64))) }
+        guard !listed[i] else { return }
+        listed[i] = true
+        changedFDs.append(fd)
+        if changedFDs.count > pruneAbove { pruneChanged() }
+    }
+
+    /// Drops the listed fds every pending write's events are still meant for (all of them once
+    /// nothing is pending): the list holds only what changed since the oldest pending write.
+    func pruneChanged() {
+        if writes.isEmpty {
+            for fd in changedFDs { listed[Int(fd)] = false }
+            changedFDs.removeAll(keepingCapacity: true)
+        } else {
+            // The oldest write has the lowest serial and close count: what is still meant for it
+            // is still meant for every later one.
+            var oldest = writes.first!.value
+            for write in writes.values where write.serial < oldest.serial { oldest = write }
+            changedFDs.removeAll { fd in
+                guard isStillMeant(fd, for: oldest) else { return false }
+                listed[Int(fd)] = false
+                return true
+            }
+        }
+        pruneAbove = max(64, changedFDs.count * 2)
+    }
+
+    /// Marks the fds among the changed ones that `write`'s events are no longer for; false when
+    /// there are none. O(changed), whatever the number of recipients.
+    func markStale(for write: Write) -> Bool {
+        staleStamp += 1
+        var any = false
+        for fd in changedFDs where !isStillMeant(fd, for: write) {
+            let i = Int(fd)
+            if i >= staleMarks.count { staleMarks.append(contentsOf: repeatElement(0, count: max(i + 1 - staleMarks.count, 64))) }
+            staleMarks[i] = staleStamp
+            any = true
+        }
+        return any
+    }
+
+    /// `number` answered or given up: no longer pending (nil if it was not).
+    func settle(_ number: UInt64) -> Write? {
+        guard let write = writes.removeValue(forKey: number) else { return nil }
+        byEntity[write.entity]?.removeAll { $0 == number }
+        if byEntity[write.entity]?.isEmpty == true { byEntity[write.entity] = nil }
+        if writes.isEmpty { pruneChanged() }
+        return write
+    }
+
+    /// Emptied delivery lists, their capacity kept, for the next held write (`replicate`).
+    private var spareDeliveries: [Deliveries] = []
+
+    /// Delivery lists for a write to hold: a spare one, or new ones.
+    func takeSpareDeliveries() -> Deliveries {
+        spareDeliveries.popLast() ?? Deliveries()
+    }
+
+    /// `deliveries`' storage kept for a later write (a few at most); `deliveries` is left empty.
+    func recycle(_ deliveries: inout Deliveries) {
+        var lists = Deliveries()
+        swap(&lists, &deliveries)
+        guard spareDeliveries.count < 16 else { return }
+        lists.pins.removeAll(keepingCapacity: true)
+        lists.panic.removeAll(keepingCapacity: true)
+        lists.checkin.removeAll(keepingCapacity: true)
+        spareDeliveries.append(lists)
+    }
+
+    var spareDeliveryCount: Int { spareDeliveries.count }
+
+    /// Whether `fd` was marked by the last `markStale`.
+    func isMarkedStale(_ fd: Int32) -> Bool {
+        let i = Int(fd)
+        return i >= 0 && i < staleMarks.count && staleMarks[i] == staleStamp
     }
 
     /// Whether a held event of `write` is still for `fd`: the same connection, following the
@@ -118,6 +209,7 @@ final class ClusterNode {
     func closed(_ fd: Int32) {
         closes += 1
         if Int(fd) < serials.count { serials[Int(fd)] = 0 }
+        noteChanged(fd)
     }
 
     /// Whether `fd` is still the connection that was open when `write` was made.
@@ -183,7 +275,10 @@ extension V1Application {
     /// A validated change on a cluster node: held, published, answered when the stream has it.
     func replicate(_ outcome: Outcome, record: JournalRecord, caller: Caller, ref: JSONValue?, cluster: ClusterNode) {
         let entity = ClusterNode.entity(of: record)
-        var held = Deliveries()
+        // The write owns its events' lists until it is confirmed or taken back; the handlers go
+        // on filling `scratch`, which gets the emptied lists of an earlier write (their capacity
+        // kept: no new storage per write once a few writes have been confirmed).
+        var held = cluster.takeSpareDeliveries()
         swap(&held, &scratch)
         var cell: String?
         var base: UInt64?
@@ -208,7 +303,7 @@ extension V1Application {
         let (messageID, number) = cluster.log.nextMessageID()
         cluster.writes[number] = ClusterNode.Write(entity: entity, undo: outcome.undo, fd: caller.fd, ref: ref, reply: outcome.reply,
                                                    deliveries: held, serial: cluster.nextSerial, closes: cluster.closes, owner: owner,
-                                                   atMs: monotonicMilliseconds())
+                                                   atMs: cluster.clock())
         cluster.byEntity[entity, default: []].append(number)
         cluster.log.publish(record, subject: cluster.subject(for: record, cell: cell), messageID: messageID, base: base) {
             [unowned self, unowned cluster] result in
@@ -220,11 +315,9 @@ extension V1Application {
     /// with those made on top of it, answered `unavailable`. (If the stream has it after all, the
     /// consumer applies it later like anyone else's.)
     private func giveUp(_ number: UInt64, cluster: ClusterNode) {
-        guard let write = cluster.writes[number] else { return }
-        takeBackSpeculative(write.entity, cluster: cluster)
-        cluster.writes[number] = nil
-        cluster.byEntity[write.entity]?.removeAll { $0 == number }
-        if cluster.byEntity[write.entity]?.isEmpty == true { cluster.byEntity[write.entity] = nil }
+        guard let entity = cluster.writes[number]?.entity else { return }
+        takeBackSpeculative(entity, cluster: cluster)
+        guard let write = cluster.settle(number) else { return }
         answer(write, .error(.unavailable(retryAfterMs: cluster.log.retryAfterMs)), cluster: cluster)
         server.loop.requestTurn()
     }
@@ -237,7 +330,8 @@ extension V1Application {
             guard var write = cluster.writes[number], !write.takenBack else { continue }
             if let undo = write.undo { takeBack(undo, now: now) }
             write.takenBack = true
-            write.deliveries = Deliveries()
+            cluster.writes[number] = nil  // alone with its lists: emptied in place
+            cluster.recycle(&write.deliveries)
             cluster.writes[number] = write
             cluster.takenBack += 1
         }
@@ -247,23 +341,25 @@ extension V1Application {
     func applyFromStream(_ entry: ReplicatedLog.Entry, cluster: ClusterNode) {
         guard let record = entry.record else { return }
         let entity = ClusterNode.entity(of: record)
-        let own = cluster.log.ownWriteNumber(entry.messageID).flatMap { n in cluster.writes[n].map { (n, $0) } }
-        if let (number, write) = own {
-            let wasOldest = cluster.byEntity[entity]?.first == number
-            cluster.writes[number] = nil
-            cluster.byEntity[entity]?.removeAll { $0 == number }
-            if cluster.byEntity[entity]?.isEmpty == true { cluster.byEntity[entity] = nil }
-            if !write.takenBack && wasOldest {
-                // Confirmed: the change is in place since it was made.
+        var own: (UInt64, ClusterNode.Write)?
+        if let number = cluster.log.ownWriteNumber(entry.messageID), let takenBack = cluster.writes[number]?.takenBack {
+            let confirmed = !takenBack && cluster.byEntity[entity]?.first == number
+            // Marked while the write is pending: settling the last one forgets what changed.
+            let anyStale = confirmed && cluster.markStale(for: cluster.writes[number]!)
+            var write = cluster.settle(number)!
+            if confirmed {
+                // Confirmed: the change is in place since it was made. Its lists, alone now,
+                // are filtered in place and then kept for a later write.
                 cluster.confirmed += 1
-                var deliveries = write.deliveries
-                if write.closes != cluster.closes || cluster.lastMembershipChange >= write.serial {
-                    forgetReused(&deliveries, write: write, cluster: cluster)
-                }
+                var deliveries = Deliveries()
+                swap(&deliveries, &write.deliveries)
+                if anyStale { forgetStale(&deliveries, cluster: cluster) }
                 answer(write, write.reply, cluster: cluster)
                 outbox.append(deliveries: &deliveries)
+                cluster.recycle(&deliveries)
                 return
             }
+            own = (number, write)
         }
         takeBackSpeculative(entity, cluster: cluster)
         if case .panicRevoke(let stream, _) = record { cluster.presence.changed.insert(stream) }
@@ -291,12 +387,13 @@ extension V1Application {
         outbox.append(.reply(write.fd, ref: write.ref, reply))
     }
 
-    /// Drops recipients whose fd was closed and given to a new connection since the write, or
-    /// that changed what they follow since (their reply showed the write already).
-    private func forgetReused(_ deliveries: inout Deliveries, write: ClusterNode.Write, cluster: ClusterNode) {
-        for i in deliveries.pins.indices { deliveries.pins[i].recipients.removeAll { !cluster.isStillMeant($0, for: write) } }
-        for i in deliveries.panic.indices { deliveries.panic[i].recipients.removeAll { !cluster.isStillMeant($0, for: write) } }
-        for i in deliveries.checkin.indices { deliveries.checkin[i].recipients.removeAll { !cluster.isStillMeant($0, for: write) } }
+    /// Drops the recipients `markStale` marked: closed (perhaps given to a new connection) since
+    /// the write, or changed what they follow since (their reply showed the write already).
+    /// Called only when some are marked; the lists are the write's own, changed in place.
+    private func forgetStale(_ deliveries: inout Deliveries, cluster: ClusterNode) {
+        for i in deliveries.pins.indices { deliveries.pins[i].recipients.removeAll(where: cluster.isMarkedStale) }
+        for i in deliveries.panic.indices { deliveries.panic[i].recipients.removeAll(where: cluster.isMarkedStale) }
+        for i in deliveries.checkin.indices { deliveries.checkin[i].recipients.removeAll(where: cluster.isMarkedStale) }
         deliveries.pins.removeAll { $0.recipients.isEmpty }
         deliveries.panic.removeAll { $0.recipients.isEmpty }
         deliveries.checkin.removeAll { $0.recipients.isEmpty }
@@ -371,14 +468,20 @@ extension V1Application {
         cluster.log.publishPresence(ClusterPresence.encode(node: cluster.log.settings.nodeID, stream: stream, count: count))
     }
 
+    /// The writes the stream has not handed back within `answerWithinMs`, given up.
+    func expireUnanswered(cluster: ClusterNode) {
+        let now = cluster.clock()
+        for (number, write) in cluster.writes where now - write.atMs > ClusterNode.answerWithinMs {
+            giveUp(number, cluster: cluster)
+        }
+    }
+
     /// Every tick: writes waiting too long given up; all non-zero watcher counts again every `refreshMs` (a node that joined or lost
     /// messages learns them), and other nodes' counts that stopped being refreshed dropped.
     private func clusterTick() {
         guard let cluster else { return }
+        expireUnanswered(cluster: cluster)
         let now = monotonicMilliseconds()
-        for (number, write) in cluster.writes where now - write.atMs > ClusterNode.answerWithinMs {
-            giveUp(number, cluster: cluster)
-        }
         guard now >= cluster.presence.nextRefreshMs else { return }
         cluster.presence.nextRefreshMs = now + ClusterPresence.refreshMs
         panic.forEachWatchedStream { stream, count in announce(stream, count: count, cluster: cluster) }
@@ -529,6 +632,7 @@ extension V1Application {
         checkin = circles
         cluster?.writes.removeAll()
         cluster?.byEntity.removeAll()
+        cluster?.pruneChanged()
     }
 }
 

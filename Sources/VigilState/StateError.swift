@@ -1,4 +1,5 @@
 import Glibc
+import VigilCore
 
 /// Everything that can go wrong reading or writing durable state, each with a message for the
 /// log that names the file or field and, for system calls, the call and its errno text.
@@ -82,7 +83,6 @@ public enum StateError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     static func hex(_ value: UInt32) -> String {
-        let digits = String(value, radix: 16)
-        return "0x" + String(repeating: "0", count: 8 - digits.count) + digits
+        "0x" + Hex.lowercase(value)
     }
 }

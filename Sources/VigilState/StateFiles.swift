@@ -1,4 +1,5 @@
 import Glibc
+import VigilCore
 
 /// The few system calls the state files need, each retried on EINTR and failing with a
 /// `StateError.system` that names the call and the path. Nothing here keeps state between calls.
@@ -174,8 +175,7 @@ enum StateFileName: Equatable {
     }
 
     static func hex(_ n: UInt64) -> String {
-        let digits = String(n, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
+        Hex.lowercase(n)
     }
 
     private static func segment(_ name: String, prefix: String, suffix: String) -> UInt64? {

@@ -12,7 +12,13 @@ import VigilCore
 /// Rules, chosen so that applying a record twice changes nothing:
 /// - `pinPut` sets the pin (insert or replace; a pin with sequence 0 keeps the held one's).
 /// - `pinVote` sets that voter's vote on the pin if held (the same vote again changes nothing; a
-///   pin not held was removed later in the journal, or before a snapshot slice was taken).
+///   pin not held was removed later in the journal, or before a snapshot slice was taken). No
+///   flag threshold is applied: the hub applied it when the vote was taken, with the threshold in
+///   force then, and journaled a vote that flagged as the pin's removal (`JournalRecord.afterVote`),
+///   so replay follows the hub without knowing the threshold; applying today's would remove pins
+///   the hub kept. A cluster's stream carries a flagging vote as the vote (every node applies the
+///   threshold, `MapHub+Replicated`), but the stream is applied to live hubs (`ReplicatedApply`),
+///   never through an image: a node restores a snapshot and applies the stream after it.
 /// - `pinRemove`, `panicRemove`: remove if held.
 /// - `panicStart` of a stream held already is skipped.
 /// - `panicEvent` applies the next seq, skips a seq already held, refuses a gap or an event after

@@ -32,13 +32,7 @@ struct InspectorLine {
 
     /// "sha256:1a2b3c4d…": the first 4 bytes of the digest only.
     static func shortDigest(_ digest: TokenDigest) -> String {
-        let hex = Array("0123456789abcdef".utf8)
-        var out = Array("sha256:".utf8)
-        for byte in digest.bytes.prefix(4) {
-            out.append(hex[Int(byte >> 4)])
-            out.append(hex[Int(byte & 0xF)])
-        }
-        return String(decoding: out, as: UTF8.self) + "…"
+        "sha256:" + Hex.lowercase(digest.bytes.prefix(4)) + "…"
     }
 
     /// `"cluster_sequence"`: a snapshot's replicated-stream sequence, null when a standalone node

@@ -98,4 +98,23 @@ import VigilNATS
         // sends both, in no fixed order): wait for the reply rather than assume it came first.
         #expect(try turn(loop, until: { consumer.consumersCreated >= 2 }))
     }
+
+    @Test func aStoppedConsumerLeavesNoHandlerOnTheClient() throws {
+        let loop = try EventLoop()
+        // Never started: the consumers only register and unregister (no server needed).
+        let client = NATSClient(urls: [try NATSServerURL.parse("nats://127.0.0.1:4222").get()],
+                                options: NATSConnectOptions(name: "vigil-test"), loop: loop)
+        let js = JetStream(client: client, timeoutMs: 1_000)
+        let before = client.handlerCount
+        let kept = OrderedConsumer(jetStream: js, stream: "VIGILTEST", startAfter: 0) { _, _ in }
+        #expect(client.handlerCount == before + 2)
+        for i in 0..<200 {
+            let consumer = OrderedConsumer(jetStream: js, stream: "VIGILTEST", startAfter: UInt64(i)) { _, _ in }
+            consumer.stop()
+        }
+        #expect(client.handlerCount == before + 2)  // only the one still running
+        kept.stop()
+        kept.stop()
+        #expect(client.handlerCount == before)
+    }
 }

@@ -69,6 +69,10 @@ import VigilNATS
         ("tls:\n    handshake_first: maybe", "cluster.tls.handshake_first: must be true or false, got \"maybe\""),
         ("tls: [a]", "cluster.tls: must be a mapping of ca_file, cert_file, key_file, server_name, handshake_first"),
         ("replicas: 7", "cluster.replicas: must be between 1 and 5, got 7"),
+        ("snapshot_publish_interval_s: 0", "cluster.snapshot_publish_interval_s: must be between 1 and 86400, got 0"),
+        ("snapshot_publish_interval_s: 86401", "cluster.snapshot_publish_interval_s: must be between 1 and 86400, got 86401"),
+        ("max_snapshot_bytes: 1048575", "cluster.max_snapshot_bytes: must be between 1048576 and 17179869184, got 1048575"),
+        ("max_snapshot_bytes: 17179869185", "cluster.max_snapshot_bytes: must be between 1048576 and 17179869184, got 17179869185"),
         ("token: t\n  user: u\n  password: p", "cluster.token: must not be set together with cluster.user/password: choose one"),
         ("user: u", "cluster.password: cluster.user and cluster.password go together"),
     ])
@@ -79,6 +83,30 @@ import VigilNATS
         if !line.hasPrefix("node_id") { yaml += "  node_id: n1\n" }
         let found = issues(yaml).filter { !(line.hasPrefix("urls") && $0.hasPrefix("cluster.urls: must list")) }
         #expect(found == [expected])
+    }
+
+    @Test func theSnapshotKeysTakeTheirBounds() throws {
+        let base = "cluster:\n  urls: [nats://127.0.0.1:4222]\n  node_id: n1\n"
+        for (interval, bytes) in [(1, 1_048_576), (86_400, 1 << 34)] {
+            let c = try ConfigLoader.load(yaml: base + "  snapshot_publish_interval_s: \(interval)\n  max_snapshot_bytes: \(bytes)\n").cluster
+            #expect(c.snapshotPublishIntervalSeconds == interval && c.maxSnapshotBytes == bytes)
+        }
+    }
+
+    /// config/vigild.yaml shows the section commented out, with the defaults: uncommented, it
+    /// gives exactly the built-in settings (but for the required keys, which have none).
+    @Test func theShippedConfigShowsTheBuiltInDefaults() throws {
+        // Tests run from the package root.
+        let lines = try String(contentsOfFile: "config/vigild.yaml", encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+        let start = try #require(lines.firstIndex(of: "# cluster:"))
+        let section = lines[start...].prefix { $0.hasPrefix("#") }.map { $0.dropFirst(2) }
+        let c = try ConfigLoader.load(yaml: section.joined(separator: "\n") + "\n").cluster
+        #expect(c.snapshotPublishIntervalSeconds == 300 && c.maxSnapshotBytes == 256 << 20)
+        var expected = ClusterSettings()
+        expected.enabled = true
+        expected.urls = c.urls
+        expected.nodeID = c.nodeID
+        #expect(c == expected)
     }
 
     /// A private file in a fresh temporary directory, with `mode`.

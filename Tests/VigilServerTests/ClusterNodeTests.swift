@@ -97,6 +97,17 @@ import VigilState
         try n.h.run(until: { c.poll(); return n.log.stream.stored.count > 0 || !c.messages.isEmpty })
     }
 
+    /// `count` new clients of `n`, each subscribed to `area`, its reply read and set aside.
+    static func subscribers(_ n: Node, _ count: Int) throws -> [TestClient] {
+        try (0..<count).map { _ in
+            let s = try n.h.open()
+            s.send(#"{"op":"subscribe","ref":1,"area":\#(Self.area)}"#)
+            try n.h.read(s, count: 1)
+            s.messages.removeAll()
+            return s
+        }
+    }
+
     /// Turns until `client` holds a reply (ok or error) beyond the first `after` messages.
     static func reply(_ n: Node, _ c: TestClient, after: Int = 0) throws -> TestClient.Message {
         try n.h.run(until: { c.poll(); return c.messages.dropFirst(after).contains { $0.type == "ok" || $0.type == "error" } })
@@ -106,12 +117,7 @@ import VigilState
     @Test func aWriteIsAnsweredAndShownOnlyOnceTheStreamHasIt() throws {
         let stream = MemoryStream()
         let a = try Node("a", stream), b = try Node("b", stream)
-        let subA = try a.h.open(), subB = try b.h.open()
-        for (n, s) in [(a, subA), (b, subB)] {
-            s.send(#"{"op":"subscribe","ref":1,"area":\#(Self.area)}"#)
-            try n.h.read(s, count: 1)
-            s.messages.removeAll()
-        }
+        let subA = try Self.subscribers(a, 1)[0], subB = try Self.subscribers(b, 1)[0]
         let writer = try a.h.open()
         writer.send(#"{"op":"pin.create","ref":2,"pin":{"lat":52.5,"lon":13.4,"title":"t"}}"#)
         try a.h.run(until: { stream.stored.count == 1 })
@@ -231,12 +237,8 @@ import VigilState
     @Test func aSubscriberThatMovedBeforeTheConfirmationGetsNoStaleEvent() throws {
         let stream = MemoryStream()
         let a = try Node("a", stream)
-        let stays = try a.h.open(), leaves = try a.h.open(), moves = try a.h.open()
-        for s in [stays, leaves, moves] {
-            s.send(#"{"op":"subscribe","ref":1,"area":\#(Self.area)}"#)
-            try a.h.read(s, count: 1)
-            s.messages.removeAll()
-        }
+        let subscribed = try Self.subscribers(a, 3)
+        let stays = subscribed[0], leaves = subscribed[1], moves = subscribed[2]
         let writer = try a.h.open()
         writer.send(#"{"op":"pin.create","ref":2,"pin":{"lat":52.5,"lon":13.4,"title":"t"}}"#)
         try a.h.run(until: { stream.stored.count == 1 })
@@ -254,5 +256,71 @@ import VigilState
         for _ in 0..<3 { try a.h.turn() }
         leaves.poll(); moves.poll()
         #expect(leaves.messages.count == 1 && moves.messages.count == 1)  // their replies only
+    }
+
+    @Test func onlyTheConnectionThatChangedSinceAWriteLosesItsHeldEvent() throws {
+        let stream = MemoryStream()
+        let a = try Node("a", stream)
+        let cluster = try #require(a.h.v1.cluster)
+        let subscribed = try Self.subscribers(a, 2)
+        let stays = subscribed[0], moves = subscribed[1]
+        let writer = try a.h.open()
+        writer.send(#"{"op":"pin.create","ref":2,"pin":{"lat":52.5,"lon":13.4,"title":"first"}}"#)
+        try a.h.run(until: { stream.stored.count == 1 })
+        // between the two writes one subscriber subscribes again: its reply shows the first pin
+        moves.send(#"{"op":"subscribe","ref":3,"area":\#(Self.area)}"#)
+        #expect(try Self.reply(a, moves)["pins"]?.array?.count == 1)
+        #expect(cluster.changedFDs.count == 1)  // only the one that changed is remembered
+        writer.send(#"{"op":"pin.create","ref":4,"pin":{"lat":52.6,"lon":13.5,"title":"second"}}"#)
+        try a.h.run(until: { stream.stored.count == 2 })
+        try a.catchUp()
+        try a.h.run(until: { writer.poll(); return writer.all("ok").count == 2 })
+        try a.h.read(stays, count: 2)
+        #expect(stays.messages.map { $0.type } == ["pin.added", "pin.added"])
+        #expect(stays.messages.map { $0["pin"]?.object?["title"]?.string } == ["first", "second"])
+        // the second write was made after it changed: that event is for it
+        try a.h.read(moves, count: 2)
+        #expect(moves.messages.dropFirst().map { $0.type } == ["pin.added"])
+        #expect(moves.messages.last?["pin"]?.object?["title"]?.string == "second")
+        for _ in 0..<3 { try a.h.turn() }
+        moves.poll()
+        #expect(moves.messages.count == 2)  // its reply and the second pin, not the first again
+        // nothing pending: nothing remembered, and the lists of the confirmed writes kept
+        #expect(cluster.writes.isEmpty && cluster.changedFDs.isEmpty)
+        #expect(cluster.spareDeliveryCount > 0)
+    }
+
+    @Test func aWriteTheStreamNeverHandsBackIsGivenUpAfterThirtySeconds() throws {
+        let stream = MemoryStream()
+        let a = try Node("a", stream)
+        let cluster = try #require(a.h.v1.cluster)
+        final class Clock { var ms: Int64 = 1_000_000 }
+        let clock = Clock()
+        cluster.clock = { clock.ms }
+        let sub = try Self.subscribers(a, 1)[0]
+        let writer = try a.h.open()
+        writer.send(#"{"op":"pin.create","ref":2,"pin":{"lat":52.5,"lon":13.4,"title":"t"}}"#)
+        try a.h.run(until: { stream.stored.count == 1 })
+        #expect(a.h.v1.hub.store.count == 1)  // speculatively in place, held
+        clock.ms += ClusterNode.answerWithinMs
+        a.h.v1.expireUnanswered(cluster: cluster)
+        for _ in 0..<3 { try a.h.turn() }
+        writer.poll()
+        #expect(writer.messages.isEmpty && cluster.writes.count == 1)  // not yet: exactly the limit
+        clock.ms += 1
+        a.h.v1.expireUnanswered(cluster: cluster)
+        let r = try Self.reply(a, writer)
+        #expect(r.type == "error" && r["code"]?.string == "unavailable" && r["ref"]?.int == 2 && r["retry_after_ms"]?.int == 250)
+        #expect(a.h.v1.hub.store.count == 0)  // taken back
+        #expect(cluster.writes.isEmpty && cluster.byEntity.isEmpty && cluster.takenBack == 1)
+        for _ in 0..<3 { try a.h.turn() }
+        sub.poll()
+        #expect(sub.messages.isEmpty)  // nothing was shown
+        // the stream had it after all: applied like anyone else's, with no second reply
+        try a.catchUp()
+        try a.h.read(sub, count: 1)
+        #expect(sub.messages[0].type == "pin.added" && a.h.v1.hub.store.count == 1)
+        writer.poll()
+        #expect(writer.messages.count == 1)
     }
 }

@@ -42,6 +42,29 @@ import VigilTestSupport
         #expect(image.highestVoteSession == 2)
     }
 
+    /// The flag threshold is the hub's, when the vote is taken: the journal holds the vote that
+    /// flagged as the pin's removal, so replay removes it without a threshold of its own; and a
+    /// vote record never removes a pin, whatever its counts.
+    @Test func aFlagIsReplayedAsTheHubJournaledIt() throws {
+        var map = MapHub(settings: { var s = PinSettings(); s.voteFlagThreshold = 2; return s }())
+        var out: [PinDelivery] = []
+        let id = PinID(high: 7, low: 7)
+        _ = try map.create(PinDraft(point: .init(lat: 1, lon: 2), title: "x", description: "", category: "general", ttlSeconds: 600),
+                           id: id, editDigest: secrets.digest(ofToken: "t"), now: 1000, out: &out).get()
+        var records = [JournalRecord.pinState(id, in: map)]
+        for voter: UInt64 in [1, 2] {
+            if let record = JournalRecord.afterVote(try map.vote(id, voter: voter, value: -1, out: &out).get()) { records.append(record) }
+        }
+        #expect(map.store[id] == nil && records.last == .pinRemove(id))
+        var image = StateImage()
+        image.apply(records)
+        #expect(image.pins.isEmpty && image.issueCount == 0)
+
+        var votesOnly = StateImage()
+        votesOnly.apply(Array(records.dropLast()) + (2...9).map { .pinVote(id, voter: $0, value: -1) })
+        #expect(votesOnly.pins[id]?.down == 9)
+    }
+
     @Test func panicRecordsRebuildTheStream() throws {
         let start = Fixtures.stream(secrets, events: 0, capacity: 3, tokens: 1)
         var live = start

@@ -29,14 +29,13 @@ public enum UUIDText: IdentifierTextForm {
     }
 
     public static func text(high: UInt64, low: UInt64) -> String {
-        let hex = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(36)
         for (n, word) in [high, low].enumerated() {
-            for i in 0..<16 {
-                let position = n * 16 + i
-                if position == 8 || position == 12 || position == 16 || position == 20 { out.append(UInt8(ascii: "-")) }
-                out.append(hex[Int(word >> UInt64(60 - 4 * i) & 0xF)])
+            for i in 0..<8 {
+                let position = n * 8 + i
+                if position == 4 || position == 6 || position == 8 || position == 10 { out.append(UInt8(ascii: "-")) }
+                Hex.append(UInt8(truncatingIfNeeded: word >> UInt64(56 - 8 * i)), to: &out)
             }
         }
         return String(decoding: out, as: UTF8.self)
