@@ -256,8 +256,15 @@ open class ByteStream: EventHandler {
         return dropped
     }
 
+    /// Inlined: a fan-out recipient's later events in a turn find it scheduled already (one test).
+    @inline(__always)
     private func scheduleFlush() {
-        guard !state.contains(.queuedForFlush), !state.contains(.closed) else { return }
+        guard state.isDisjoint(with: [.queuedForFlush, .closed]) else { return }
+        addToFlushList()
+    }
+
+    @inline(never)
+    private func addToFlushList() {
         state.insert(.queuedForFlush)
         loop.scheduleFlush(self)
     }

@@ -116,31 +116,34 @@ public struct OutputQueue {
     /// and its flush is one iovec. A tagged entry stays an entry of its own, so that
     /// `removeUnsent(tag:)` can take it back whole; extending a partly sent head keeps it whole
     /// too (the bytes added are whole frames after it).
+    @inline(__always)
     public mutating func append(shared chunk: ByteChunk, from start: Int, to end: Int, tag: UInt64 = 0) {
         let length = end - start
         guard length > 0 else { return }
-        count += UInt32(length)
         if tag == 0 {
+            // The tail is the ring's last entry, or `first` when the ring is empty.
             let id = Unmanaged.passUnretained(chunk).toOpaque()
-            if let merged = rest.withLast({ tail in
-                guard tail.tag == 0, tail.end == Int32(start), tail.ref.toOpaque() == id, !tail.owned else { return false }
-                tail.end = Int32(end)
-                return true
-            }) {
-                if merged { return }
-            } else if extendFirst(id, start, end) {
+            if let tail = rest.lastEntry {
+                if tail.pointee.end == Int32(truncatingIfNeeded: start), tail.pointee.ref.toOpaque() == id,
+                   tail.pointee.tag == 0, !tail.pointee.owned {
+                    tail.pointee.end = Int32(truncatingIfNeeded: end)
+                    count &+= UInt32(truncatingIfNeeded: length)
+                    return
+                }
+            } else if let head = first, head.end == Int32(truncatingIfNeeded: start), head.ref.toOpaque() == id,
+                      head.tag == 0, !head.owned {
+                first!.end = Int32(truncatingIfNeeded: end)
+                count &+= UInt32(truncatingIfNeeded: length)
                 return
             }
         }
-        push(Entry(holding: chunk, start: Int32(start), end: Int32(end), tag: tag, owned: false))
+        pushShared(chunk, start, end, tag)
     }
 
-    /// The merge rule of `append(shared:from:to:)` for a queue whose only entry is `first`.
-    @inline(__always)
-    private mutating func extendFirst(_ id: UnsafeMutableRawPointer, _ start: Int, _ end: Int) -> Bool {
-        guard let head = first, head.tag == 0, head.end == Int32(start), !head.owned, head.ref.toOpaque() == id else { return false }
-        first!.end = Int32(end)
-        return true
+    @inline(never)
+    private mutating func pushShared(_ chunk: ByteChunk, _ start: Int, _ end: Int, _ tag: UInt64) {
+        count += UInt32(end - start)
+        push(Entry(holding: chunk, start: Int32(start), end: Int32(end), tag: tag, owned: false))
     }
 
     /// The memory bound for a queue that is not draining: copies every entry that refers to a
