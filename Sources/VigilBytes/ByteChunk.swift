@@ -9,8 +9,10 @@
 ///
 /// Ownership rule: a chunk is mutable while one owner writes it (a queue's own tail chunk, or a
 /// writer's current chunk); once it is shared (queued on a second connection, or handed out by a
-/// writer) it is never written again. Nothing enforces this at run time; the two writers that
-/// write chunks (`OutputQueue.reserve`, `JSONWriter`) keep it by construction.
+/// writer) it is never written again, except that an arena writer (`JSONWriter(arenaCapacity:)`)
+/// goes on writing past the ranges it handed out (`ChunkSlice`), never in them. Nothing enforces
+/// this at run time; the two writers that write chunks (`OutputQueue.reserve`, `JSONWriter`) keep
+/// it by construction.
 public final class ByteChunk {
     public let base: UnsafeMutableRawPointer
     public let capacity: Int
@@ -56,4 +58,26 @@ public final class ByteChunk {
     public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base + start, count: count - start) }
 
     deinit { base.deallocate() }
+}
+
+/// Bytes `start ..< end` of a chunk: a frame handed out by an arena writer, queued by reference
+/// (`OutputQueue.append(shared:from:to:)`).
+public struct ChunkSlice {
+    public let chunk: ByteChunk
+    public let start: Int
+    public let end: Int
+
+    public init(_ chunk: ByteChunk, from start: Int, to end: Int) {
+        self.chunk = chunk
+        self.start = start
+        self.end = end
+    }
+
+    /// A whole chunk's content, `start ..< count`.
+    public init(_ chunk: ByteChunk) {
+        self.init(chunk, from: chunk.start, to: chunk.count)
+    }
+
+    public var count: Int { end - start }
+    public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: chunk.base + start, count: end - start) }
 }

@@ -214,8 +214,28 @@ open class ByteStream: EventHandler {
     /// Queues a reference to an immutable chunk shared with other streams (no copy); `tag`, when
     /// not 0, lets a later `removeUnsent(tag:)` take it back while it is still unsent.
     public final func append(shared chunk: ByteChunk, tag: UInt64 = 0) {
-        output.append(shared: chunk, tag: tag)
-        let n = chunk.count - chunk.start
+        append(shared: chunk, from: chunk.start, to: chunk.count, tag: tag)
+    }
+
+    /// Queues a reference to `chunk`'s immutable bytes `start ..< end`, shared with other
+    /// streams; consecutive ranges of one chunk become one queue entry (`OutputQueue`'s merge rule).
+    ///
+    /// The memory bound: while the socket is full (the last flush left bytes unsent), a range
+    /// that is a small part of its chunk is copied instead (`OutputQueue.isSparse`), as the
+    /// entries already queued were when that flush went pending (`copySparseEntries`), so that a
+    /// slow reader never keeps a fan-out's whole arena alive for the few frames it still owes.
+    public final func append(shared chunk: ByteChunk, from start: Int, to end: Int, tag: UInt64 = 0) {
+        let n = end - start
+        if _slowPath(state.contains(.waitingWritable)) && OutputQueue.isSparse(chunk, length: n) {
+            let bytes = UnsafeRawBufferPointer(start: chunk.base + start, count: n)
+            if tag == 0 {
+                output.append(bytes, pool: loop.chunks)
+            } else {
+                output.append(shared: ByteChunk(copying: bytes), tag: tag)
+            }
+        } else {
+            output.append(shared: chunk, from: start, to: end, tag: tag)
+        }
         loopRef._withUnsafeGuaranteedRef { $0.queuedBytes += n }
         scheduleFlush()
     }
@@ -236,8 +256,15 @@ open class ByteStream: EventHandler {
         return dropped
     }
 
+    /// Inlined: a fan-out recipient's later events in a turn find it scheduled already (one test).
+    @inline(__always)
     private func scheduleFlush() {
-        guard !state.contains(.queuedForFlush), !state.contains(.closed) else { return }
+        guard state.isDisjoint(with: [.queuedForFlush, .closed]) else { return }
+        addToFlushList()
+    }
+
+    @inline(never)
+    private func addToFlushList() {
         state.insert(.queuedForFlush)
         loop.scheduleFlush(self)
     }
@@ -267,6 +294,12 @@ open class ByteStream: EventHandler {
             updateInterest()
             drained()
         case .pending:
+            if !state.contains(.waitingWritable) {
+                // Falling behind: the frames still owed stop pinning shared chunks (`append(shared:from:to:)`).
+                // The head is copied too when a TLS write waits on it: the same bytes elsewhere
+                // are allowed (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, `TLSContext`).
+                output.copySparseEntries(pool: loop.chunks)
+            }
             state.insert(.waitingWritable)
             if output.byteCount > pauseReadingAbove { state.insert(.readPaused) }
             updateInterest()

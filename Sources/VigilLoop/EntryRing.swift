@@ -59,6 +59,16 @@ struct EntryRing: Sequence {
 
     var last: Entry? { isEmpty ? nil : self[count - 1] }
 
+    /// The last entry, to change in place (valid until the ring next changes); nil when empty.
+    var lastEntry: UnsafeMutablePointer<Entry>? {
+        @inline(__always) get {
+            guard let block else { return nil }
+            let h = Self.header(block).pointee
+            guard h.count > 0 else { return nil }
+            return Self.entries(block) + Int((h.head &+ h.count &- 1) & (h.capacity &- 1))
+        }
+    }
+
     mutating func append(_ entry: Entry) {
         guard let block, Self.header(block).pointee.count < Self.header(block).pointee.capacity else {
             grow()

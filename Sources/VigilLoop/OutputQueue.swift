@@ -65,6 +65,9 @@ public struct OutputQueue {
 
     public var isEmpty: Bool { first == nil }
 
+    /// Entries queued (tests: a merged run is one).
+    var entryCount: Int { first == nil ? 0 : 1 + rest.count }
+
     /// Returns a pointer where `n` contiguous bytes may be written; call `commit(n)` after writing.
     /// Small writes share the tail's pooled chunk; a write larger than a pool chunk gets its own.
     public mutating func reserve(_ n: Int, pool: ChunkPool) -> UnsafeMutableRawPointer {
@@ -101,10 +104,101 @@ public struct OutputQueue {
 
     /// Queues a reference to an immutable shared chunk's content, `start ..< count` (no copy).
     public mutating func append(shared chunk: ByteChunk, tag: UInt64 = 0) {
-        let length = chunk.count - chunk.start
+        append(shared: chunk, from: chunk.start, to: chunk.count, tag: tag)
+    }
+
+    /// Queues a reference to `chunk`'s immutable bytes `start ..< end` (no copy).
+    ///
+    /// The merge rule: when the tail entry refers to the same shared chunk and ends where this
+    /// range starts, and neither carries a tag, the tail grows to cover the range instead of a new
+    /// entry being pushed. A fan-out writes a turn's event frames one after the other in one arena
+    /// chunk (`JSONWriter(arenaCapacity:)`), so a subscriber of every event queues one entry a turn
+    /// and its flush is one iovec. A tagged entry stays an entry of its own, so that
+    /// `removeUnsent(tag:)` can take it back whole; extending a partly sent head keeps it whole
+    /// too (the bytes added are whole frames after it).
+    @inline(__always)
+    public mutating func append(shared chunk: ByteChunk, from start: Int, to end: Int, tag: UInt64 = 0) {
+        let length = end - start
         guard length > 0 else { return }
-        push(Entry(holding: chunk, start: Int32(chunk.start), end: Int32(chunk.count), tag: tag, owned: false))
-        count += UInt32(length)
+        if tag == 0 {
+            // The tail is the ring's last entry, or `first` when the ring is empty.
+            let id = Unmanaged.passUnretained(chunk).toOpaque()
+            if let tail = rest.lastEntry {
+                if tail.pointee.end == Int32(truncatingIfNeeded: start), tail.pointee.ref.toOpaque() == id,
+                   tail.pointee.tag == 0, !tail.pointee.owned {
+                    tail.pointee.end = Int32(truncatingIfNeeded: end)
+                    count &+= UInt32(truncatingIfNeeded: length)
+                    return
+                }
+            } else if let head = first, head.end == Int32(truncatingIfNeeded: start), head.ref.toOpaque() == id,
+                      head.tag == 0, !head.owned {
+                first!.end = Int32(truncatingIfNeeded: end)
+                count &+= UInt32(truncatingIfNeeded: length)
+                return
+            }
+        }
+        pushShared(chunk, start, end, tag)
+    }
+
+    @inline(never)
+    private mutating func pushShared(_ chunk: ByteChunk, _ start: Int, _ end: Int, _ tag: UInt64) {
+        count += UInt32(end - start)
+        push(Entry(holding: chunk, start: Int32(start), end: Int32(end), tag: tag, owned: false))
+    }
+
+    /// The memory bound for a queue that is not draining: copies every entry that refers to a
+    /// shared chunk more than `sparseFactor` times the entry's length (a reader's few frames of a
+    /// fan-out's arena, or of a writer's spare capacity) into chunks of the queue's own, so
+    /// that what the queue keeps alive is at most `sparseFactor` × its counted bytes, plus the
+    /// pool chunk its copies are packed into. Untagged copies are packed into pooled chunks (as
+    /// `append` does); a tagged entry gets an exact-size chunk of its own, so it stays an entry
+    /// that `removeUnsent(tag:)` can take back. The bytes, their order and what was sent of the
+    /// head do not change (a partly sent head is still the head, its rest at its front).
+    /// Returns the bytes copied.
+    ///
+    /// `ByteStream` calls it when a flush leaves bytes unsent, and copies (`isSparse`) rather than
+    /// references what is appended while the socket stays full; a queue that drains at the end of
+    /// the turn releases its references anyway.
+    @discardableResult
+    public mutating func copySparseEntries(pool: ChunkPool) -> Int {
+        guard let head = first else { return 0 }
+        var copied = 0
+        var entries = rest
+        rest = EntryRing()
+        let bytes = count
+        let started = headStarted
+        first = nil
+        count = 0
+        var kept = OutputQueue()
+        func take(_ e: Entry) {
+            if !e.owned, Self.isSparse(e.chunk, length: e.length) {
+                let source = UnsafeRawBufferPointer(start: e.base + Int(e.start), count: e.length)
+                if e.tag == 0 {
+                    kept.append(source, pool: pool)
+                } else {
+                    kept.append(shared: ByteChunk(copying: source), tag: e.tag)
+                }
+                copied += e.length
+                QueuedChunk.release(e, pool: pool)
+            } else {
+                kept.push(e)  // the entry's hold moves with it
+            }
+        }
+        take(head)
+        while let e = entries.popFirst() { take(e) }
+        entries.removeAll()
+        self = kept
+        count = bytes
+        headStarted = started
+        return copied
+    }
+
+    /// A shared chunk holding more than `sparseFactor` × `length` bytes: a reader queuing
+    /// `length` of its bytes while it is behind should copy them (`copySparseEntries`).
+    public static let sparseFactor = 2
+    @inline(__always)
+    public static func isSparse(_ chunk: ByteChunk, length: Int) -> Bool {
+        chunk.capacity > sparseFactor * length
     }
 
     private mutating func push(_ entry: Entry) {

@@ -92,9 +92,9 @@ public final class Connection: ByteStream {
     /// Queues a frame encoded once for many connections (`SharedFrame`), by reference. `tag`
     /// names what the frame supersedes (a panic stream's locations) for a conflating policy.
     @discardableResult
-    public func send(shared frame: ByteChunk, traffic: TrafficClass, tag: UInt64 = 0) -> SendResult {
+    public func send(shared frame: ChunkSlice, traffic: TrafficClass, tag: UInt64 = 0) -> SendResult {
         guard lifecycle.isOpen else { return .dropped }
-        let size = frame.count - frame.start
+        let size = frame.count
         var conflated = false
         if tag != 0, let above = server.policies[traffic].conflateAbove, queuedBytes + size > above {
             conflated = removeUnsent(tag: tag) > 0
@@ -103,10 +103,24 @@ public final class Connection: ByteStream {
         guard queuedBytes + size <= budget else {
             return overflow(traffic)
         }
-        append(shared: frame, tag: tag)
+        append(shared: frame.chunk, from: frame.start, to: frame.end, tag: tag)
         if conflated { server.counters.conflations += 1 }
         return conflated ? .conflated : .queued
     }
+
+    /// `send(shared:traffic:)` for an untagged frame with the budget already decided for the
+    /// whole fan-out (`SendPolicies.budget(_:totalQueued:growingBy:)`, which is exact).
+    @inline(__always)
+    public func send(shared frame: ChunkSlice, traffic: TrafficClass, budget: Int) -> SendResult {
+        guard lifecycle.isOpen else { return .dropped }
+        guard queuedBytes + frame.count <= budget else { return overflow(traffic) }
+        append(shared: frame.chunk, from: frame.start, to: frame.end)
+        return .queued
+    }
+
+    /// The most a send can add to the loop's queued bytes beyond the frame: a close frame instead
+    /// of it, when the connection's policy closes it (2 + 125 bytes, RFC 6455 §5.5).
+    public static let maxCloseFrameBytes = 127
 
     /// Starts the closing handshake from our side (a policy, or shutdown).
     public func close(code: CloseCode, reason: String = "") {

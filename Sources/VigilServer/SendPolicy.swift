@@ -97,6 +97,18 @@ public struct SendPolicies: Equatable, Sendable {
         set { policies[traffic.rawValue] = newValue }
     }
 
+    /// The budget every connection of this class has throughout a fan-out that adds at most
+    /// `most` bytes to `totalQueued` (each recipient a frame, or a close frame instead), or nil
+    /// when it may change during the walk (then each recipient asks `budget(_:totalQueued:)`).
+    ///
+    /// Exact: below the total budget at the end of the walk means below it at every recipient
+    /// (the total only grows by the walk's own sends, or shrinks when a policy drops a backlog),
+    /// so `budget(_:totalQueued:)` would have answered the connection's own budget each time.
+    @inline(__always)
+    public func budget(_ traffic: TrafficClass, totalQueued: Int, growingBy most: Int) -> Int? {
+        totalQueued + most <= maxTotalQueuedBytes ? policies[traffic.rawValue].maxQueuedBytes : nil
+    }
+
     /// The budget a connection of this class has now, given every connection's unsent bytes.
     @inline(__always)
     public func budget(_ traffic: TrafficClass, totalQueued: Int) -> Int {

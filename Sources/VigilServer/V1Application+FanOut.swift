@@ -39,17 +39,28 @@ extension V1Application {
             replyWriter.withUnsafeBytes { _ = connection.send(.text, payload: $0, traffic: .reply) }
         case .pins(let delivery):
             ServerMessages.pinEvent(delivery.kind, delivery.pin, into: &eventWriter)
-            var frames = EventFrames(SharedFrame.text(eventWriter.takeChunk()))
+            var frames = EventFrames(&eventWriter)
             var sent = 0
             let compression = server.compression
             // `plain` as a local constant: lent to each uncompressed recipient's send without a
             // retain (read out of `frames`, a variable, it was retained and released per recipient).
             let plain = frames.plain
-            server.connections.walk(delivery.recipients) { connection in
-                let slot = connection.compressionSlot
-                let result = slot == 0 ? connection.send(shared: plain, traffic: .mapEvent)
-                    : connection.send(shared: frames.frame(for: slot, compression), traffic: .mapEvent)
-                if result == .queued || result == .conflated { sent += 1 }
+            // The budget, once for the event when the walk cannot change it (almost always).
+            let most = delivery.recipients.count * (plain.count + Connection.maxCloseFrameBytes)
+            if let budget = server.policies.budget(.mapEvent, totalQueued: server.loop.queuedBytes, growingBy: most) {
+                server.connections.walk(delivery.recipients) { connection in
+                    let slot = connection.compressionSlot
+                    let result = slot == 0 ? connection.send(shared: plain, traffic: .mapEvent, budget: budget)
+                        : connection.send(shared: frames.frame(for: slot, compression), traffic: .mapEvent, budget: budget)
+                    if result == .queued { sent += 1 }
+                }
+            } else {
+                server.connections.walk(delivery.recipients) { connection in
+                    let slot = connection.compressionSlot
+                    let result = slot == 0 ? connection.send(shared: plain, traffic: .mapEvent)
+                        : connection.send(shared: frames.frame(for: slot, compression), traffic: .mapEvent)
+                    if result == .queued || result == .conflated { sent += 1 }
+                }
             }
             delivered(sent)
         case .panic(var delivery):
@@ -58,7 +69,7 @@ extension V1Application {
                 delivery.kind = .watchers(count: count + cluster.presence.remoteWatchers(delivery.stream))
             }
             ServerMessages.panicDelivery(delivery, now: Self.wallClockMs(), into: &eventWriter)
-            var frames = EventFrames(SharedFrame.text(eventWriter.takeChunk()))
+            var frames = EventFrames(&eventWriter)
             // A location supersedes the stream's earlier unsent ones for a slow watcher; any other
             // news of the stream is never taken back.
             let (traffic, tag): (TrafficClass, UInt64)
@@ -79,7 +90,7 @@ extension V1Application {
             delivered(sent)
         case .checkin(let delivery):
             ServerMessages.checkinDelivery(delivery, now: Self.wallClockMs(), into: &eventWriter)
-            var frames = EventFrames(SharedFrame.text(eventWriter.takeChunk()))
+            var frames = EventFrames(&eventWriter)
             var sent = 0
             for fd in delivery.recipients {
                 guard let connection = server.connection(fd: fd) else { continue }
@@ -110,31 +121,42 @@ extension V1Application {
 /// One event's frames: the uncompressed one, and a compressed one per deflater setting in use,
 /// made the first time a recipient with that setting comes up (so an event is compressed once per
 /// setting, never once per subscriber, and not at all when nobody compresses).
+///
+/// The uncompressed frame is taken from the event writer's arena (`JSONWriter(arenaCapacity:)`):
+/// right after the turn's previous event, so a recipient's consecutive events are one output
+/// queue entry. Compressed frames are chunks of their own.
 struct EventFrames {
-    let plain: ByteChunk
+    let plain: ChunkSlice
+    /// The plain frame's header bytes (its payload follows them).
+    private let headerSize: Int
     private var compressed: [ByteChunk?] = []
     private var tried: UInt64 = 0  // bit s: slot s was tried (slots beyond 63 are tried every time)
 
-    init(_ plain: ByteChunk) {
-        self.plain = plain
+    /// Frames the text `writer` holds as an uncompressed text frame, taking it from the writer.
+    init(_ writer: inout JSONWriter) {
+        let payload = writer.count
+        headerSize = FrameEncoder.headerSize(payloadCount: payload, masked: false)
+        plain = writer.takeFrame(headerSize: headerSize)
+        _ = FrameEncoder.writeHeader(into: plain.chunk.base + plain.start, opcode: .text, fin: true, rsv1: false,
+                                     payloadCount: payload, maskKey: nil)
     }
 
     /// The frame for a recipient with deflater setting `slot`.
     @inline(__always)
-    mutating func frame(for slot: UInt8, _ compression: Compression) -> ByteChunk {
+    mutating func frame(for slot: UInt8, _ compression: Compression) -> ChunkSlice {
         slot == 0 ? plain : compressedFrame(for: slot, compression)
     }
 
-    private mutating func compressedFrame(for slot: UInt8, _ compression: Compression) -> ByteChunk {
+    private mutating func compressedFrame(for slot: UInt8, _ compression: Compression) -> ChunkSlice {
         let index = Int(slot)
-        if index < 64, tried & (1 << UInt64(index)) != 0 { return compressed[index] ?? plain }
-        let payload = UnsafeRawBufferPointer(start: plain.base + SharedFrame.headroom, count: plain.count - SharedFrame.headroom)
+        if index < 64, tried & (1 << UInt64(index)) != 0 { return compressed[index].map(ChunkSlice.init) ?? plain }
+        let payload = UnsafeRawBufferPointer(start: plain.chunk.base + plain.start + headerSize, count: plain.count - headerSize)
         let frame = compression.compressedFrame(payload: payload, slot: slot)
         if index < 64 {
             if compressed.count <= index { compressed.append(contentsOf: repeatElement(nil, count: index + 1 - compressed.count)) }
             compressed[index] = frame
             tried |= 1 << UInt64(index)
         }
-        return frame ?? plain
+        return frame.map(ChunkSlice.init) ?? plain
     }
 }

@@ -62,7 +62,11 @@ public final class V1Application: WebSocketApplication {
     /// Replies and welcomes: one reused buffer, copied into the recipient's queue.
     var replyWriter = JSONWriter(capacity: 4096)
     /// Events: each written straight into the chunk that all its recipients then share.
-    var eventWriter = JSONWriter(capacity: 1024, headroom: SharedFrame.headroom)
+    /// Events are written one after the other into 32 KiB arenas (`EventFrames`): a turn's run of
+    /// events for one subscriber is one contiguous range, one output queue entry. The memory a slow
+    /// reader can keep alive through them is bounded in `ByteStream.append(shared:from:to:)`.
+    var eventWriter = JSONWriter(arenaCapacity: V1Application.eventArenaBytes, headroom: 4)
+    static let eventArenaBytes = 32 * 1024
     /// True while `fanOut` walks a batch (it may not re-enter).
     var fanningOut = false
     /// The largest reply (a subscribe's pin list is cut to fit, and says `truncated`): half a

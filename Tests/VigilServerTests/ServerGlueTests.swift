@@ -494,3 +494,32 @@ final class CommitWitness: ChangeLog {
         #expect(h.v1.budgets.openStreams(of: PeerAddress.localKey).isEmpty)
     }
 }
+
+/// The fan-out decides a map event's budget once (`SendPolicies.budget(_:totalQueued:growingBy:)`)
+/// when the walk cannot change it: the answer must be the one each recipient would have got.
+@Suite struct FanOutBudgetTests {
+    @Test(arguments: [0, 1, 2, 3] as [Int])
+    func theBudgetDecidedOnceIsTheOneEveryRecipientWouldGet(maxTotal: Int) {
+        let total = [1_000, 10_000, 65_536, 1 << 20][maxTotal]
+        let policies = SendPolicies(maxQueuedBytes: 8_192, maxTotalQueuedBytes: total, conflateAbove: 4_096, globalFloorBytes: 512)
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            let queued = Int.random(in: 0...(total + 2_000), using: &rng)
+            let recipients = Int.random(in: 0...50, using: &rng)
+            let frame = Int.random(in: 1...400, using: &rng)
+            let most = recipients * (frame + Connection.maxCloseFrameBytes)
+            guard let once = policies.budget(.mapEvent, totalQueued: queued, growingBy: most) else {
+                #expect(queued + most > total)
+                continue
+            }
+            // Whatever the walk adds (at most `most`) or drops, each recipient would have seen `once`.
+            var t = queued
+            for _ in 0..<recipients {
+                #expect(policies.budget(.mapEvent, totalQueued: t) == once)
+                t += Int.random(in: 0...(frame + Connection.maxCloseFrameBytes), using: &rng)
+                if Int.random(in: 0..<10, using: &rng) == 0 { t -= Int.random(in: 0...t, using: &rng) }  // a backlog dropped
+            }
+            #expect(policies.budget(.mapEvent, totalQueued: t) == once)
+        }
+    }
+}

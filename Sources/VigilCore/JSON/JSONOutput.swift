@@ -15,28 +15,42 @@ struct JSONOutput {
     /// End of the written bytes, from `base` (headroom included).
     private(set) var count: Int
     private(set) var capacity: Int
-    let headroom: Int
+    /// Bytes kept free in front of the document (in arena mode, the guess for the next frame
+    /// header: the last one's size).
+    private(set) var headroom: Int
+    /// Where the current document's headroom begins: 0, or in arena mode the end of the frame
+    /// taken last.
+    private(set) var documentStart = 0
+    /// Arena mode's chunk size (0: one chunk per document, `take`).
+    let arenaCapacity: Int
 
-    init(capacity: Int, headroom: Int) {
+    init(capacity: Int, headroom: Int, arenaCapacity: Int = 0) {
         let chunk = ByteChunk(capacity: max(capacity, headroom + 16))
         self.chunk = chunk
         base = chunk.base
         self.capacity = chunk.capacity
         self.headroom = headroom
+        self.arenaCapacity = arenaCapacity
         count = headroom
     }
 
     /// The payload written so far (after the headroom).
-    var payload: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base + headroom, count: count - headroom) }
-
-    mutating func reset() {
-        count = headroom
+    var payload: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: base + documentStart + headroom, count: count - documentStart - headroom)
     }
 
-    /// Forgets the bytes after `end` (an absolute count, headroom included).
+    /// Bytes of the current document written so far, headroom included (a `Mark`'s position:
+    /// growth and arenas move the document, never this).
+    var documentCount: Int { count - documentStart }
+
+    mutating func reset() {
+        count = documentStart + headroom
+    }
+
+    /// Forgets the bytes after `end` (a `documentCount`).
     mutating func truncate(to end: Int) {
-        precondition(end >= headroom && end <= count)
-        count = end
+        precondition(end >= headroom && documentStart + end <= count)
+        count = documentStart + end
     }
 
     @inline(__always)
@@ -57,6 +71,7 @@ struct JSONOutput {
     /// Hands the written chunk over (content = the payload, `start` at the headroom) and starts a
     /// fresh one of the same capacity. The taken chunk is never written here again.
     mutating func take() -> ByteChunk {
+        precondition(arenaCapacity == 0, "an arena writer hands over frames (takeFrame)")
         let taken = chunk
         taken.start = headroom
         taken.count = count
@@ -64,7 +79,52 @@ struct JSONOutput {
         return taken
     }
 
+    /// Arena mode: makes the document's headroom exactly `headerSize` bytes (moving the payload
+    /// when the guess was wrong) and hands over `frame start ..< end`, the header's room followed
+    /// by the payload, which begins where the frame taken last ended. The next document follows
+    /// it in the same chunk; a fresh arena is started when less than `minimumRoom` is left, or
+    /// after a document that outgrew the arena (it keeps its chunk to itself). The bytes handed
+    /// over are never written here again; the writer only writes past them.
+    mutating func takeFrame(headerSize: Int) -> ChunkSlice {
+        precondition(arenaCapacity > 0, "takeFrame is the arena writer's")
+        if headerSize != headroom {
+            if headerSize > headroom, capacity - count < headerSize - headroom { grow(toHold: headerSize - headroom) }
+            let n = count - documentStart - headroom
+            (base + documentStart + headerSize).copyMemory(from: base + documentStart + headroom, byteCount: n)
+            count = documentStart + headerSize + n
+            headroom = headerSize
+        }
+        let frame = ChunkSlice(chunk, from: documentStart, to: count)
+        chunk.count = count
+        if capacity - count < Self.minimumRoom || capacity > arenaCapacity {
+            startArena(capacity: arenaCapacity)
+        } else {
+            documentStart = count
+        }
+        count = documentStart + headroom
+        return frame
+    }
+
+    /// Arena mode: the least room worth starting a document in.
+    static let minimumRoom = 256
+
+    private mutating func startArena(capacity: Int) {
+        chunk = ByteChunk(capacity: capacity)
+        base = chunk.base
+        self.capacity = capacity
+        documentStart = 0
+    }
+
     private mutating func grow(toHold extra: Int) {
+        if arenaCapacity > 0 {
+            // The document moves to the front of a new arena (a larger chunk of its own if it
+            // does not fit one); the frames already taken stay where they are.
+            let old = chunk, from = base + documentStart, n = count - documentStart
+            startArena(capacity: max(arenaCapacity, (n + extra) * 2))
+            withExtendedLifetime(old) { base.copyMemory(from: from, byteCount: n) }
+            count = n
+            return
+        }
         let bigger = ByteChunk(capacity: max(capacity * 2, count + extra))
         bigger.base.copyMemory(from: base, byteCount: count)
         chunk = bigger

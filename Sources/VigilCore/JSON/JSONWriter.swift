@@ -28,6 +28,14 @@ public struct JSONWriter {
         out = JSONOutput(capacity: capacity + headroom, headroom: headroom)
     }
 
+    /// An arena writer: each document is handed over as a frame (`takeFrame`) right after the
+    /// one before, in a shared chunk of `arenaCapacity` bytes, so that a run of documents is one
+    /// contiguous byte range (`OutputQueue`'s merge rule makes it one queue entry). `headroom` is
+    /// the first guess of a header's size; each frame's actual size is the next guess.
+    public init(arenaCapacity: Int, headroom: Int) {
+        out = JSONOutput(capacity: arenaCapacity, headroom: headroom, arenaCapacity: arenaCapacity)
+    }
+
     /// The text so far, as a new array (tests and tools; the daemon uses `withUnsafeBytes` or `takeChunk`).
     public var bytes: [UInt8] { Array(out.payload) }
 
@@ -54,7 +62,7 @@ public struct JSONWriter {
         fileprivate let needsComma: Bool
     }
 
-    public func mark() -> Mark { Mark(count: out.count, needsComma: needsComma) }
+    public func mark() -> Mark { Mark(count: out.documentCount, needsComma: needsComma) }
 
     /// Forgets what was written since `mark` (a value that did not fit a size budget).
     public mutating func rollBack(to mark: Mark) {
@@ -67,6 +75,14 @@ public struct JSONWriter {
     public mutating func takeChunk() -> ByteChunk {
         needsComma = false
         return out.take()
+    }
+
+    /// Arena mode: hands over the text as a frame, `headerSize` bytes of room for its header (the
+    /// first bytes of the range) followed by the text, starting where the frame taken last ended
+    /// (unless a new arena began), and continues after it. The caller writes the header.
+    public mutating func takeFrame(headerSize: Int) -> ChunkSlice {
+        needsComma = false
+        return out.takeFrame(headerSize: headerSize)
     }
 
     @inline(__always)

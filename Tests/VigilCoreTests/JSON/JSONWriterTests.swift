@@ -133,6 +133,48 @@ import VigilBytes
         #expect(second !== chunk)
     }
 
+    /// An arena writer hands each document over as a frame right after the one before: the header's
+    /// room (the size the caller asks for, whatever the guess was) then the text, with no gap, and
+    /// it moves to a new arena when the current one is full; a long document gets a chunk of its own.
+    @Test func anArenaWriterTakesFramesBackToBack() {
+        var writer = JSONWriter(arenaCapacity: 1_024, headroom: 4)
+        var frames: [ChunkSlice] = []
+        var texts: [[UInt8]] = []
+        for i in 0..<40 {
+            let mark = writer.mark()
+            writer.beginObject(); writer.field("dropped", Int64(i)); writer.endObject()
+            writer.rollBack(to: mark)  // a rolled-back document leaves nothing behind
+            writer.beginObject(); writer.field("i", Int64(i)); writer.field("s", String(repeating: "x", count: i * 3)); writer.endObject()
+            texts.append(writer.bytes)
+            let header = [2, 4, 10][i % 3]  // a wrong guess either way moves the text
+            frames.append(writer.takeFrame(headerSize: header))
+            #expect(frames[i].count == header + texts[i].count)
+            #expect(Array(UnsafeRawBufferPointer(rebasing: frames[i].bytes[header...])) == texts[i])
+        }
+        var arenas = 1
+        for i in 1..<40 {
+            if frames[i].chunk === frames[i - 1].chunk {
+                #expect(frames[i].start == frames[i - 1].end, "frame \(i) does not follow the one before")
+            } else {
+                arenas += 1
+                #expect(frames[i].start == 0)
+            }
+        }
+        #expect(arenas > 1 && arenas < 20)
+        // Earlier frames are untouched by what was written after them.
+        for i in 0..<40 {
+            let header = [2, 4, 10][i % 3]
+            #expect(Array(UnsafeRawBufferPointer(rebasing: frames[i].bytes[header...])) == texts[i])
+        }
+        // A document larger than an arena gets a chunk of its own, and the next starts a fresh arena.
+        writer.string(String(repeating: "y", count: 3_000))
+        let long = writer.takeFrame(headerSize: 4)
+        #expect(long.start == 0 && long.count == 4 + 3_002)
+        writer.int(1)
+        let next = writer.takeFrame(headerSize: 2)
+        #expect(next.chunk !== long.chunk && next.start == 0 && next.chunk.capacity == 1_024)
+    }
+
     /// Outputs re-parse to the same value and are never garbage, even for odd keys.
     @Test func outputParses() throws {
         var writer = JSONWriter()
