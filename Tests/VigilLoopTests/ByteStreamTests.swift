@@ -85,7 +85,7 @@ struct StreamFixture {
 @Suite struct ByteStreamTests {
     @Test func bytesReadAreHandedOverAndEOFIsReported() throws {
         let f = try StreamFixture()
-        let (loop, stream, recorder, b) = (f.loop, f.stream, f.stream, f.peer)
+        let (loop, recorder, b) = (f.loop, f.stream, f.peer)
         defer { try? f.finish() }
         Sockets.write(b, Array("hello".utf8))
         try loop.turn(timeoutMs: 1_000)

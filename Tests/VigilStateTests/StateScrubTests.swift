@@ -37,7 +37,7 @@ import VigilTestSupport
         let dir = try StateDirectory(path: tmp.path)
         let secrets = TestSecrets(seed: 77)
         // Stream `gone` has a trail and a note; `kept` is still held, and so is a pin.
-        let gone = try PanicStartRecord(id: StreamID(random: secrets.randomBytes(16)), status: .red, location: Self.trail[0],
+        let gone = PanicStartRecord(id: StreamID(random: secrets.randomBytes(16)), status: .red, location: Self.trail[0],
                                         note: Self.note, startedAt: 1_000, ownerDigest: secrets.digest(ofToken: "o"),
                                         watchTokens: [secrets.digest(ofToken: "w")], historyCapacity: 8)
         var kept = Fixtures.stream(secrets, events: 3, capacity: 8, start: 900)
