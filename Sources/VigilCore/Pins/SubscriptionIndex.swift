@@ -125,6 +125,16 @@ public struct SubscriptionIndex: Sendable {
         }
     }
 
+    /// How many channel entries `forEachSubscriber` walks for a pin in `cell` (a full-precision
+    /// cell): an upper bound on the subscribers it calls.
+    func candidateCount(in cell: GeohashCell) -> Int {
+        var count = 0
+        for precision in 1...Geohash.maxPrecision where precisionUse[precision] > 0 {
+            count += channels[cell.ancestor(precision: precision).key]?.count ?? 0
+        }
+        return count
+    }
+
     /// Whether `subscriber` would see a pin at `point` with category bit `categoryBit`.
     public func wants(_ subscriber: SubscriberID, _ point: GeoPoint, categoryBit: Int) -> Bool {
         subscriptions[subscriber]?.wants(point, categoryBit: categoryBit) ?? false
