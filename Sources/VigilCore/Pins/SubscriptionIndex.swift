@@ -55,8 +55,8 @@ public struct SubscriptionIndex: Sendable {
         /// `point` must lie in the channel's cell (a pin's point does: its full-precision cell,
         /// whose ancestor names the channel, has a box inside the ancestor's and holding the point).
         @inline(__always)
-        func wants(_ point: GeoPoint, categoryBit: Int) -> Bool {
-            categories & (1 << UInt64(categoryBit)) != 0 && (whole || area.contains(point))
+        func wants(_ point: GeoPoint, mask: UInt64) -> Bool {
+            categories & mask != 0 && (whole || area.contains(point))
         }
     }
 
@@ -117,10 +117,15 @@ public struct SubscriptionIndex: Sendable {
     /// `cell` must be `point`'s own (`Geohash.cell(point, precision: Geohash.maxPrecision)`, as a
     /// pin's `cell` is): members whose channel cell lies wholly inside their area skip the area test.
     public func forEachSubscriber(at point: GeoPoint, cell: GeohashCell, categoryBit: Int, _ body: (SubscriberID) -> Void) {
+        let mask: UInt64 = 1 << UInt64(categoryBit)
         for precision in 1...Geohash.maxPrecision where precisionUse[precision] > 0 {
             guard let members = channels[cell.ancestor(precision: precision).key] else { continue }
-            for member in members where member.wants(point, categoryBit: categoryBit) {
-                body(member.id)
+            // Each entry's fields are read where it lies: a `for member in members` copy made the
+            // compiler load the whole 56-byte entry, area included, before the whole-cell test.
+            members.withUnsafeBufferPointer { entries in
+                for i in entries.indices where entries[i].wants(point, mask: mask) {
+                    body(entries[i].id)
+                }
             }
         }
     }
