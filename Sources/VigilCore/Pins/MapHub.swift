@@ -147,8 +147,7 @@ public struct MapHub: Sendable {
 
     mutating func deliver(_ kind: PinEventKind, _ pin: Pin, out: inout [PinDelivery]) {
         guard let bit = settings.categoryIndex(pin.category) else { return }
-        var recipients: [SubscriberID] = []
-        subscriptions.forEachRecipient(of: pin, categoryBit: bit) { recipients.append($0) }
+        let recipients = subscriptions.recipients(of: pin, categoryBit: bit)
         if !recipients.isEmpty {
             out.append(PinDelivery(kind: kind, pin: encoded(pin), recipients: recipients))
         }

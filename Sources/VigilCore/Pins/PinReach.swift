@@ -46,6 +46,27 @@ extension SubscriptionIndex {
         }
     }
 
+    /// Every subscriber that sees `pin` (as `forEachRecipient` lists them), in an array allocated
+    /// once at the size of the channels the pin falls in: appending one by one paid a uniqueness
+    /// and capacity check per recipient and regrew the array about ten times for a thousand
+    /// recipients (callgrind, fanout_compare: 462 → 421 and 441 → 406 instructions per delivery in
+    /// two alternating pairs). The spare capacity when categories or areas filter most members out
+    /// lives only until the delivery is sent.
+    func recipients(of pin: Pin, categoryBit: Int) -> [SubscriberID] {
+        let bound = candidateCount(in: pin.cell)
+        guard bound > 0 else { return [] }
+        return [SubscriberID](unsafeUninitializedCapacity: bound) { buffer, count in
+            forEachRecipient(of: pin, categoryBit: categoryBit) { subscriber in
+                // Each channel entry is offered at most once, so `count` stays below `bound`; the
+                // check is kept anyway (release builds do not check an unsafe buffer's index), so
+                // a future change that broke this would stop here instead of writing past the end.
+                precondition(count < buffer.count, "more recipients than channel entries")
+                buffer[count] = subscriber
+                count += 1
+            }
+        }
+    }
+
     /// Whether `subscriber` sees `pin` (category bit `categoryBit`): area, category and reach.
     /// A pin without a range takes `wants`, today's path, exactly: reading the whole subscription
     /// out of the dictionary instead (to reach its viewer) copies it, retaining and releasing its

@@ -6,7 +6,8 @@ import VigilGeo
 /// budget (a street gets 150 m cells, a country 150 km ones), and registered in the channel of
 /// each cell. A pin event looks up, for each precision some subscription uses, the one channel
 /// whose cell contains the pin (a shift and a dictionary lookup per precision), then filters the
-/// candidates exactly against their area and categories. The cost of an event is therefore
+/// candidates exactly against their area and categories (a member whose channel's cell lies wholly
+/// inside its area needs the categories only). The cost of an event is therefore
 /// O(subscribers of those channels), never O(all connections); each subscriber sits in exactly one
 /// precision and a point lies in exactly one cell of it, so nobody is offered an event twice.
 public struct SubscriptionIndex: Sendable {
@@ -37,10 +38,25 @@ public struct SubscriptionIndex: Sendable {
         let slot: Int32
         let categories: UInt64
         let area: GeoArea
+        /// The channel's cell lies wholly inside `area` (`GeoArea.surelyContains`, conservative:
+        /// false when unsure), so every pin this channel is offered, which lies in the cell, is
+        /// inside the area and needs only the category test. Most cells of a map's view are
+        /// interior ones; only those along its rim still pay for the area test per pin.
+        let whole: Bool
 
+        init(id: SubscriberID, slot: Int32, categories: UInt64, area: GeoArea, cell: GeohashCell) {
+            self.id = id
+            self.slot = slot
+            self.categories = categories
+            self.area = area
+            self.whole = area.surelyContains(cell.box)
+        }
+
+        /// `point` must lie in the channel's cell (a pin's point does: its full-precision cell,
+        /// whose ancestor names the channel, has a box inside the ancestor's and holding the point).
         @inline(__always)
-        func wants(_ point: GeoPoint, categoryBit: Int) -> Bool {
-            categories & (1 << UInt64(categoryBit)) != 0 && area.contains(point)
+        func wants(_ point: GeoPoint, mask: UInt64) -> Bool {
+            categories & mask != 0 && (whole || area.contains(point))
         }
     }
 
@@ -69,7 +85,7 @@ public struct SubscriptionIndex: Sendable {
         var at: [Int32] = []
         at.reserveCapacity(subscription.cells.count)
         for (k, cell) in subscription.cells.enumerated() {
-            let member = Member(id: subscriber, slot: Int32(k), categories: subscription.categories, area: subscription.area)
+            let member = Member(id: subscriber, slot: Int32(k), categories: subscription.categories, area: subscription.area, cell: cell)
             at.append(channels[cell.key, default: []].appendMember(member))
         }
         positions[subscriber] = at
@@ -98,13 +114,30 @@ public struct SubscriptionIndex: Sendable {
 
     /// Calls `body` for every subscriber whose subscription holds a pin at `point` (in `cell`, a
     /// full-precision cell) with category bit `categoryBit`. Each subscriber at most once.
+    /// `cell` must be `point`'s own (`Geohash.cell(point, precision: Geohash.maxPrecision)`, as a
+    /// pin's `cell` is): members whose channel cell lies wholly inside their area skip the area test.
     public func forEachSubscriber(at point: GeoPoint, cell: GeohashCell, categoryBit: Int, _ body: (SubscriberID) -> Void) {
+        let mask: UInt64 = 1 << UInt64(categoryBit)
         for precision in 1...Geohash.maxPrecision where precisionUse[precision] > 0 {
             guard let members = channels[cell.ancestor(precision: precision).key] else { continue }
-            for member in members where member.wants(point, categoryBit: categoryBit) {
-                body(member.id)
+            // Each entry's fields are read where it lies: a `for member in members` copy made the
+            // compiler load the whole 56-byte entry, area included, before the whole-cell test.
+            members.withUnsafeBufferPointer { entries in
+                for i in entries.indices where entries[i].wants(point, mask: mask) {
+                    body(entries[i].id)
+                }
             }
         }
+    }
+
+    /// How many channel entries `forEachSubscriber` walks for a pin in `cell` (a full-precision
+    /// cell): an upper bound on the subscribers it calls.
+    func candidateCount(in cell: GeohashCell) -> Int {
+        var count = 0
+        for precision in 1...Geohash.maxPrecision where precisionUse[precision] > 0 {
+            count += channels[cell.ancestor(precision: precision).key]?.count ?? 0
+        }
+        return count
     }
 
     /// Whether `subscriber` would see a pin at `point` with category bit `categoryBit`.
