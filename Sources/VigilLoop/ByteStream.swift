@@ -201,14 +201,14 @@ open class ByteStream: EventHandler {
     public final func commit(_ n: Int) {
         output.commit(n)
         loop.queuedBytes += n
-        scheduleFlush()
+        if state.isDisjoint(with: [.queuedForFlush, .closed]) { addToFlushList(answer: true) }
     }
 
     /// Copies `bytes` into the queue.
     public final func append(_ bytes: UnsafeRawBufferPointer) {
         output.append(bytes, pool: loop.chunks)
         loop.queuedBytes += bytes.count
-        scheduleFlush()
+        if state.isDisjoint(with: [.queuedForFlush, .closed]) { addToFlushList(answer: true) }
     }
 
     /// Queues a reference to an immutable chunk shared with other streams (no copy); `tag`, when
@@ -260,13 +260,15 @@ open class ByteStream: EventHandler {
     @inline(__always)
     private func scheduleFlush() {
         guard state.isDisjoint(with: [.queuedForFlush, .closed]) else { return }
-        addToFlushList()
+        addToFlushList(answer: false)
     }
 
+    /// `answer`: bytes of this stream's own (copied in, not a shared fan-out frame), flushed
+    /// before the turn's fan-out (`EventLoop.turn`).
     @inline(never)
-    private func addToFlushList() {
+    private func addToFlushList(answer: Bool) {
         state.insert(.queuedForFlush)
-        loop.scheduleFlush(self)
+        loop.scheduleFlush(self, answer: answer)
     }
 
     /// The loop's step 4.

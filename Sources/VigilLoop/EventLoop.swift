@@ -49,6 +49,10 @@ public final class EventLoop {
     private var running = false
     private var anotherTurn = false
     private var endOfTurnSteps: [() -> Void] = []
+    /// Streams to flush at the end of the turn: `answerList` first (their queue got bytes of
+    /// their own this turn: a reply, a welcome, a pong), then `flushList` (only shared fan-out
+    /// frames). Each stream sits in at most one of them (`ByteStream.State.queuedForFlush`).
+    private var answerList: [ByteStream] = []
     private var flushList: [ByteStream] = []
     private var closeList: [Int32] = []
     private let maxEvents: Int32 = 1024
@@ -155,9 +159,10 @@ public final class EventLoop {
         endOfTurnSteps.append(step)
     }
 
-    /// Queues `stream` for the flush at the end of this turn (the stream makes sure it is queued once).
-    func scheduleFlush(_ stream: ByteStream) {
-        flushList.append(stream)
+    /// Queues `stream` for the flush at the end of this turn (the stream makes sure it is queued
+    /// once). `answer`: it holds an answer to its peer (see `turn`), flushed before the fan-out's.
+    func scheduleFlush(_ stream: ByteStream, answer: Bool) {
+        if answer { answerList.append(stream) } else { flushList.append(stream) }
     }
 
     /// Asks for another turn without waiting: work was produced outside the turn's event handling
@@ -190,8 +195,20 @@ public final class EventLoop {
             reg.handler.handleEvents(IOEvents(rawValue: masks[i]))
         }
         for step in endOfTurnSteps { step() }
+        // Answers first: which connection is written first does not change what any one peer
+        // receives (each queue is in order), but a client waiting for its reply (a publisher's `ok`
+        // in a closed loop) gets it before the loop spends the flush on a thousand subscribers'
+        // writes, so its next request is there for the next turn. Flushed last, the replies of all
+        // but the first request of a turn waited for the whole fan-out: each turn then carried
+        // one or two events, and each subscriber's write one or two frames instead of many.
         var i = 0
-        while i < flushList.count {  // a failed flush may close a stream; it never adds one to this list
+        while i < answerList.count {  // a failed flush may close a stream; it never adds one to a list
+            answerList[i].flushAtEndOfTurn()
+            i += 1
+        }
+        answerList.removeAll(keepingCapacity: true)
+        i = 0
+        while i < flushList.count {
             flushList[i].flushAtEndOfTurn()
             i += 1
         }
