@@ -272,7 +272,7 @@ public struct OutputQueue {
                 offered += e.length
                 n += 1
             }
-            let written = writev(fd, iovecs, Int32(n))
+            let written = Self.write(fd, iovecs, n)
             if written < 0 {
                 if errno == EINTR { continue }
                 if errno == EAGAIN || errno == EWOULDBLOCK { return .pending }
@@ -282,6 +282,20 @@ public struct OutputQueue {
             if written < offered { return .pending }
         }
         return .drained
+    }
+
+    /// One write of `n` iovecs. A single region, the common case since a turn's events share an
+    /// arena, goes through `send(2)`: on a socket it skips the VFS layer `writev` passes through
+    /// (`vfs_writev`, `fdget_pos`: ~7% of the daemon's samples at 10 frames a write, perf, against
+    /// ~4.5% for `sendto`'s path). `MSG_NOSIGNAL`: a peer gone is EPIPE, never SIGPIPE. A stream
+    /// that is not a socket (ENOTSOCK) is written with `writev`.
+    @inline(__always)
+    static func write(_ fd: Int32, _ iovecs: UnsafeMutablePointer<iovec>, _ n: Int) -> Int {
+        if n == 1 {
+            let sent = send(fd, iovecs[0].iov_base, iovecs[0].iov_len, Int32(MSG_NOSIGNAL))
+            if sent >= 0 || errno != ENOTSOCK { return sent }
+        }
+        return writev(fd, iovecs, Int32(n))
     }
 
     /// The first bytes to send, as one contiguous region of at most `limit` bytes: when the head

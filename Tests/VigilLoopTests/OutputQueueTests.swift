@@ -110,6 +110,33 @@ import VigilBytes
         #expect(queue.flush(fd: a, iovecs: iov, maxIovecs: 4, pool: pool) == .failed(EPIPE))
     }
 
+    /// One region goes out with `send(2)` (`OutputQueue.write`); a descriptor that is not a
+    /// socket (ENOTSOCK) is written with `writev` instead, one region or several.
+    @Test func aQueueFlushesToAPipeAsWellAsToASocket() {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        defer { close(fds[0]); close(fds[1]) }
+        let pool = ChunkPool()
+        let iov = UnsafeMutablePointer<iovec>.allocate(capacity: 4)
+        defer { iov.deallocate() }
+        var queue = OutputQueue()
+        Array("one region".utf8).withUnsafeBytes { queue.append($0, pool: pool) }
+        #expect(queue.flush(fd: fds[1], iovecs: iov, maxIovecs: 4, pool: pool) == .drained)
+        #expect(drain(fds[0]) == Array("one region".utf8))
+        let frame = Array(" and a shared one".utf8).withUnsafeBytes { ByteChunk(copying: $0) }
+        Array("two regions:".utf8).withUnsafeBytes { queue.append($0, pool: pool) }
+        queue.append(shared: frame)
+        #expect(queue.flush(fd: fds[1], iovecs: iov, maxIovecs: 4, pool: pool) == .drained)
+        #expect(drain(fds[0]) == Array("two regions: and a shared one".utf8))
+
+        let (a, b) = socketPair()
+        defer { close(a); close(b) }
+        Array("over a socket".utf8).withUnsafeBytes { queue.append($0, pool: pool) }
+        #expect(queue.flush(fd: a, iovecs: iov, maxIovecs: 4, pool: pool) == .drained)
+        #expect(drain(b) == Array("over a socket".utf8))
+    }
+
     @Test func oneSharedChunkServesManyQueues() {
         let pool = ChunkPool()
         let frame = [UInt8]("hello".utf8).withUnsafeBytes { ByteChunk(copying: $0) }
