@@ -201,17 +201,21 @@ public final class EventLoop {
         // writes, so its next request is there for the next turn. Flushed last, the replies of all
         // but the first request of a turn waited for the whole fan-out: each turn then carried
         // one or two events, and each subscriber's write one or two frames instead of many.
-        var i = 0
-        while i < answerList.count {  // a failed flush may close a stream; it never adds one to a list
-            answerList[i].flushAtEndOfTurn()
-            i += 1
+        // A flush may queue more (a stream whose queue drained may answer its peer, e.g. a close
+        // frame): whatever joins either list is flushed in this same step, answers still first.
+        var (i, j) = (0, 0)
+        while true {
+            if i < answerList.count {
+                answerList[i].flushAtEndOfTurn()
+                i += 1
+            } else if j < flushList.count {
+                flushList[j].flushAtEndOfTurn()
+                j += 1
+            } else {
+                break
+            }
         }
         answerList.removeAll(keepingCapacity: true)
-        i = 0
-        while i < flushList.count {
-            flushList[i].flushAtEndOfTurn()
-            i += 1
-        }
         flushList.removeAll(keepingCapacity: true)
         for fd in closeList { Glibc.close(fd) }
         closeList.removeAll(keepingCapacity: true)

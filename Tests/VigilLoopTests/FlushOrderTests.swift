@@ -16,7 +16,13 @@ import VigilBytes
             self.log = log
             super.init(fd: fd, loop: loop)
         }
-        override func drained() { log.names.append(name) }
+        /// Run once, the first time this stream's queue drains (what a stream's owner may do then).
+        var onDrained: (() -> Void)?
+        override func drained() {
+            log.names.append(name)
+            onDrained?()
+            onDrained = nil
+        }
     }
 
     final class Log { var names: [String] = [] }
@@ -55,5 +61,30 @@ import VigilBytes
         #expect(Sockets.readAll(peers[2]).bytes == Array("okevent".utf8))
         #expect(Sockets.readAll(peers[4]).bytes == Array("eventok".utf8))
         for i in [0, 1, 3] { #expect(Sockets.readAll(peers[i]).bytes == Array("event".utf8)) }
+    }
+
+    /// What a flush queues (here: a fan-out stream's drain makes another stream answer its peer)
+    /// goes out in the same turn, not at the next event.
+    @Test func whatAFlushQueuesGoesOutInTheSameTurn() throws {
+        let loop = try EventLoop()
+        let log = Log()
+        let (a1, b1) = Sockets.pair(), (a2, b2) = Sockets.pair()
+        let subscriber = OrderedStream("subscriber", fd: a1, loop: loop, log: log)
+        let other = OrderedStream("other", fd: a2, loop: loop, log: log)
+        try subscriber.start()
+        try other.start()
+        defer {
+            subscriber.close()
+            other.close()
+            try? loop.turn(timeoutMs: 0)
+            close(b1)
+            close(b2)
+        }
+        let event = Array("event".utf8).withUnsafeBytes { ByteChunk(copying: $0) }
+        subscriber.append(shared: event)
+        subscriber.onDrained = { Array("late".utf8).withUnsafeBytes { other.append($0) } }
+        try loop.turn(timeoutMs: 0)
+        #expect(log.names == ["subscriber", "other"])
+        #expect(Sockets.readAll(b2).bytes == Array("late".utf8))
     }
 }

@@ -223,7 +223,7 @@ import VigilState
         let writer = try a.h.open()
         writer.send(#"{"op":"pin.create","ref":1,"pin":{"lat":52.5,"lon":13.4,"title":"t"}}"#)
         try a.h.run(until: { stream.stored.count == 1 })
-        close(writer.fd)
+        writer.close()
         try a.h.run(until: { a.h.server.connectionCount == 0 })
         // a new connection, likely on the same fd, must not get the old writer's reply
         let newcomer = try a.h.open()

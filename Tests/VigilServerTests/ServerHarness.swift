@@ -33,7 +33,7 @@ final class ServerHarness {
     }
 
     deinit {
-        for client in clients { close(client.fd) }
+        for client in clients { client.close() }
     }
 
     var v1: V1Application { server.v1! }
@@ -155,6 +155,19 @@ final class TestClient {
     /// Bytes written but not yet taken by the socket (the server has not read enough yet).
     private var pending: [UInt8] = []
     var hasPending: Bool { !pending.isEmpty }
+
+    /// The test's end closed (by `close()`, or the harness at its end): closed once only. The
+    /// tests of one suite run in parallel in one process, so an fd closed twice may close another
+    /// test's socket that took the number meanwhile (a test once hung waiting for an upgrade that
+    /// way).
+    private(set) var isClosed = false
+
+    /// Closes the test's end now (the peer going away); the harness will not close it again.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        Glibc.close(fd)
+    }
 
     /// Writes what the socket takes now and keeps the rest for `writePending` (the harness calls it
     /// every turn), so a test can send more than a socket buffer holds.
