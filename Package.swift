@@ -103,13 +103,14 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
-        // Micro-benchmarks of the core without sockets (the load client measures the whole daemon),
+        // Micro-benchmarks of the core without sockets (the load client measures the whole daemon;
+        // the fan-out's framing is the daemon's own, from VigilServer),
         // and the snapshot store's transfers against a running nats-server.
         .executableTarget(
             name: "vigil-bench",
             dependencies: [
                 "VigilCore", "VigilGeo", "VigilWire", "VigilLoop", "VigilState", "VigilBytes", "VigilLoad",
-                "VigilCluster", "VigilNATS",
+                "VigilCluster", "VigilNATS", "VigilServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -41,6 +41,11 @@ of the cpu-clock). It needs perf and root.
 
 ``--callgrind`` runs each server under callgrind and reports the user-space instructions per
 delivery in the measured window: on a shared machine the robust figure (rates are then tiny).
+The window's dump is waited for until it is complete (callgrind writes it when the server's
+thread next runs: seconds later on a loaded machine). A reference command may begin with
+``env NAME=VALUE ...`` (an older vigild with its own admin port): the variables go into the
+server's environment and the program is started directly, so that valgrind runs the server and
+not ``env``; under callgrind it runs a copy of the program without debug sections, as for vigild.
 
     swift build -c release --product vigild
     python3 benchmarks/fanout_compare.py                                  # vigild alone
@@ -255,26 +260,90 @@ def callgrind_prefix(out: str) -> list[str]:
     return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"] if out else []
 
 
+# How long a dump may take to appear and be written out (valgrind writes it when its thread next
+# runs, which on a loaded machine can be seconds after callgrind_control returns), and how often
+# its size is looked at meanwhile.
+DUMP_TIMEOUT = 30.0
+DUMP_POLL = 0.25
+
+
+def dump_totals(dump: Path) -> int | None:
+    """The instructions a complete callgrind dump counts (its ``totals:``/``summary:`` line, which
+    callgrind writes last), or None while the file lacks that line."""
+    for line in dump.read_text(errors="replace").splitlines():
+        if line.startswith("summary:") or line.startswith("totals:"):
+            return int(line.split()[1])
+    return None
+
+
+def dump_files(out: str) -> dict[Path, tuple[int, int]]:
+    """The files callgrind writes for ``--callgrind-out-file=out`` (``out`` at exit, ``out.N`` per
+    dump), each with its (mtime in ns, size)."""
+    files = {}
+    for f in Path(out).parent.glob(Path(out).name + "*"):
+        try:
+            st = f.stat()
+        except FileNotFoundError:
+            continue
+        files[f] = (st.st_mtime_ns, st.st_size)
+    return files
+
+
+def wait_for_dumps(out: str, before: dict[Path, tuple[int, int]], timeout: float = DUMP_TIMEOUT,
+                   poll: float = DUMP_POLL) -> list[Path]:
+    """The dump files (``out.N``) written since ``before`` (``dump_files`` then), once valgrind has
+    finished writing them: each is new or rewritten (a server started after an earlier run's
+    numbers its dumps from 1 again, over that run's files), has the same size on two polls in a row
+    and holds its totals line. Raises RuntimeError naming the files waited for after ``timeout``
+    seconds."""
+    deadline = time.monotonic() + timeout
+    sizes: dict[Path, int] = {}
+    while True:
+        now = {f: state[1] for f, state in dump_files(out).items() if before.get(f) != state}
+        if now and now == sizes and all(dump_totals(f) is not None for f in now):
+            return sorted(now, key=lambda f: f.stat().st_mtime_ns)
+        sizes = now
+        if time.monotonic() > deadline:
+            state = ", ".join(f"{f} ({n} bytes{'' if dump_totals(f) is not None else ', no totals line yet'})"
+                              for f, n in now.items()) or "none was written"
+            raise RuntimeError(f"callgrind_control -d: waited {timeout:.0f} s for a complete dump {out}.N "
+                               f"(new or rewritten: {state})")
+        time.sleep(poll)
+
+
 def callgrind_window_instructions(pid: int, out: str, keep: Path | None = None) -> int:
     """Dumps the counters since the window's start (``callgrind_control -z`` there) and returns
     the instructions executed in the window, all threads; ``keep``: copies the dumps there (for
     ``callgrind_annotate``)."""
-    before = set(Path(out).parent.glob(Path(out).name + "*"))
+    before = dump_files(out)
     subprocess.run(["callgrind_control", "-d", str(pid)], check=True, capture_output=True)
-    dumps = sorted(set(Path(out).parent.glob(Path(out).name + "*")) - before, key=lambda f: f.stat().st_mtime)
-    total = 0
-    for dump in dumps:  # one per thread with --separate-threads; one file otherwise
-        for line in dump.read_text(errors="replace").splitlines():
-            if line.startswith("summary:") or line.startswith("totals:"):
-                total += int(line.split()[1])
-                break
-    if not dumps:
-        raise RuntimeError("callgrind_control -d left no dump")
+    dumps = wait_for_dumps(out, before)  # one per thread with --separate-threads; one file otherwise
+    total = sum(dump_totals(dump) for dump in dumps)
     if keep:
         keep.mkdir(parents=True, exist_ok=True)
         for dump in dumps:
             shutil.copy(dump, keep / f"{dump.name}.{int(time.time())}")
     return total
+
+
+def split_env(argv: list[str], what: str) -> tuple[dict[str, str], list[str]]:
+    """A command's leading ``env NAME=VALUE ...`` as (variables, the command after them), so that
+    the variables go through the process's environment and the program itself is what runs (under
+    callgrind, valgrind would otherwise instrument ``env`` and lose the server at its exec). Only
+    plain assignments: ``env`` with options (``-i``, ``-u``, ``-S``, ...) or without a command is
+    refused."""
+    if not argv or Path(argv[0]).name != "env":
+        return {}, argv
+    variables: dict[str, str] = {}
+    rest = argv[1:]
+    while rest and "=" in rest[0] and not rest[0].startswith("-"):
+        name, value = rest.pop(0).split("=", 1)
+        variables[name] = value
+    if not rest or rest[0].startswith("-"):
+        raise SystemExit(f"{what}: only 'env NAME=VALUE ... PROGRAM ARGS' is understood here (no env options, "
+                         f"a program after the assignments): {shlex.join(argv)!r}. To compare an older vigild build, "
+                         f"pass it as --vigild OLD (one run per build) instead of a reference command.")
+    return variables, rest
 
 
 class Server:
@@ -285,6 +354,18 @@ class Server:
         self.callgrind_out = callgrind_out
         self.pid = self.port = None
         self._daemon = self._proc = None
+        self._stripped: dict[str, str] = {}  # under callgrind: the reference's program -> its copy without DWARF
+
+    def _without_debug_info(self, program: str) -> str:
+        """Under callgrind, a copy of the reference's program without its debug sections (valgrind
+        3.19 gives up on the DWARF Swift 6 emits, an older vigild's included; the symbol table, kept,
+        is all callgrind needs), made once; the program itself when it cannot be copied so (not ELF)."""
+        if program not in self._stripped:
+            path = shutil.which(program) or program
+            copy = Path(self.callgrind_out).parent / f"{self.name.replace('/', '_')}-program"
+            done = subprocess.run(["objcopy", "--strip-debug", path, str(copy)], capture_output=True)
+            self._stripped[program] = str(copy) if done.returncode == 0 else program
+        return self._stripped[program]
 
     def start(self, size: int) -> "Server":
         if self.name == "vigild":
@@ -301,15 +382,22 @@ class Server:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
         probe.close()
-        argv = shlex.split(self.args.format(port=port, size=size))
+        variables, argv = split_env(shlex.split(self.args.format(port=port, size=size)), f"--reference ({self.name})")
+        if self.callgrind_out:
+            argv = [self._without_debug_info(argv[0])] + argv[1:]
         self._proc = subprocess.Popen(["taskset", "-c", str(self.cpu)] + callgrind_prefix(self.callgrind_out) + argv, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True)
+                                      stderr=subprocess.STDOUT, text=True, env={**os.environ, **variables})
         deadline = time.monotonic() + (60 if self.callgrind_out else 15)
+        said: list[str] = []
         for line in self._proc.stdout:
             if "listening on" in line:
                 break
+            said = (said + [line])[-20:]
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{self.name} did not say it listens")
+        else:
+            raise RuntimeError(f"{self.name} ended before it said it listens (exit {self._proc.wait(10)}); "
+                               f"its last lines:\n{''.join(said)}")
         self.pid, self.port = self._proc.pid, port
         return self
 
@@ -518,6 +606,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.callgrind:
         args.idle = 0
+    if args.reference:
+        split_env(shlex.split(args.reference), "--reference")  # refused before any run, not after vigild's
     windows = [] if args.idle_only else [int(w) for w in args.windows.split(",")]
 
     with tempfile.TemporaryDirectory() as tmp:

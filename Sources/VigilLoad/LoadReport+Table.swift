@@ -2,7 +2,11 @@ extension LoadReport {
     /// The report as a fixed-width table (latencies in milliseconds, 3 decimals), for a terminal.
     public func renderTable() -> String {
         var lines: [String] = []
-        let label = 16
+        // The name column of the rows above the latencies: as wide as their longest name (a
+        // scenario's figure names run long, e.g. "server CPU µs per re-subscribe").
+        let rowNames = ["scenario", "parameters", "duration", "connections", "sent", "delivered", "client cpu"]
+            + (nodes.count > 1 ? nodes.indices.map { "node \($0)" } : []) + figures.map(\.key)
+        let label = TextFormat.nameWidth(rowNames)
         func row(_ name: String, _ value: String) {
             lines.append(TextFormat.left(name, label) + value)
         }
@@ -27,7 +31,7 @@ extension LoadReport {
 
         if !latencies.isEmpty {
             lines.append("")
-            let nameWidth = Swift.max(label, (latencies.map { $0.name.count }.max() ?? 0) + 2)
+            let nameWidth = TextFormat.nameWidth(latencies.map(\.name))
             let columns = ["count", "p50", "p90", "p99", "p99.9", "max"]
             lines.append(TextFormat.left("latency (ms)", nameWidth) + columns.map { TextFormat.right($0, 11) }.joined())
             for (name, s) in latencies {
@@ -39,7 +43,7 @@ extension LoadReport {
 
         if !checks.isEmpty {
             lines.append("")
-            let nameWidth = Swift.max(label, (checks.map { $0.name.count }.max() ?? 0) + 2)
+            let nameWidth = TextFormat.nameWidth(checks.map(\.name))
             lines.append(TextFormat.left("check", nameWidth) + TextFormat.right("checked", 9) + TextFormat.right("errors", 9))
             for check in checks {
                 let counters = check.counters.map { "\($0.name) \($0.value)" }.joined(separator: ", ")
@@ -55,9 +59,10 @@ extension LoadReport {
 
         if let before = serverBefore, let after = serverAfter {
             lines.append("")
-            lines.append(TextFormat.left("server", label) + ["before", "after", "change"].map { TextFormat.right($0, 11) }.joined())
+            let serverLabel = TextFormat.nameWidth(["server", "cpu s", "rss MiB", "peak rss MiB", "open fds", "threads"])
+            lines.append(TextFormat.left("server", serverLabel) + ["before", "after", "change"].map { TextFormat.right($0, 11) }.joined())
             func serverRow(_ name: String, _ b: String, _ a: String, _ change: String, _ note: String = "") {
-                lines.append(TextFormat.left(name, label) + [b, a, change].map { TextFormat.right($0, 11) }.joined() + note)
+                lines.append(TextFormat.left(name, serverLabel) + [b, a, change].map { TextFormat.right($0, 11) }.joined() + note)
             }
             let cpuNote = serverCPUPercent.map { "   (\(TextFormat.fixed($0, 1))% of one core)" } ?? ""
             serverRow("cpu s", TextFormat.fixed(before.cpuSeconds, 2), TextFormat.fixed(after.cpuSeconds, 2),

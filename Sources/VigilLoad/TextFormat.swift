@@ -35,6 +35,13 @@ enum TextFormat {
         text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
     }
 
+    /// The width of a table's left-aligned name column: its longest name and two spaces after
+    /// it, at least `minimum` (so short tables keep their usual layout). A name's width is its
+    /// count of characters (as `left` pads), so "µs" is two.
+    static func nameWidth(_ names: [String], minimum: Int = 16) -> Int {
+        Swift.max(minimum, (names.map(\.count).max() ?? 0) + 2)
+    }
+
     /// `text` padded on the right to `width` (left-aligned).
     static func left(_ text: String, _ width: Int) -> String {
         text.count >= width ? text : text + String(repeating: " ", count: width - text.count)

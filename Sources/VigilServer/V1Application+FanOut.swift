@@ -124,16 +124,17 @@ extension V1Application {
 ///
 /// The uncompressed frame is taken from the event writer's arena (`JSONWriter(arenaCapacity:)`):
 /// right after the turn's previous event, so a recipient's consecutive events are one output
-/// queue entry. Compressed frames are chunks of their own.
-struct EventFrames {
-    let plain: ChunkSlice
+/// queue entry. Compressed frames are chunks of their own. Public for `vigil-bench`, whose
+/// fan-out takes the same path.
+public struct EventFrames {
+    public let plain: ChunkSlice
     /// The plain frame's header bytes (its payload follows them).
     private let headerSize: Int
     private var compressed: [ByteChunk?] = []
     private var tried: UInt64 = 0  // bit s: slot s was tried (slots beyond 63 are tried every time)
 
     /// Frames the text `writer` holds as an uncompressed text frame, taking it from the writer.
-    init(_ writer: inout JSONWriter) {
+    public init(_ writer: inout JSONWriter) {
         let payload = writer.count
         headerSize = FrameEncoder.headerSize(payloadCount: payload, masked: false)
         plain = writer.takeFrame(headerSize: headerSize)

@@ -65,8 +65,10 @@ public final class V1Application: WebSocketApplication {
     /// Events are written one after the other into 32 KiB arenas (`EventFrames`): a turn's run of
     /// events for one subscriber is one contiguous range, one output queue entry. The memory a slow
     /// reader can keep alive through them is bounded in `ByteStream.append(shared:from:to:)`.
-    var eventWriter = JSONWriter(arenaCapacity: V1Application.eventArenaBytes, headroom: 4)
+    var eventWriter = V1Application.makeEventWriter()
     static let eventArenaBytes = 32 * 1024
+    /// The event writer: 32 KiB arenas, a first guess of 4 header bytes (`vigil-bench` fans out with one too).
+    public static func makeEventWriter() -> JSONWriter { JSONWriter(arenaCapacity: eventArenaBytes, headroom: 4) }
     /// True while `fanOut` walks a batch (it may not re-enter).
     var fanningOut = false
     /// The largest reply (a subscribe's pin list is cut to fit, and says `truncated`): half a

@@ -4,6 +4,7 @@ import VigilCore
 import VigilGeo
 import VigilLoad
 import VigilLoop
+import VigilServer
 import VigilWire
 
 /// `vigil-bench`: micro-benchmarks of Vigil's core, in one process and without sockets.
@@ -26,11 +27,17 @@ struct BenchSecrets: Secrets {
     func digest(ofToken token: String) -> TokenDigest { TokenDigest(bytes: Crypto.sha256(Array(token.utf8))) }
 }
 
-/// The daemon's fan-out step (`V1Application.fanOut`): encode once straight into a chunk, frame it
-/// in place, queue the same chunk on every recipient.
+/// The daemon's fan-out step for a pin event (`V1Application.fanOut`, its `.pins` case), through the
+/// same types and calls: the event is written into the event writer's arena right after the one
+/// before (`V1Application.makeEventWriter`, `JSONWriter(arenaCapacity:)`), framed in place there
+/// (`EventFrames`), and that byte range is queued on every recipient's output queue
+/// (`OutputQueue.append(shared:from:to:)`, which makes a recipient's consecutive frames of one arena
+/// one queue entry). The recipients take the plain frame (no permessage-deflate), and there is no
+/// `Connection` or `ByteStream` in between: no socket, and a queue never waits for one (the
+/// daemon's copy of a range for a reader that is behind does not arise).
 struct FanOut {
     var queues: [OutputQueue]
-    var writer = JSONWriter(capacity: 1024, headroom: SharedFrame.headroom)
+    var writer = V1Application.makeEventWriter()
     let pool = ChunkPool()
     var deliveries = 0
     var bytes = 0
@@ -40,10 +47,13 @@ struct FanOut {
     mutating func deliver(_ out: inout [PinDelivery]) {
         for d in out {
             ServerMessages.pinEvent(d.kind, d.pin, into: &writer)
-            let chunk = SharedFrame.text(writer.takeChunk())
-            for r in d.recipients { queues[Int(r)].append(shared: chunk) }
+            let plain = EventFrames(&writer).plain
+            // The slice's fields as constants: read out of `plain` inside the loop, its chunk was
+            // retained and released per recipient (the daemon's walk lends it without).
+            let (chunk, start, end) = (plain.chunk, plain.start, plain.end)
+            for r in d.recipients { queues[Int(r)].append(shared: chunk, from: start, to: end) }
             deliveries += d.recipients.count
-            bytes += d.recipients.count * (chunk.count - chunk.start)
+            bytes += d.recipients.count * plain.count
         }
         out.removeAll(keepingCapacity: true)
     }
@@ -74,6 +84,8 @@ extension VigilBench {
         @Option(help: "Subscribers in the cell.") var subscribers = 10_000
         @Option(help: "Pin updates per run.") var events = 500
         @Option(help: "Runs; the median is reported.") var runs = 5
+        @Option(name: .customLong("events-per-turn"), help: "Updates between two drains of the queues (the daemon's turn: a subscriber's frames of one turn are one queue entry).")
+        var eventsPerTurn = 1
         @Option(name: .customLong("range-m"), help: "Give the pin this range_m, and every subscriber a viewer position inside the cell (the reach test on every candidate).")
         var rangeM: Int?
 
@@ -94,6 +106,7 @@ extension VigilBench {
                                       id: PinID(random: secrets.randomBytes(16)), editDigest: digest, now: 0, out: &out).get()
             fan.deliver(&out)
             fan.drain()
+            let turn = max(1, eventsPerTurn)
             var rates: [Double] = []
             for run in 0..<runs {
                 fan.deliveries = 0
@@ -102,12 +115,14 @@ extension VigilBench {
                         let lat = 52.5005 + Double((i + run) % 90) * 0.0001
                         _ = hub.update(pin.id, digest: digest, changes: PinChanges(lat: lat), now: Int64(i), out: &out)
                         fan.deliver(&out)
-                        fan.drain()
+                        if (i + 1) % turn == 0 { fan.drain() }
                     }
+                    if events % turn != 0 { fan.drain() }
                 }
                 rates.append(Double(fan.deliveries) / t)
             }
-            print("one-cell: \(subscribers) subscribers, \(events) updates per run, \(runs) runs" + (rangeM.map { ", pin range \($0) m, viewers in the cell" } ?? ""))
+            print("one-cell: \(subscribers) subscribers, \(events) updates per run, \(runs) runs" + (rangeM.map { ", pin range \($0) m, viewers in the cell" } ?? "")
+                  + (turn > 1 ? ", \(turn) updates a turn" : ""))
             print("  deliveries/s (median): \(Int(median(rates)))   runs: \(rates.map { Int($0) })")
         }
     }

@@ -60,6 +60,20 @@ final class LoadReportTests: XCTestCase {
         XCTAssertEqual(header.count, row.count)
     }
 
+    func testLongFigureNamesWidenTheNameColumnForEveryRowAboveTheLatencies() {
+        var report = sampleReport()
+        report.figures = [(key: "server CPU µs per re-subscribe", value: 226.25), (key: "fan-out ratio", value: 7)]
+        let lines = report.renderTable().split(separator: "\n").map(String.init)
+        // 30 characters and two spaces: every value of the section starts in column 32.
+        XCTAssertTrue(lines.contains("server CPU µs per re-subscribe  226.250"), lines.joined(separator: "\n"))
+        XCTAssertTrue(lines.contains("fan-out ratio" + String(repeating: " ", count: 19) + "7.000"))
+        XCTAssertEqual(lines.first, "scenario" + String(repeating: " ", count: 24) + "map-fanout")
+        XCTAssertTrue(lines.contains("client cpu" + String(repeating: " ", count: 22) + "80.0% of one core, 8.00 s"))
+        // The other sections keep their own columns.
+        XCTAssertTrue(lines.contains("map event           2000000      0.412      0.873      1.234      3.456     12.346"))
+        XCTAssertTrue(lines.contains("cpu s                  1.25       6.25       5.00   (50.0% of one core)"))
+    }
+
     func testJSONIsValidOrderedAndNumeric() throws {
         var report = sampleReport()
         report.figures = [(key: "RSS/conn KiB", value: 0.5), (key: "connections held", value: 1000)]

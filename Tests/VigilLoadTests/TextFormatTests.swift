@@ -25,4 +25,12 @@ final class TextFormatTests: XCTestCase {
         XCTAssertEqual(TextFormat.left("ab", 4), "ab  ")
         XCTAssertEqual(TextFormat.right("toolong", 3), "toolong")
     }
+
+    func testNameWidthFitsTheLongestNameAndTwoSpaces() {
+        XCTAssertEqual(TextFormat.nameWidth([]), 16)
+        XCTAssertEqual(TextFormat.nameWidth(["sent", "delivered"]), 16, "short names keep the usual column")
+        XCTAssertEqual(TextFormat.nameWidth(["exactly fourteen"]), 18)
+        XCTAssertEqual(TextFormat.nameWidth(["a", "server CPU µs per re-subscribe"]), 32, "µ is one character")
+        XCTAssertEqual(TextFormat.nameWidth(["ab"], minimum: 0), 4)
+    }
 }
