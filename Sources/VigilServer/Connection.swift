@@ -108,12 +108,16 @@ public final class Connection: ByteStream {
         return conflated ? .conflated : .queued
     }
 
-    /// `send(shared:traffic:)` for an untagged frame with the budget already decided for the
-    /// whole fan-out (`SendPolicies.budget(_:totalQueued:growingBy:)`, which is exact).
+    /// `send(shared:traffic:)` for an untagged frame (so never `.conflated`) with the budget
+    /// decided once for the whole fan-out (`SendPolicies.fanOutBudget`): a send within its
+    /// `least` is queued without asking the policies.
     @inline(__always)
-    public func send(shared frame: ChunkSlice, traffic: TrafficClass, budget: Int) -> SendResult {
+    public func send(shared frame: ChunkSlice, traffic: TrafficClass, budget: FanOutBudget) -> SendResult {
         guard lifecycle.isOpen else { return .dropped }
-        guard queuedBytes + frame.count <= budget else { return overflow(traffic) }
+        let after = queuedBytes + frame.count
+        guard after <= budget.least
+            || !budget.exact && after <= serverRef._withUnsafeGuaranteedRef({ $0.policies.budget(traffic, totalQueued: $0.loop.queuedBytes) })
+        else { return overflow(traffic) }
         append(shared: frame.chunk, from: frame.start, to: frame.end)
         return .queued
     }

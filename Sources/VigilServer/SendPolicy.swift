@@ -109,10 +109,33 @@ public struct SendPolicies: Equatable, Sendable {
         totalQueued + most <= maxTotalQueuedBytes ? policies[traffic.rawValue].maxQueuedBytes : nil
     }
 
+    /// A fan-out's budget, decided once for its walk (`FanOutBudget`): the exact one when the walk
+    /// cannot change it (`budget(_:totalQueued:growingBy:)`), else the least a connection of this
+    /// class can have (its own budget capped at the floor), past which each send asks.
+    @inline(__always)
+    public func fanOutBudget(_ traffic: TrafficClass, totalQueued: Int, growingBy most: Int) -> FanOutBudget {
+        if let exact = budget(traffic, totalQueued: totalQueued, growingBy: most) { return FanOutBudget(least: exact, exact: true) }
+        return FanOutBudget(least: min(policies[traffic.rawValue].maxQueuedBytes, globalFloorBytes), exact: false)
+    }
+
     /// The budget a connection of this class has now, given every connection's unsent bytes.
     @inline(__always)
     public func budget(_ traffic: TrafficClass, totalQueued: Int) -> Int {
         let own = policies[traffic.rawValue].maxQueuedBytes
         return totalQueued > maxTotalQueuedBytes ? min(own, globalFloorBytes) : own
+    }
+}
+
+/// The budget of one fan-out's recipients (`SendPolicies.fanOutBudget`): each has at least
+/// `least` bytes; exactly that when `exact`, else a send that would take a recipient past it asks
+/// the policies then (`SendPolicies.budget(_:totalQueued:)`), as every send did before. The
+/// common send is one comparison either way.
+public struct FanOutBudget: Equatable, Sendable {
+    public let least: Int
+    public let exact: Bool
+
+    public init(least: Int, exact: Bool) {
+        self.least = least
+        self.exact = exact
     }
 }

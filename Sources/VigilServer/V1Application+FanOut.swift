@@ -45,22 +45,15 @@ extension V1Application {
             // `plain` as a local constant: lent to each uncompressed recipient's send without a
             // retain (read out of `frames`, a variable, it was retained and released per recipient).
             let plain = frames.plain
-            // The budget, once for the event when the walk cannot change it (almost always).
+            // The budget, once for the event: exact when the walk cannot change it (almost always),
+            // else what every recipient has at least (`FanOutBudget`). Untagged: never `.conflated`.
             let most = delivery.recipients.count * (plain.count + Connection.maxCloseFrameBytes)
-            if let budget = server.policies.budget(.mapEvent, totalQueued: server.loop.queuedBytes, growingBy: most) {
-                server.connections.walk(delivery.recipients) { connection in
-                    let slot = connection.compressionSlot
-                    let result = slot == 0 ? connection.send(shared: plain, traffic: .mapEvent, budget: budget)
-                        : connection.send(shared: frames.frame(for: slot, compression), traffic: .mapEvent, budget: budget)
-                    if result == .queued { sent += 1 }
-                }
-            } else {
-                server.connections.walk(delivery.recipients) { connection in
-                    let slot = connection.compressionSlot
-                    let result = slot == 0 ? connection.send(shared: plain, traffic: .mapEvent)
-                        : connection.send(shared: frames.frame(for: slot, compression), traffic: .mapEvent)
-                    if result == .queued || result == .conflated { sent += 1 }
-                }
+            let budget = server.policies.fanOutBudget(.mapEvent, totalQueued: server.loop.queuedBytes, growingBy: most)
+            server.connections.walk(delivery.recipients) { connection in
+                let slot = connection.compressionSlot
+                let result = slot == 0 ? connection.send(shared: plain, traffic: .mapEvent, budget: budget)
+                    : connection.send(shared: frames.frame(for: slot, compression), traffic: .mapEvent, budget: budget)
+                if result == .queued { sent += 1 }
             }
             delivered(sent)
         case .panic(var delivery):

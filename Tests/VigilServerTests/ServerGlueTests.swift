@@ -294,7 +294,26 @@ final class CommitWitness: ChangeLog {
     /// A map subscriber over its budget: the backlog is dropped and a close 1013 with the reason
     /// goes out next; the others are not affected.
     @Test func aSubscriberThatFallsBehindIsClosedWith1013AndAReason() throws {
-        let h = try ServerHarness { $0.maxOutputBufferBytes = 65_536 }
+        _ = try stalledSubscriberIsClosed { $0.maxOutputBufferBytes = 65_536 }
+    }
+
+    /// Past the total budget (`max_total_output_bytes`) the fan-out cannot decide a map event's
+    /// budget once, and a recipient past the least it can have asks (`FanOutBudget`): a subscriber
+    /// far below its own budget but holding more than the global floor (64 KiB) is closed with
+    /// 1013. Its own budget (4 MiB) is more than all the events sent here, so only the total can
+    /// close it.
+    @Test func pastTheTotalBudgetASubscriberOverTheFloorIsClosed() throws {
+        let sent = try stalledSubscriberIsClosed {
+            $0.maxOutputBufferBytes = 4 << 20
+            $0.maxTotalOutputBytes = 200_000
+        }
+        #expect(sent * 400 < 4 << 20)  // every event sent fits in the subscriber's own budget
+    }
+
+    /// Publishes map events to a subscriber that reads nothing until the server closes it (at most
+    /// 3,000), then checks it got some of them and a close 1013; returns how many were published.
+    private func stalledSubscriberIsClosed(_ configure: (inout ServerConfig) -> Void) throws -> Int {
+        let h = try ServerHarness(configure)
         let stalled = try h.open(serverSendBuffer: 2_048)
         let publisher = try h.open()
         stalled.send(#"{"op":"subscribe","ref":"s","area":\#(Self.area)}"#)
@@ -315,6 +334,7 @@ final class CommitWitness: ChangeLog {
         #expect(stalled.messages.allSatisfy { $0.type == "pin.added" })
         #expect(stalled.messages.count < sent)
         #expect(h.server.counters.slowConsumerCloses[TrafficClass.mapEvent.rawValue] == 1)
+        return sent
     }
 
     /// A slow watcher's unsent locations are replaced by the newest; its status and end events are
@@ -520,6 +540,34 @@ final class CommitWitness: ChangeLog {
                 if Int.random(in: 0..<10, using: &rng) == 0 { t -= Int.random(in: 0...t, using: &rng) }  // a backlog dropped
             }
             #expect(policies.budget(.mapEvent, totalQueued: t) == once)
+        }
+    }
+
+    /// `fanOutBudget`: exact when the budget can be decided once (then the budget at any total the
+    /// walk can reach: it adds at most `most`, or drops a backlog), and otherwise never more than
+    /// a recipient's budget, whatever the total is when it comes up (a send within `least` is
+    /// queued without asking, so `least` may never exceed it).
+    @Test(arguments: [0, 1, 2, 3] as [Int])
+    func aFanOutBudgetIsExactOrAtMostEveryRecipientsBudget(maxTotal: Int) {
+        let total = [1_000, 10_000, 65_536, 1 << 20][maxTotal]
+        for (own, floor) in [(8_192, 512), (512, 8_192), (65_536, 65_536)] {
+            let policies = SendPolicies(maxQueuedBytes: own, maxTotalQueuedBytes: total, conflateAbove: 4_096, globalFloorBytes: floor)
+            var rng = SystemRandomNumberGenerator()
+            for _ in 0..<1_000 {
+                let queued = Int.random(in: 0...(total + 2_000), using: &rng)
+                let most = Int.random(in: 0...20_000, using: &rng)
+                let budget = policies.fanOutBudget(.mapEvent, totalQueued: queued, growingBy: most)
+                #expect(budget.exact == (policies.budget(.mapEvent, totalQueued: queued, growingBy: most) != nil))
+                if budget.exact {
+                    for t in [0, queued, queued + most, Int.random(in: 0...(queued + most), using: &rng)] {
+                        #expect(policies.budget(.mapEvent, totalQueued: t) == budget.least)
+                    }
+                } else {
+                    for t in [0, queued, total, total + 1, queued + most, Int.random(in: 0...(2 * total + most), using: &rng)] {
+                        #expect(budget.least <= policies.budget(.mapEvent, totalQueued: t))
+                    }
+                }
+            }
         }
     }
 }

@@ -166,18 +166,12 @@ public struct MapHub: Sendable {
             guard let bit else { return false }
             return subscriptions.sees(subscriber, pin, categoryBit: bit)
         }
-        var updated: [SubscriberID] = []
         var removed: [SubscriberID] = []
         var added: [SubscriberID] = []
-        if let oldBit {
-            subscriptions.forEachRecipient(of: old, categoryBit: oldBit) { subscriber in
-                if sees(subscriber, new, newBit) {
-                    updated.append(subscriber)
-                } else {
-                    removed.append(subscriber)
-                }
-            }
-        }
+        // Those who saw it and still do (for most edits, all who saw it) in one array sized once.
+        let updated = oldBit.map { oldBit in
+            subscriptions.recipients(of: old, categoryBit: oldBit, where: { sees($0, new, newBit) }, else: { removed.append($0) })
+        } ?? []
         if let newBit {
             subscriptions.forEachRecipient(of: new, categoryBit: newBit) { subscriber in
                 if !sees(subscriber, old, oldBit) { added.append(subscriber) }

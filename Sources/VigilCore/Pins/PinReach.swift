@@ -53,10 +53,19 @@ extension SubscriptionIndex {
     /// two alternating pairs). The spare capacity when categories or areas filter most members out
     /// lives only until the delivery is sent.
     func recipients(of pin: Pin, categoryBit: Int) -> [SubscriberID] {
+        recipients(of: pin, categoryBit: categoryBit, where: { _ in true }, else: { _ in })
+    }
+
+    /// `recipients(of:categoryBit:)` split in the same walk: those `keep` accepts, in an array
+    /// allocated once as there, and the others handed to `rest` (for an edit: the subscribers
+    /// that still see the pin, usually all of them, and those it left).
+    @inline(__always)
+    func recipients(of pin: Pin, categoryBit: Int, where keep: (SubscriberID) -> Bool, else rest: (SubscriberID) -> Void) -> [SubscriberID] {
         let bound = candidateCount(in: pin.cell)
         guard bound > 0 else { return [] }
         return [SubscriberID](unsafeUninitializedCapacity: bound) { buffer, count in
             forEachRecipient(of: pin, categoryBit: categoryBit) { subscriber in
+                guard keep(subscriber) else { return rest(subscriber) }
                 // Each channel entry is offered at most once, so `count` stays below `bound`; the
                 // check is kept anyway (release builds do not check an unsafe buffer's index), so
                 // a future change that broke this would stop here instead of writing past the end.
