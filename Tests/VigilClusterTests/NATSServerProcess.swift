@@ -100,7 +100,14 @@ extension NATSServerProcess {
         let deadline = monotonicMilliseconds() + timeoutMs
         while !servers.allSatisfy({ $0.log.contains("metadata leader") }) {
             if monotonicMilliseconds() >= deadline {
-                throw TestFailure("no JetStream metadata leader within \(timeoutMs) ms: " +
+                // The whole logs outlive the servers' directories, for whoever reads the failure.
+                let kept = servers.map { server -> String in
+                    let path = FileManager.default.temporaryDirectory
+                        .appendingPathComponent("vigil-nats-no-leader-\(getpid())-\(server.port).log").path
+                    try? server.log.write(toFile: path, atomically: true, encoding: .utf8)
+                    return path
+                }
+                throw TestFailure("no JetStream metadata leader within \(timeoutMs) ms (whole logs: \(kept.joined(separator: ", "))): " +
                                   servers.map { String($0.log.suffix(300)) }.joined(separator: " | "))
             }
             usleep(50_000)
