@@ -21,6 +21,15 @@ the tail as steal does), and `runq ms/s` how long each process waited, runnable,
 per second of the run (/proc/PID/schedstat): time spent waiting, not working, and not by
 Vigil's doing. `--nice -10` (as root) runs both ahead of such neighbours; `--realtime 10` (root)
 runs both SCHED_FIFO, so that no neighbour can delay them and what is left is Vigil's own.
+
+`--sched SECONDS` (root, perf) records the scheduler on both CPUs (`perf sched record -a`) for
+that long from 5 s into each run, and prints, for vigild and vigil-load, how long each waited
+between being woken and running (`perf sched timehist`: p50/p99/p99.9/max of "sch delay") and,
+for the waits over 0.1 ms, what ran on that CPU meanwhile: `<idle>` (the virtual CPU was halted
+and the host took that long to run it again), another process (with this kernel's
+preemption model, `Dynamic Preempt: none` in dmesg, a SCHED_FIFO task that wakes while another
+task is in the kernel waits until that task leaves it or yields), or perf itself. The recording
+costs CPU and moves the tail of that run: read its latency row with that in mind.
 """
 
 from __future__ import annotations
@@ -101,6 +110,44 @@ def prioritise(nice: int) -> None:
     os.setpriority(os.PRIO_PROCESS, 0, nice)  # inherited by both children
 
 
+def sched_delays(data: Path, pids: dict[int, str]) -> list[str]:
+    """From a `perf sched record` file: per process in `pids`, its wake-up-to-run delays and, for
+    those over 0.1 ms, what ran on the CPU before it (by command name), with their sum."""
+    text = subprocess.run(["perf", "sched", "timehist", "-i", str(data)], capture_output=True, text=True).stdout
+    previous: dict[str, str] = {}  # cpu -> the task that ran last on it
+    delays: dict[int, list[float]] = {pid: [] for pid in pids}
+    after: dict[tuple[int, str], list[float]] = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) < 6 or not f[1].startswith("[") or not f[0][0].isdigit():
+            continue
+        cpu, task = f[1], f[2]
+        try:
+            delay = float(f[4])
+        except ValueError:
+            continue
+        ids = task[task.rfind("[") + 1:-1].split("/") if task.endswith("]") else []
+        tid = int(ids[0]) if ids and ids[0].isdigit() else -1
+        if tid in delays:
+            delays[tid].append(delay)
+            if delay > 0.1:
+                before = previous.get(cpu, "?")
+                before = before[:before.rfind("[")] if "[" in before else before
+                after.setdefault((tid, before), []).append(delay)
+        previous[cpu] = task
+    lines = []
+    for pid, name in pids.items():
+        d = sorted(delays[pid])
+        if not d:
+            continue
+        q = lambda x: d[min(len(d) - 1, int(len(d) * x))]
+        lines.append(f"  {name}: {len(d)} wake-ups, sch delay p50 {q(0.5):.3f} p99 {q(0.99):.3f} p99.9 {q(0.999):.3f} max {d[-1]:.3f} ms")
+        for (tid, before), v in sorted(after.items(), key=lambda kv: -sum(kv[1])):
+            if tid == pid:
+                lines.append(f"    over 0.1 ms after {before}: {len(v)}, {sum(v):.2f} ms in all, max {max(v):.2f} ms")
+    return lines
+
+
 def run_once(args, workdir: Path) -> dict:
     config, state_dir = config_for(args.state, workdir)
     daemon = Vigild(Path(args.vigild), config, listen="127.0.0.1:0")
@@ -122,8 +169,12 @@ def run_once(args, workdir: Path) -> dict:
     daemon_wait, started = run_delay_s(daemon.pid), time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     client_wait = 0.0
+    perf, perf_data = None, workdir / "sched.data"
     while proc.poll() is None:  # the client's run-queue wait, read until it exits
         client_wait = run_delay_s(proc.pid) or client_wait
+        if args.sched and perf is None and time.monotonic() - started >= 5:
+            perf = subprocess.Popen(["perf", "sched", "record", "-a", "-o", str(perf_data), "--", "sleep", str(args.sched)],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.2)
     stderr = proc.stderr.read()
     elapsed = time.monotonic() - started
@@ -131,7 +182,12 @@ def run_once(args, workdir: Path) -> dict:
     after = cpu_times()
     steal = steal_share(before, after)
     others = others_share(before, after, process_cpu_s(daemon.pid) - daemon_before + children_cpu_s() - children_before)
+    client_pid, daemon_pid = proc.pid, daemon.pid  # chrt and taskset exec: vigil-load keeps the pid
     daemon.stop()
+    sched = []
+    if perf is not None:
+        perf.wait()
+        sched = sched_delays(perf_data, {daemon_pid: "vigild", client_pid: "vigil-load"})
     if state_dir is not None:
         shutil.rmtree(state_dir, ignore_errors=True)
     if not out.exists():
@@ -147,7 +203,7 @@ def run_once(args, workdir: Path) -> dict:
                 client=r.get("client", {}).get("cpu_percent", float("nan")),
                 rate=r["messages"]["delivered_per_s"], steal=steal * 100, others=others * 100,
                 server_wait=daemon_wait / elapsed * 1e3, client_wait=client_wait / elapsed * 1e3,
-                ok=checks_ok and proc.returncode == 0)
+                ok=checks_ok and proc.returncode == 0, sched=sched)
 
 
 COLUMNS = [("p50", "loc p50 ms", "{:.2f}"), ("p99", "loc p99 ms", "{:.2f}"), ("p999", "loc p99.9 ms", "{:.2f}"),
@@ -179,6 +235,8 @@ def main() -> int:
                     help="run both at this nice value (root: e.g. -10 on a machine shared with builds; see 'others %%')")
     ap.add_argument("--realtime", type=int, default=0, metavar="PRIORITY",
                     help="run both SCHED_FIFO at this priority (root): what is left of the tail is Vigil's own")
+    ap.add_argument("--sched", type=int, default=0, metavar="SECONDS",
+                    help="record the scheduler (perf sched, root) for SECONDS from 5 s into each run and print who delayed the two processes")
     ap.add_argument("--vigild", default=str(BIN / "vigild"))
     ap.add_argument("--vigil-load", default=str(BIN / "vigil-load"))
     args = ap.parse_args()
@@ -195,6 +253,8 @@ def main() -> int:
             r = run_once(args, Path(tmp))
             results.append(r)
             print(row(str(i + 1), r), flush=True)
+            for line in r["sched"]:
+                print(line, file=sys.stderr, flush=True)
     median = {k: statistics.median(r[k] for r in results) for k, _, _ in COLUMNS}
     print(row("median", median))
     return 0 if all(r["ok"] for r in results) else 1
