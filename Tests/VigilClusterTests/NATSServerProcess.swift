@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import VigilLoop
 
 /// A `nats-server -js` of the test's own, on a loopback port, storing in a temporary directory
@@ -43,6 +44,8 @@ final class NATSServerProcess {
         throw TestFailure("nats-server did not listen on port \(port) within 10 s")
     }
 
+    var isRunning: Bool { process?.isRunning ?? false }
+
     /// SIGKILL, as a crash: nothing flushed, no goodbye to clients.
     func kill() {
         guard let p = process else { return }
@@ -70,27 +73,51 @@ final class NATSServerProcess {
         } == 0
     }
 
-    /// A port the kernel just handed out on loopback (free unless someone takes it in between).
+    /// A port the kernel just handed out on loopback (free unless someone takes it in between),
+    /// and never one this process handed out before: the kernel may give a port it just took back
+    /// to the next asker, and a cluster's route port once came back as one of its client ports
+    /// ("bind: address already in use"), or as a port of the other cluster a parallel test was
+    /// starting.
     static func freePort() throws -> UInt16 {
-        let fd = try Socket.listen(on: ListenAddress(host: "127.0.0.1", port: 0), backlog: 1)
-        defer { close(fd) }
-        guard let port = Socket.localPort(fd) else { throw TestFailure("getsockname") }
-        return port
+        for _ in 0..<100 {
+            let fd = try Socket.listen(on: ListenAddress(host: "127.0.0.1", port: 0), backlog: 1)
+            defer { close(fd) }
+            guard let port = Socket.localPort(fd) else { throw TestFailure("getsockname") }
+            if handedOut.withLock({ $0.insert(port).inserted }) { return port }
+        }
+        throw TestFailure("no loopback port this process has not used before in 100 tries")
     }
+
+    private static let handedOut = Mutex<Set<UInt16>>([])
 }
 
 extension NATSServerProcess {
-    /// `count` servers routed into one NATS cluster on loopback (named s1, s2…), all started.
+    /// `count` servers routed into one NATS cluster on loopback (named s1, s2…), all started and
+    /// with a JetStream metadata leader. A cluster that does not get there (a chosen port taken by
+    /// someone else before its server bound it: the route port is bound after the client port, so
+    /// a server can accept clients and then exit; or, seen twice on a loaded machine, servers that
+    /// kept closing each other's routes as duplicates for a minute) is killed and started again
+    /// on new ports: at most three attempts, each one's reason in the failure.
     static func startCluster(named name: String, count: Int = 3) throws -> [NATSServerProcess] {
-        let routes = try (0..<count).map { _ in try freePort() }
-        let routeList = routes.map { "nats://127.0.0.1:\($0)" }.joined(separator: ",")
-        let servers = try routes.enumerated().map { i, route in
-            try NATSServerProcess(extraArguments: ["--cluster", "nats://127.0.0.1:\(route)", "--routes", routeList,
-                                                   "--cluster_name", name, "--server_name", "s\(i + 1)"])
+        var reasons: [String] = []
+        for _ in 0..<3 {
+            let routes = try (0..<count).map { _ in try freePort() }
+            let routeList = routes.map { "nats://127.0.0.1:\($0)" }.joined(separator: ",")
+            let servers = try routes.enumerated().map { i, route in
+                try NATSServerProcess(extraArguments: ["--cluster", "nats://127.0.0.1:\(route)", "--routes", routeList,
+                                                       "--cluster_name", name, "--server_name", "s\(i + 1)"])
+            }
+            do {
+                for server in servers { try server.start() }
+                try waitForMetadataLeader(servers, timeoutMs: 30_000)
+                return servers
+            } catch let failure as TestFailure {
+                reasons.append(failure.description)
+                for server in servers { server.kill() }
+                FileHandle.standardError.write(Data("NATS cluster \(name): attempt \(reasons.count) failed, starting it again: \(failure.description.prefix(300))\n".utf8))
+            }
         }
-        for server in servers { try server.start() }
-        try waitForMetadataLeader(servers)
-        return servers
+        throw TestFailure("the cluster did not start in 3 attempts: " + reasons.joined(separator: " | "))
     }
 
     /// Returns once every server of `servers` has logged that the JetStream cluster has a
@@ -99,6 +126,9 @@ extension NATSServerProcess {
     static func waitForMetadataLeader(_ servers: [NATSServerProcess], timeoutMs: Int64 = 60_000) throws {
         let deadline = monotonicMilliseconds() + timeoutMs
         while !servers.allSatisfy({ $0.log.contains("metadata leader") }) {
+            if let gone = servers.first(where: { !$0.isRunning }) {
+                throw TestFailure("nats-server on port \(gone.port) exited: \(gone.log.suffix(500))")
+            }
             if monotonicMilliseconds() >= deadline {
                 // The whole logs outlive the servers' directories, for whoever reads the failure.
                 let kept = servers.map { server -> String in
