@@ -11,10 +11,21 @@ from pathlib import Path
 NATS = shutil.which("nats-server") or "/usr/sbin/nats-server"
 
 
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port the kernel just handed out, never one this process handed out before: the
+    kernel may give a port it just took back to the next asker (a NATS cluster's route port came
+    back as one of its client ports in the unit tests: "bind: address already in use")."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
+    raise RuntimeError("no loopback port this process has not used before in 100 tries")
 
 
 class NatsServer:

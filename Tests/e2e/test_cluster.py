@@ -17,7 +17,7 @@ import time
 import pytest
 
 import pinclient as pc
-from natsproc import NatsServer
+from natsproc import NatsServer, free_port
 from pinclient import PinClient
 from test_load import LIFTED, assert_clean, check, load_binary  # noqa: F401 (fixture)
 from test_load_nodes import MAP_ARGS, run_nodes
@@ -287,7 +287,6 @@ def test_a_node_started_late_converges(cluster, clients, vigild, nats, tmp_path)
 
 
 def test_a_nats_server_of_three_dies_during_writes_and_nothing_acknowledged_is_lost(vigild, tmp_path, clients):
-    from natsproc import free_port
     routes = [free_port() for _ in range(3)]
     route_list = ",".join(f"nats://127.0.0.1:{p}" for p in routes)
     servers = [NatsServer(tmp_path / f"nats{i}", extra=["--cluster", f"nats://127.0.0.1:{routes[i]}", "--routes", route_list,

@@ -16,15 +16,12 @@ import time
 
 import pytest
 
+from natsproc import free_port
 from vigilproc import write_config
 
 NATS = shutil.which("nats-server") or "/usr/sbin/nats-server"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -30,15 +30,12 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from natsproc import free_port
 from vigilproc import write_config
 
 NATS = shutil.which("nats-server") or "/usr/sbin/nats-server"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run(binary, *args, timeout=20):
