@@ -99,8 +99,7 @@ public final class Connection: ByteStream {
         if tag != 0, let above = server.policies[traffic].conflateAbove, queuedBytes + size > above {
             conflated = removeUnsent(tag: tag) > 0
         }
-        let budget = serverRef._withUnsafeGuaranteedRef { $0.policies.budget(traffic, totalQueued: $0.loop.queuedBytes) }
-        guard queuedBytes + size <= budget else {
+        guard queuedBytes + size <= budgetNow(traffic) else {
             return overflow(traffic)
         }
         append(shared: frame.chunk, from: frame.start, to: frame.end, tag: tag)
@@ -116,10 +115,16 @@ public final class Connection: ByteStream {
         guard lifecycle.isOpen else { return .dropped }
         let after = queuedBytes + frame.count
         guard after <= budget.least
-            || !budget.exact && after <= serverRef._withUnsafeGuaranteedRef({ $0.policies.budget(traffic, totalQueued: $0.loop.queuedBytes) })
+            || !budget.exact && after <= budgetNow(traffic)
         else { return overflow(traffic) }
         append(shared: frame.chunk, from: frame.start, to: frame.end)
         return .queued
+    }
+
+    /// The budget this connection's `traffic` has now, given every connection's unsent bytes.
+    @inline(__always)
+    private func budgetNow(_ traffic: TrafficClass) -> Int {
+        serverRef._withUnsafeGuaranteedRef { $0.policies.budget(traffic, totalQueued: $0.loop.queuedBytes) }
     }
 
     /// The most a send can add to the loop's queued bytes beyond the frame: a close frame instead
