@@ -90,6 +90,8 @@ open class ByteStream: EventHandler {
         /// The TLS handshake under way was started mid-stream (`startTLS`): its end is reported
         /// as `upgradedToTLS`, not `connected`.
         static let tlsUpgrade = State(rawValue: 1 << 11)
+        /// The owner asked to hear `drained` once the queue is empty (`notifyWhenDrained`).
+        static let notifyDrained = State(rawValue: 1 << 12)
     }
 
     /// Wraps a connected (or, with `connecting`, connecting) non-blocking socket. Nothing happens
@@ -120,7 +122,8 @@ open class ByteStream: EventHandler {
     /// itself; the default closes it.
     open func failed(_ error: SystemError) { close() }
 
-    /// Every queued byte is in the kernel (after a flush that had something to write).
+    /// Every queued byte is in the kernel: called once after `notifyWhenDrained`, from the flush
+    /// that emptied the queue (so the owner may queue more, paced by the peer's reading).
     open func drained() {}
 
     /// The TLS handshake begun by `startTLS` completed: bytes now move encrypted.
@@ -256,6 +259,13 @@ open class ByteStream: EventHandler {
         return dropped
     }
 
+    /// Asks for one `drained()` call when a flush next leaves nothing queued. The queue must hold
+    /// bytes now (a flush is then due: at the end of the turn, or on the writable event), else
+    /// nothing will call it. A flag bit, so a stream nobody asked about pays one test per flush.
+    public final func notifyWhenDrained() {
+        state.insert(.notifyDrained)
+    }
+
     /// Inlined: a fan-out recipient's later events in a turn find it scheduled already (one test).
     @inline(__always)
     private func scheduleFlush() {
@@ -294,7 +304,10 @@ open class ByteStream: EventHandler {
             state.remove(.readPaused)
             if state.contains(.shutWhenDrained) { shutdownWrite() }
             updateInterest()
-            drained()
+            if state.contains(.notifyDrained) {
+                state.remove(.notifyDrained)
+                drained()
+            }
         case .pending:
             if !state.contains(.waitingWritable) {
                 // Falling behind: the frames still owed stop pinning shared chunks (`append(shared:from:to:)`).

@@ -14,10 +14,14 @@ public protocol WebSocketApplication: AnyObject {
     func closed(_ connection: Connection)
     /// The end of each loop turn, before the flush: send what the turn produced.
     func endOfTurn()
+    /// The connection's output queue drained, as asked with `Connection.notifyWhenDrained()`.
+    /// Called from the flush: it may record that, and ask for another turn to send more.
+    func drained(_ connection: Connection)
 }
 
 extension WebSocketApplication {
     public func endOfTurn() {}
+    public func drained(_ connection: Connection) {}
 }
 
 /// `/echo`: every message goes back as it came. For the conformance suite; off in production.

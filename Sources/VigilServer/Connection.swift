@@ -179,6 +179,11 @@ public final class Connection: ByteStream {
         perform(lifecycle.gone())
     }
 
+    /// Asked for with `notifyWhenDrained()` (a replay paced by the peer's reading).
+    public override func drained() {
+        app?.drained(self)
+    }
+
     /// An `http://` request on the TLS port: a plain 400 that says so, then close.
     public override func plaintextOnTLSPort() {
         respond(HTTPResponse(status: .badRequest, body: Array("this port speaks TLS: use wss:// (or https://)\n".utf8),

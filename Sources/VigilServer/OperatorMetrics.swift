@@ -105,6 +105,11 @@ final class OperatorMetrics {
         sync.gauge("vigil_panic_streams", labels: ["state": "active"], f.streamsActive, help: "Panic streams held: active, or ended and in their grace time.")
         sync.gauge("vigil_panic_streams", labels: ["state": "ended"], f.streamsEnded, help: "Panic streams held: active, or ended and in their grace time.")
         sync.gauge("vigil_panic_watchers", f.watchers, help: "Watching connections, one per stream each watches.")
+        sync.counter("vigil_panic_replays_total", f.v1.replays, help: "`since` replays started (a watch that missed at least one held event).")
+        sync.counter("vigil_panic_replayed_events_total", f.v1.replayedEvents, help: "Events sent by `since` replays, paced by each watcher's reading and never conflated.")
+        sync.counter("vigil_panic_replays_cut_total", f.v1.replaysCut,
+                     help: "Replays ended by closing the watcher (1013): the stream's history moved past what it was still owed.")
+        sync.gauge("vigil_panic_replays_in_progress", f.v1.replaysInProgress, help: "`since` replays still sending.")
         sync.gauge("vigil_checkin_circles", f.circles, help: "Check-in circles held.")
         sync.gauge("vigil_tracked_addresses", f.trackedAddresses, help: "Client addresses with per-address budgets in memory.")
 

@@ -25,6 +25,9 @@ struct Outbox {
         case checkin(CheckinDelivery)
         /// A close the server decided (after what was queued for the client before it).
         case close(Int32, CloseCode, reason: String)
+        /// A watch was answered just before: the replay of `seqs` to the watcher starts here
+        /// (nil: none, and any replay of that stream still in progress to it ends).
+        case replay(Int32, StreamID, seqs: ClosedRange<UInt64>?)
     }
 
     private var items: [Item] = []
@@ -43,6 +46,8 @@ struct Outbox {
         for d in deliveries.pins { items.append(.pins(d)) }
         for d in deliveries.panic { items.append(.panic(d)) }
         for d in deliveries.checkin { items.append(.checkin(d)) }
+        for r in deliveries.replays { items.append(.replay(r.fd, r.stream, seqs: r.seqs)) }
+        deliveries.replays.removeAll(keepingCapacity: true)
         deliveries.pins.removeAll(keepingCapacity: true)
         deliveries.panic.removeAll(keepingCapacity: true)
         deliveries.checkin.removeAll(keepingCapacity: true)
@@ -88,4 +93,6 @@ struct Deliveries {
     var pins: [PinDelivery] = []
     var panic: [PanicDelivery] = []
     var checkin: [CheckinDelivery] = []
+    /// Answered watches: each replay starts after everything above (`Outbox.Item.replay`).
+    var replays: [(fd: Int32, stream: StreamID, seqs: ClosedRange<UInt64>?)] = []
 }

@@ -34,6 +34,7 @@ extension Server {
         f.phase = shutdownRequested == nil ? .serving : .shuttingDown
         if let v1 {
             f.v1 = v1.stats
+            f.v1.replaysInProgress = v1.replays.count
             f.pins = v1.hub.store.count
             f.channels = v1.hub.subscriptions.channelCount
             f.subscriptions = v1.hub.subscriptions.count

@@ -63,6 +63,8 @@ extension V1Application {
             }
             ServerMessages.panicDelivery(delivery, now: Self.wallClockMs(), into: &eventWriter)
             var frames = EventFrames(&eventWriter)
+            if !replays.isEmpty { deferToReplays(&delivery) }
+            if delivery.recipients.isEmpty { return }
             // A location supersedes the stream's earlier unsent ones for a slow watcher; any other
             // news of the stream is never taken back.
             let (traffic, tag): (TrafficClass, UInt64)
@@ -93,6 +95,8 @@ extension V1Application {
             delivered(sent)
         case .close(let fd, let code, let reason):
             server.connection(fd: fd)?.close(code: code, reason: reason)
+        case .replay(let fd, let stream, let seqs):
+            startReplay(fd, stream, seqs: seqs)
         }
     }
 

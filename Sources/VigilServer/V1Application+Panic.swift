@@ -94,16 +94,16 @@ extension V1Application {
         }
     }
 
-    /// A contact watches; with `since`, the events it missed follow the reply, in order, before any live one.
+    /// A contact watches; with `since`, the events it missed follow the reply, in order, before
+    /// any live one: a replay paced by the watcher's reading, never conflated (`V1Application+Replay`).
     func watchStream(_ stream: StreamID?, watcher me: Int32, token: String, since: UInt64?) -> Outcome {
         guard let stream else { return Self.forbidden }
         switch panic.watch(stream, watcher: me, watchToken: token, since: since, secrets: secrets, out: &scratch.panic) {
-        case .success(let (s, replay, gap)):
+        case .success(let watch):
             cluster?.presence.changed.insert(stream)
-            for event in replay {
-                scratch.panic.append(PanicDelivery(stream: stream, kind: .event(event), recipients: [me]))
-            }
-            return Outcome(.panicState(s, gap: gap))
+            // Always, also without a replay: a watch answered again ends any replay still going.
+            scratch.replays.append((me, stream, watch.replay))
+            return Outcome(.panicState(watch.stream, gap: watch.gap))
         case .failure(let failure):
             return Outcome(.error(.from(failure)))
         }

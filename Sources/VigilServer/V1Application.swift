@@ -69,6 +69,8 @@ public final class V1Application: WebSocketApplication {
     static let eventArenaBytes = 32 * 1024
     /// The event writer: 32 KiB arenas, a first guess of 4 header bytes (`vigil-bench` fans out with one too).
     public static func makeEventWriter() -> JSONWriter { JSONWriter(arenaCapacity: eventArenaBytes, headroom: 4) }
+    /// `since` replays in progress, paced by each watcher's reading (`V1Application+Replay`).
+    var replays = PanicReplays()
     /// True while `fanOut` walks a batch (it may not re-enter).
     var fanningOut = false
     /// The largest reply (a subscribe's pin list is cut to fit, and says `truncated`): half a
@@ -171,6 +173,7 @@ public final class V1Application: WebSocketApplication {
         hub.unsubscribe(connection.fd)
         panic.disconnected(connection.fd, out: &scratch.panic)
         checkin.disconnected(connection.fd)
+        replays.closed(connection.fd)
         outbox.append(deliveries: &scratch)
         sessions[connection.fd] = nil
         cluster?.closed(connection.fd)
@@ -319,6 +322,7 @@ public final class V1Application: WebSocketApplication {
         pending.clear()
         if let cluster { announceWatchers(cluster) }
         fanOut()
+        continueReplays()
         flushClusters()
     }
 

@@ -17,6 +17,13 @@ struct V1Stats {
     /// Changes refused with `unavailable` because they could not be recorded (refused up front
     /// during an outage, or taken back in the turn the journal failed).
     var refusedUnrecorded = 0
+    /// `since` replays started (with at least one event), events they sent, and replays ended by
+    /// closing the watcher because the history moved past them (`V1Application+Replay`).
+    var replays = 0
+    var replayedEvents = 0
+    var replaysCut = 0
+    /// Replays in progress (set when the figures are taken).
+    var replaysInProgress = 0
 
     mutating func refused(_ kind: Refusal) { refusals[kind.rawValue] += 1 }
 }

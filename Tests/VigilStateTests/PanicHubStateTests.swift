@@ -42,7 +42,7 @@ import VigilTestSupport
 
         // A contact re-watches with `since` and gets what it missed, from the restored history.
         let watched = try restored.watch(a.id, watcher: 5, watchToken: a.watchTokens[0], since: 5, secrets: secrets, out: &out).get()
-        #expect(watched.replay.map(\.seq) == [6, 7, 8] && !watched.gap)
+        #expect(watched.events.map(\.seq) == [6, 7, 8] && !watched.gap)
         let early = try restored.watch(a.id, watcher: 6, watchToken: a.watchTokens[1], since: 1, secrets: secrets, out: &out).get()
         #expect(early.gap)
     }

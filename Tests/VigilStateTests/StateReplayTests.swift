@@ -223,8 +223,8 @@ import VigilTestSupport
         expectSamePins(map.subscribe(9, area: area, categories: nil).pins, live.map.subscribe(9, area: area, categories: nil).pins)
         for stream in live.panic.exportStreams() {
             for token in live.watchTokens[stream.id] ?? [] {
-                let a = live.panic.watch(stream.id, watcher: 50, watchToken: token, since: 0, secrets: secrets, out: &panicOut).map { ($0.replay, $0.gap) }
-                let b = panic.watch(stream.id, watcher: 50, watchToken: token, since: 0, secrets: secrets, out: &panicOut).map { ($0.replay, $0.gap) }
+                let a = live.panic.watch(stream.id, watcher: 50, watchToken: token, since: 0, secrets: secrets, out: &panicOut).map { ($0.events, $0.gap) }
+                let b = panic.watch(stream.id, watcher: 50, watchToken: token, since: 0, secrets: secrets, out: &panicOut).map { ($0.events, $0.gap) }
                 switch (a, b) {
                 case (.success(let x), .success(let y)): #expect(x.0 == y.0 && x.1 == y.1)
                 case (.failure(let x), .failure(let y)): #expect(x == y)

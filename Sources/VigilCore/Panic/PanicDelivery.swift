@@ -26,6 +26,29 @@ public struct PanicDelivery: Sendable {
     }
 }
 
+/// What `PanicHub.watch` answers: the stream's state for the reply, and what follows it.
+public struct PanicWatch: Sendable {
+    /// The stream as it is now (the reply's `state`).
+    public var stream: PanicStream
+    /// The seqs the watcher missed, all held: to be sent after the reply, in order (nil: none).
+    public var replay: ClosedRange<UInt64>?
+    /// `since` asked for events the history no longer holds: nothing is replayed, the state is the truth.
+    public var gap: Bool
+
+    public init(stream: PanicStream, replay: ClosedRange<UInt64>?, gap: Bool) {
+        self.stream = stream
+        self.replay = replay
+        self.gap = gap
+    }
+
+    /// The replayed events, read from `stream` (empty when there is no replay). For tests and
+    /// small replays: the server reads them one at a time instead (`PanicStream.event(seq:)`).
+    public var events: [PanicEvent] {
+        guard let replay else { return [] }
+        return replay.compactMap { stream.event(seq: $0) }
+    }
+}
+
 /// Why a panic operation was refused.
 public enum PanicFailure: Error, Equatable, Sendable {
     /// Wrong token, no right to steer, or no such stream: deliberately one answer, so a caller

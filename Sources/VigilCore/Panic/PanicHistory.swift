@@ -71,6 +71,14 @@ public struct PanicHistory: Sendable {
         return out
     }
 
+    /// The held event with this seq (nil when it was dropped already, or is not there yet): what a
+    /// replay reads one event at a time, so that a watcher catching up never costs a copy of the
+    /// history.
+    public func event(seq: UInt64) -> PanicEvent? {
+        guard let first = firstSeq, seq >= first, seq - first < UInt64(storage.count) else { return nil }
+        return self[Int(seq - first)]
+    }
+
     /// Every held event, oldest first.
     public var all: [PanicEvent] {
         (0..<storage.count).map { self[$0] }

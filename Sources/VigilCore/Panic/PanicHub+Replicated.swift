@@ -37,7 +37,7 @@ extension PanicHub {
     public mutating func applyReplicatedEvent(_ id: StreamID, _ event: PanicEvent, out: inout [PanicDelivery]) -> ReplicatedOutcome {
         guard let stream = streams[id] else { return .conflict("the stream is gone") }
         if event.seq <= stream.seq {
-            let held = event.seq >= 1 ? stream.history.events(after: event.seq - 1)?.first : nil
+            let held = stream.history.event(seq: event.seq)
             return held == event ? .duplicate : .conflict("the stream moved on")
         }
         guard event.seq == stream.seq + 1 else { return .conflict("the stream moved on") }

@@ -271,32 +271,46 @@ public struct PanicHub: Sendable {
 
     /// Subscribes `watcher` with a live watch token (wrong token or unknown stream: `.forbidden`).
     ///
-    /// Returns the stream's state and, when `since` is given, the events after it if all are still
-    /// held (`gap: false`), or no replay and `gap: true` when some are gone. `since` equal to the
-    /// current seq gives an empty replay; past it, `.sinceAhead`. From the moment this returns the
-    /// watcher gets every later event live, so replay followed by live events is the whole sequence.
+    /// Returns the stream's state and, when `since` is given, the seqs to replay after it
+    /// (`since + 1 ... seq`) if the history still holds them all (`gap: false`), or none and
+    /// `gap: true` when some are gone. `since` equal to the current seq replays nothing; past it,
+    /// `.sinceAhead`. The events themselves are read from the history one at a time as the
+    /// watcher's connection takes them (`PanicStream.event(seq:)`): a replay costs no copy of the
+    /// history. From the moment this returns the watcher gets every later event live, so replay
+    /// followed by live events is the whole sequence.
     /// Watching again (same or another token) moves the watcher to that token without changing the
     /// count; a new watching connection makes the owner hear the count.
     public mutating func watch(_ id: StreamID, watcher: WatcherID, watchToken: String, since: UInt64?, secrets: Secrets,
-                               out: inout [PanicDelivery]) -> Result<(stream: PanicStream, replay: [PanicEvent], gap: Bool), PanicFailure> {
+                               out: inout [PanicDelivery]) -> Result<PanicWatch, PanicFailure> {
         let digest = secrets.digest(ofToken: watchToken)
         var isNewWatcher = false
-        let result = withStream(id) { stream -> Result<(stream: PanicStream, replay: [PanicEvent], gap: Bool), PanicFailure> in
+        let result = withStream(id) { stream -> Result<PanicWatch, PanicFailure> in
             guard stream.watchTokenIndex(digest) != nil else { return .failure(.forbidden) }
-            var replay: [PanicEvent] = []
+            var replay: ClosedRange<UInt64>?
             var gap = false
             if let since {
                 guard since <= stream.seq else { return .failure(.sinceAhead) }
-                if let events = stream.events(after: since) { replay = events } else { gap = true }
+                if since == stream.seq {
+                    // up to date: nothing to replay
+                } else if stream.event(seq: since + 1) != nil {
+                    replay = (since + 1)...stream.seq  // held: the history's seqs are contiguous up to `seq`
+                } else {
+                    gap = true
+                }
             }
             if stream.watchers.updateValue(digest, forKey: watcher) == nil {
                 isNewWatcher = true
                 Self.deliverWatcherCount(of: stream, out: &out)
             }
-            return .success((stream, replay, gap))
+            return .success(PanicWatch(stream: stream, replay: replay, gap: gap))
         } ?? .failure(.forbidden)
         if isNewWatcher { watching[watcher, default: []].insert(id) }
         return result
+    }
+
+    /// Whether `watcher` watches the stream now (a replay to it goes on only while it does).
+    public func isWatching(_ id: StreamID, watcher: WatcherID) -> Bool {
+        streams[id]?.watchers[watcher] != nil
     }
 
     /// Stops `watcher` watching the stream (a no-op when it does not).

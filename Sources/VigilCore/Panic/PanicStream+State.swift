@@ -23,7 +23,7 @@ extension PanicStream {
     /// location, status change or end. Nil never happens for a stream built by the hub or by
     /// `restored`: both hold at least the newest event.
     public var latestEvent: PanicEvent? {
-        history.events(after: seq - 1)?.last
+        history.event(seq: seq)
     }
 
     /// A stream rebuilt from its persisted parts, with no owner connection and no watchers

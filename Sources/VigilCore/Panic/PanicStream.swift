@@ -113,6 +113,9 @@ public struct PanicStream: Sendable {
         return history.events(after: seq)
     }
 
+    /// The held event with this seq, or nil when the history no longer (or not yet) holds it.
+    public func event(seq: UInt64) -> PanicEvent? { history.event(seq: seq) }
+
     /// The location events still held, oldest first.
     public var trail: [PanicEvent] {
         history.all.filter { if case .location = $0.kind { return true } else { return false } }

@@ -44,4 +44,15 @@ import Testing
         #expect(h.events(after: 3)?.map(\.seq) == [4])
         #expect(h.events(after: 2) == nil)
     }
+
+    @Test func eventBySeqIsTheHeldEventAcrossWraparoundAndNilOutsideTheWindow() {
+        for last in UInt64(1)...23 {
+            let h = history(capacity: 5, through: last)
+            let first = last > 5 ? last - 4 : 1
+            for seq in UInt64(0)...(last + 2) {
+                #expect(h.event(seq: seq) == ((first...last).contains(seq) ? event(seq) : nil), "seq \(seq) of 1...\(last)")
+            }
+        }
+        #expect(PanicHistory(capacity: 3).event(seq: 1) == nil)
+    }
 }

@@ -30,7 +30,7 @@ import VigilTestSupport
         let stream = try #require(rig.hub.stream(s.id))
         #expect(stream.ended == PanicEnd(reason: .abandoned, at: 5_000 + Self.day) && stream.updatedAt == 5_000 + Self.day)
         #expect(rig.update(s.id, by: 2).failure == .ended && rig.status(s.id, by: 2, .red).failure == .ended)
-        #expect(try rig.watch(s.id, 11, s.watch[1], since: 3).get().replay == [end])    // a late contact learns how it ended
+        #expect(try rig.watch(s.id, 11, s.watch[1], since: 3).get().events == [end])    // a late contact learns how it ended
         #expect(rig.tick(5_000 + Self.day + 3_600_000 - 1).isEmpty && rig.hub.stream(s.id) != nil)
         rig.tick(5_000 + Self.day + 3_600_000)
         #expect(rig.hub.stream(s.id) == nil)

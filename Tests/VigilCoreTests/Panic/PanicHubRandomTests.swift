@@ -146,14 +146,14 @@ import VigilTestSupport
                     let held = UInt64(settings.historyEvents)
                     let first = current > held ? current - held + 1 : 1     // oldest seq still held
                     if since + 1 >= first {
-                        #expect(!w.gap && w.replay == Array(m.log[Int(since)...]))
-                        replayed += w.replay.count
+                        #expect(!w.gap && w.events == Array(m.log[Int(since)...]))
+                        replayed += w.events.count
                     } else {
-                        #expect(w.gap && w.replay.isEmpty)
+                        #expect(w.gap && w.events.isEmpty)
                         gaps += 1
                     }
                 } else {
-                    #expect(!w.gap && w.replay.isEmpty)
+                    #expect(!w.gap && w.events.isEmpty)
                 }
                 // Subscribe in the model before the count delivery is checked.
                 if models[id]!.next[c] == nil { models[id]!.next[c] = current + 1 }

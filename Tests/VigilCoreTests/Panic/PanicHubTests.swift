@@ -36,7 +36,7 @@ struct PanicRig {
 
     @discardableResult
     mutating func watch(_ id: StreamID, _ w: WatcherID, _ token: String, since: UInt64? = nil)
-        -> Result<(stream: PanicStream, replay: [PanicEvent], gap: Bool), PanicFailure> {
+        -> Result<PanicWatch, PanicFailure> {
         hub.watch(id, watcher: w, watchToken: token, since: since, secrets: secrets, out: &out)
     }
 
@@ -114,7 +114,7 @@ func seqs(_ deliveries: [PanicDelivery]) -> [UInt64] {
         #expect(rig.update(s.id) == .success(2))
         #expect(rig.out.isEmpty)
         let w = try! rig.watch(s.id, 10, s.watch[0], since: 1).get()
-        #expect(w.replay.map(\.seq) == [2] && !w.gap)
+        #expect(w.events.map(\.seq) == [2] && !w.gap)
     }
 
     @Test func statusChangeIsAnEventAndTheSameStatusIsNot() {
@@ -147,7 +147,7 @@ func seqs(_ deliveries: [PanicDelivery]) -> [UInt64] {
         #expect(rig.hub.stream(s.id)!.seq == 3)
         // Still readable in grace, with replay.
         let w = try! rig.watch(s.id, 11, s.watch[1], since: 1).get()
-        #expect(w.stream.ended?.reason == .cancelled && w.replay.map(\.seq) == [2, 3] && !w.gap)
+        #expect(w.stream.ended?.reason == .cancelled && w.events.map(\.seq) == [2, 3] && !w.gap)
         // Someone without rights learns nothing about the end.
         #expect(rig.update(s.id, by: 99).failure == .forbidden)
     }
@@ -279,19 +279,24 @@ func seqs(_ deliveries: [PanicDelivery]) -> [UInt64] {
         let s = rig.start()
         for i in 2...8 { rig.update(s.id, Double(i), now: Int64(i)) }      // seq 8; holds 4...8
         let inside = try! rig.watch(s.id, 10, s.watch[0], since: 3).get()
-        #expect(!inside.gap && inside.replay.map(\.seq) == [4, 5, 6, 7, 8])
-        #expect(inside.replay == rig.hub.stream(s.id)!.events(after: 3))
-        #expect(inside.replay.first == PanicEvent(seq: 4, at: 4, kind: .location(PanicRig.at(4))))
+        #expect(!inside.gap && inside.events.map(\.seq) == [4, 5, 6, 7, 8] && inside.replay == 4...8)
+        #expect(inside.events == rig.hub.stream(s.id)!.events(after: 3))
+        #expect(inside.events.first == PanicEvent(seq: 4, at: 4, kind: .location(PanicRig.at(4))))
         let tail = try! rig.watch(s.id, 11, s.watch[0], since: 6).get()
-        #expect(!tail.gap && tail.replay.map(\.seq) == [7, 8])
+        #expect(!tail.gap && tail.events.map(\.seq) == [7, 8])
         let old = try! rig.watch(s.id, 12, s.watch[0], since: 2).get()
-        #expect(old.gap && old.replay.isEmpty && old.stream.seq == 8)
+        #expect(old.gap && old.events.isEmpty && old.stream.seq == 8)
         let zero = try! rig.watch(s.id, 13, s.watch[0], since: 0).get()
-        #expect(zero.gap && zero.replay.isEmpty)
+        #expect(zero.gap && zero.events.isEmpty)
         let current = try! rig.watch(s.id, 14, s.watch[0], since: 8).get()
-        #expect(!current.gap && current.replay.isEmpty)
+        #expect(!current.gap && current.events.isEmpty && current.replay == nil)
+        #expect(old.replay == nil && zero.replay == nil)
+        // One event at a time, as the server replays: exactly the held seqs.
+        let stream = rig.hub.stream(s.id)!
+        #expect((4...8).map { stream.event(seq: $0)?.seq } == [4, 5, 6, 7, 8])
+        #expect(stream.event(seq: 3) == nil && stream.event(seq: 9) == nil && stream.event(seq: 0) == nil)
         let fresh = try! rig.watch(s.id, 15, s.watch[0]).get()
-        #expect(!fresh.gap && fresh.replay.isEmpty)
+        #expect(!fresh.gap && fresh.events.isEmpty)
         #expect(rig.watch(s.id, 16, s.watch[0], since: 9).failure == .sinceAhead)
         #expect(rig.hub.watcherCount(s.id) == 6)     // 16 was refused and is not subscribed
         #expect(rig.hub.stream(s.id)!.trail.map(\.seq) == [4, 5, 6, 7, 8])
