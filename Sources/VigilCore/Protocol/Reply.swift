@@ -120,7 +120,7 @@ extension ServerMessages {
             }
         case .panicState(let s, let gap):
             ok(ref: ref, into: &w) { w in
-                w.key("state"); panicState(s, into: &w)
+                w.key("state"); panicState(s, maxBytes: maxBytes, into: &w)
                 if gap { w.key("gap"); w.bool(true) }
             }
         case .watchToken(let token):

@@ -44,6 +44,16 @@ extension ServerMessages {
     /// The `reason` of a status event the server made because a safety timer passed.
     public static let missedCheckInReason = "missed_check_in"
 
+    /// One point of a state's `trail` (a location event; other events are not points).
+    private static func trailPoint(_ e: PanicEvent, into w: inout JSONWriter) {
+        guard case .location(let l) = e.kind else { return }
+        w.beginObject()
+        w.key("seq"); w.int(Int64(e.seq))
+        location(l, into: &w)
+        w.key("at"); w.int(e.at)
+        w.endObject()
+    }
+
     /// Any panic delivery: an event, or `panic.stale`, `panic.revoked`, `panic.watchers`.
     public static func panicDelivery(_ d: PanicDelivery, now: Int64, into w: inout JSONWriter) {
         if case .event(let e) = d.kind {
@@ -71,8 +81,11 @@ extension ServerMessages {
         w.endObject()
     }
 
-    /// The `state` object of `panic.watch` and `panic.resume` replies.
-    public static func panicState(_ s: PanicStream, into w: inout JSONWriter) {
+    /// The `state` object of `panic.watch` and `panic.resume` replies. Its `trail` is cut to its
+    /// newest points where the document would pass `maxBytes` (a history of up to 100,000 events
+    /// does not fit a reply), and `"trail_truncated":true` says so: the whole trail is a `since`
+    /// replay away (docs/PROTOCOL.md, "Watching").
+    public static func panicState(_ s: PanicStream, maxBytes: Int = .max, into w: inout JSONWriter) {
         w.beginObject()
         w.key("stream"); w.string(s.id.description)
         w.key("status"); w.string(s.status.rawValue)
@@ -87,16 +100,31 @@ extension ServerMessages {
         w.endObject()
         w.key("trail")
         w.beginArray()
-        for e in s.trail {
-            if case .location(let l) = e.kind {
-                w.beginObject()
-                w.key("seq"); w.int(Int64(e.seq))
-                location(l, into: &w)
-                w.key("at"); w.int(e.at)
-                w.endObject()
+        let trail = s.trail
+        let start = w.mark()
+        for e in trail { trailPoint(e, into: &w) }
+        // Room for what follows the trail: the timer, escalation and end objects, and the
+        // reply's own closing (at most ~250 bytes; more is kept free).
+        let limit = maxBytes == .max ? Int.max : maxBytes - 512
+        let cut = w.count > limit
+        if cut {
+            // The newest points that fit, measured one by one from the end (only when it does not fit).
+            w.rollBack(to: start)
+            var room = limit - w.count
+            var first = trail.count
+            var scratch = JSONWriter(capacity: 256)
+            while first > 0 {
+                scratch.reset()
+                trailPoint(trail[first - 1], into: &scratch)
+                let size = scratch.count + 1  // and its comma
+                guard size <= room else { break }
+                room -= size
+                first -= 1
             }
+            for e in trail[first...] { trailPoint(e, into: &w) }
         }
         w.endArray()
+        if cut { w.key("trail_truncated"); w.bool(true) }
         if let due = s.dueAt {
             w.key("timer")
             w.beginObject()
