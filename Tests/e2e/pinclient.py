@@ -82,19 +82,28 @@ class ProtocolViolation(AssertionError):
 
 
 class PinClient:
-    def __init__(self, port: int, *, timeout: float = 5.0, subprotocol: bool = True, source: str | None = None):
+    def __init__(self, port: int, *, timeout: float = 5.0, subprotocol: bool = True, source: str | None = None,
+                 compression: str | None = None, rcvbuf: int | None = None):
         """``source`` binds the client to a loopback address (127.x.y.z): budgets that the daemon
-        keeps per client address then see a different client."""
+        keeps per client address then see a different client. ``compression="deflate"`` offers
+        permessage-deflate (``compressed`` then says whether the server agreed). ``rcvbuf`` sets
+        the socket's receive buffer before it connects (a small one makes a client that does not
+        read back up the server quickly)."""
         self.timeout = timeout
-        opts = dict(proxy=None, compression=None, ping_interval=None, open_timeout=5,
+        opts = dict(proxy=None, compression=compression, ping_interval=None, open_timeout=5,
                     close_timeout=3, max_size=16 * 1024 * 1024)
         if subprotocol:
             opts["subprotocols"] = ["vigil.v1"]
         url, tls = transport.ws_url(port)  # ws:// or wss:// (VIGIL_E2E_SCHEME)
         opts.update(tls)
-        if source is not None:
-            sock = socket.create_connection(("127.0.0.1", int(url.split(":")[2].split("/")[0])), timeout=5,
-                                            source_address=(source, 0))
+        if source is not None or rcvbuf is not None:
+            port_of_url = int(url.split(":")[2].split("/")[0])
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            if rcvbuf is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            sock.settimeout(5)
+            sock.bind((source or "127.0.0.1", 0))
+            sock.connect(("127.0.0.1", port_of_url))
             opts["sock"] = sock
         try:
             self.ws = connect(url, legacy=True, **opts)
@@ -119,6 +128,11 @@ class PinClient:
             self.ws.close()
         except Exception:
             pass
+
+    @property
+    def compressed(self) -> bool:
+        """Whether the server agreed to permessage-deflate."""
+        return "permessage-deflate" in (self.ws.response.headers.get("Sec-WebSocket-Extensions") or "")
 
     @property
     def session(self) -> str:
