@@ -1,0 +1,96 @@
+"""The documentation against itself and against the code: markdown tables that render as tables,
+and the facts the docs state that a program can check (here, or with a live vigild where a
+test says so).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from vigilproc import REPO
+
+MARKDOWN = sorted([REPO / "README.md", REPO / "clients/js/README.md", REPO / "Tests/e2e/README.md",
+                   *(REPO / "docs").rglob("*.md")])
+DELIMITER_CELL = re.compile(r"^\s*:?-{3,}:?\s*$")
+
+
+def cells(line: str) -> list[str]:
+    """The cells of a row-shaped line (`| a | b |`); a pipe escaped as `\\|` stays in its cell."""
+    inner = line.strip()[1:-1] if line.strip().endswith("|") else line.strip()[1:]
+    return [c.strip() for c in re.split(r"(?<!\\)\|", inner)]
+
+
+def is_row(line: str) -> bool:
+    return line.lstrip().startswith("|")
+
+
+def prose_lines(path: Path):
+    """(line number, line) of a markdown file outside fenced and indented code blocks."""
+    fence = None
+    previous_blank = True
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        stripped = line.lstrip()
+        marker = stripped[:3]
+        if fence is None and marker in ("```", "~~~"):
+            fence = marker
+            continue
+        if fence is not None:
+            if stripped.startswith(fence):
+                fence = None
+            continue
+        if line.startswith("    ") and previous_blank and not is_row(line):
+            continue  # an indented code block's first line (the block goes on until a blank line)
+        previous_blank = not line.strip() or (line.startswith("    ") and previous_blank)
+        yield number, line
+
+
+def tables(path: Path):
+    """Every table of a file as (first line, column count, rows), and every row-shaped line that
+    belongs to no table as (line, column count of the table last closed above it or None)."""
+    found, orphans = [], []
+    lines = list(prose_lines(path))
+    i = 0
+    last_columns = None
+    while i < len(lines):
+        number, line = lines[i]
+        following = lines[i + 1][1] if i + 1 < len(lines) and lines[i + 1][0] == number + 1 else ""
+        if is_row(line) and is_row(following) and all(DELIMITER_CELL.match(c) for c in cells(following)):
+            header = cells(line)
+            rows = [(number, header)]
+            i += 2
+            while i < len(lines) and lines[i][0] == lines[i - 1][0] + 1 and is_row(lines[i][1]):
+                rows.append((lines[i][0], cells(lines[i][1])))
+                i += 1
+            found.append((number, len(header), rows))
+            last_columns = len(header)
+            continue
+        if is_row(line):
+            orphans.append((number, last_columns))
+        i += 1
+    return found, orphans
+
+
+@pytest.mark.parametrize("path", MARKDOWN, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_table_is_contiguous(path):
+    """A prose line between two rows ends the table: the rows after it render as plain text. So
+    every row-shaped line must belong to a table (a header, a delimiter row, then rows with no
+    other line between them), and each row must have the header's number of cells."""
+    found, orphans = tables(path)
+    problems = [f"line {n}: a table row outside any table" + (f" (the table above it has {cols} columns: a line between its rows cut it)" if cols else "")
+                for n, cols in orphans]
+    for start, columns, rows in found:
+        problems += [f"line {n}: {len(row)} cells in a table of {columns} (line {start})" for n, row in rows if len(row) != columns]
+    assert not problems, f"{path.relative_to(REPO)}:\n" + "\n".join(problems)
+
+
+def test_the_table_check_finds_a_cut_table(tmp_path):
+    """The check itself, on the mistake it exists for: prose between two rows of one table."""
+    doc = tmp_path / "cut.md"
+    doc.write_text("| request | reply |\n| --- | --- |\n| `a` | `ok` |\nA paragraph that belongs after the table.\n| `b` | `ok` |\n\n"
+                   "```\n| not | a table |\n```\n")
+    found, orphans = tables(doc)
+    assert [(start, columns, len(rows)) for start, columns, rows in found] == [(1, 2, 2)]
+    assert orphans == [(5, 2)]
