@@ -94,3 +94,49 @@ def test_the_table_check_finds_a_cut_table(tmp_path):
     found, orphans = tables(doc)
     assert [(start, columns, len(rows)) for start, columns, rows in found] == [(1, 2, 2)]
     assert orphans == [(5, 2)]
+
+
+def section(path: Path, title: str) -> str:
+    """The text of the `## title` section of a markdown file (to the next `## `)."""
+    text = path.read_text(encoding="utf-8")
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end >= 0 else len(text)]
+
+
+def compression_answers() -> list[tuple[str, str | int | None]]:
+    """PROTOCOL.md's table of offers and answers: (offer, the answer header, 400, or None for no
+    extension agreed)."""
+    doc = REPO / "docs/PROTOCOL.md"
+    body = section(doc, "Compression (permessage-deflate)")
+    rows = []
+    for line in body.splitlines():
+        if not is_row(line) or DELIMITER_CELL.match(cells(line)[0]) or "client offers" in line:
+            continue
+        offer_cell, answer_cell = cells(line)
+        offer = re.match(r"`([^`]+)`", offer_cell).group(1)
+        answer = re.match(r"`(permessage-deflate[^`]*)`", answer_cell)
+        rows.append((offer, answer.group(1) if answer else 400 if "`400`" in answer_cell else None))
+    assert rows, "PROTOCOL.md has no table of permessage-deflate offers and answers"
+    return rows
+
+
+def test_protocol_md_states_the_negotiation_a_live_daemon_answers(vigild):
+    """Each offer of PROTOCOL.md's compression table, made to a vigild on its built-in compression
+    settings, gets exactly the answer the table gives."""
+    from wsraw import RawConn, upgrade_request
+
+    d = vigild({})
+    rows = compression_answers()
+    assert any(answer is None for _, answer in rows) and any(isinstance(a, str) for _, a in rows)
+    wrong = []
+    for offer, expected in rows:
+        c = RawConn.connect(d.port)
+        with c:
+            request = upgrade_request("/v1")
+            c.send(request[:-2] + f"Sec-WebSocket-Extensions: {offer}\r\n\r\n".encode())
+            response = c.read_response()
+        got = 400 if response.status == 400 else response.header("sec-websocket-extensions")
+        if response.status not in (101, 400) or got != expected:
+            wrong.append(f"offer {offer!r}: the doc says {expected!r}, vigild answered {response.status} {got!r}")
+    assert not wrong, "\n".join(wrong)
