@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pytest
 
-from vigilproc import Vigild, write_config
+from vigilproc import REPO, Vigild, write_config
 
 VALID = {
     "server": {"listen": "127.0.0.1:8080", "backlog": 512, "max_connections": 1000, "shutdown_grace_ms": 2000},
@@ -98,3 +99,62 @@ def test_listen_port_in_use_fails_cleanly(vigild, vigild_binary, tmp_path):
     rc = second.wait(5)
     assert rc is not None and rc > 0, f"bind conflict: exit {rc}, want a non-zero exit code (not a crash)"
     assert "Fatal error" not in second.stderr_text(), second.stderr_text()
+
+
+# The time limits whose minimums and cross rules LIMITS.md states: each key, and the partner values
+# that let the key's documented minimum pass the rule between the two.
+TIME_LIMITS = [
+    ("panic.abandon_after_ms", {"panic": {"max_timer_s": 60}}),
+    ("panic.max_timer_s", {}),
+    ("checkin.idle_lifetime_s", {"checkin": {"max_home_s": 1}}),
+    ("checkin.max_home_s", {}),
+]
+
+
+def documented_minimum(key: str) -> int:
+    """The `at least N` of the key's row in docs/LIMITS.md, in the key's own unit."""
+    rows = [line for line in (REPO / "docs/LIMITS.md").read_text().splitlines() if line.startswith(f"| `{key}` |")]
+    assert len(rows) == 1, f"LIMITS.md has {len(rows)} rows for {key}"
+    default = rows[0].split("|")[2]
+    m = re.search(r"at least ([\d,]+) (ms|s)\b", default)
+    assert m, f"LIMITS.md's row for {key} gives no minimum: {default!r}"
+    assert m.group(2) == key.rsplit("_", 1)[1], f"{key}: the minimum is in {m.group(2)}"
+    return int(m.group(1).replace(",", ""))
+
+
+def with_value(key: str, value: int, partner: dict) -> dict:
+    section, name = key.split(".")
+    cfg = {s: dict(v) for s, v in partner.items()}
+    cfg.setdefault(section, {})[name] = value
+    return cfg
+
+
+@pytest.mark.parametrize("key, partner", TIME_LIMITS, ids=[k for k, _ in TIME_LIMITS])
+def test_documented_minimum_is_the_one_enforced(vigild_binary, tmp_path, key, partner):
+    """LIMITS.md's minimum is the least value --check-config accepts, and one less is refused
+    with the key named."""
+    low = documented_minimum(key)
+    p = check(vigild_binary, write_config(tmp_path / "low.yaml", with_value(key, low, partner)))
+    assert p.returncode == 0, f"{key}: {low} (LIMITS.md's minimum) refused:\n{p.stderr}"
+    p = check(vigild_binary, write_config(tmp_path / "below.yaml", with_value(key, low - 1, partner)))
+    assert p.returncode == 1, f"{key}: {low - 1}, below LIMITS.md's minimum, accepted"
+    assert key in p.stderr, f"the refusal does not name {key}:\n{p.stderr}"
+
+
+@pytest.mark.parametrize("cfg, named", [
+    # Lowering the stream's abandonment below the longest timer (12 h) alone is refused...
+    ({"panic": {"abandon_after_ms": 3_600_000}}, "panic.max_timer_s"),
+    ({"panic": {"abandon_after_ms": 3_600_000, "max_timer_s": 3_600}}, "panic.max_timer_s"),
+    # ... and so is the circles' idle lifetime below the longest home safe (24 h).
+    ({"checkin": {"idle_lifetime_s": 86_400}}, "checkin.max_home_s"),
+    ({"checkin": {"idle_lifetime_s": 3_600, "max_home_s": 3_600}}, "checkin.max_home_s"),
+], ids=["abandon-alone", "timer-equal", "idle-alone", "home-equal"])
+def test_lowering_one_time_limit_needs_the_other_lowered(vigild_binary, tmp_path, cfg, named):
+    p = check(vigild_binary, write_config(tmp_path / "cross.yaml", cfg))
+    assert p.returncode == 1, f"{cfg} accepted"
+    assert named in p.stderr, f"the refusal does not name {named}:\n{p.stderr}"
+    section = next(iter(cfg))
+    lowered = dict(cfg[section])
+    lowered["max_timer_s" if section == "panic" else "max_home_s"] = 3_599
+    p = check(vigild_binary, write_config(tmp_path / "both.yaml", {section: lowered}))
+    assert p.returncode == 0, f"{lowered}: both lowered, still refused:\n{p.stderr}"
