@@ -4,8 +4,9 @@ import VigilLoop
 
 /// Everything vigild can be told, with the built-in defaults it runs on when given no file.
 ///
-/// The defaults are deliberately the production values; `config/vigild.yaml` restates each one with
-/// its explanation, and `ConfigLoader` is the only place that reads a file into this struct.
+/// The defaults are deliberately the production values, but for `stateDirectory` (empty: in memory,
+/// so a first run needs no directory); `config/vigild.yaml` restates each one with its explanation
+/// (and sets the directory), and `ConfigLoader` is the only place that reads a file into this struct.
 public struct ServerConfig: Equatable, Sendable {
     // server
     /// The plain (ws://) listener; nil ("off") when only the TLS listener is wanted.

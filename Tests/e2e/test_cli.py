@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 
 import pytest
+import yaml
 
 from vigilproc import REPO, Vigild, write_config
 
@@ -158,3 +160,61 @@ def test_lowering_one_time_limit_needs_the_other_lowered(vigild_binary, tmp_path
     lowered["max_timer_s" if section == "panic" else "max_home_s"] = 3_599
     p = check(vigild_binary, write_config(tmp_path / "both.yaml", {section: lowered}))
     assert p.returncode == 0, f"{lowered}: both lowered, still refused:\n{p.stderr}"
+
+
+# Where config/vigild.yaml (the production file) differs from the built-in defaults on purpose; its
+# header names each one.
+PRODUCTION_DIFFERENCES = {("state", "directory"): ("/var/lib/vigil", "")}
+
+
+def print_config(binary, *args, env=None) -> dict:
+    clean = {k: v for k, v in os.environ.items() if k not in ("VIGIL_CONFIG", "VIGIL_LISTEN", "VIGIL_ADMIN_LISTEN")}
+    p = subprocess.run([str(binary), "--print-config", *args], capture_output=True, text=True, timeout=10,
+                       env={**clean, **(env or {})})
+    assert p.returncode == 0, f"--print-config exited {p.returncode}:\n{p.stderr}"
+    return yaml.safe_load(p.stdout)
+
+
+def test_the_production_file_states_the_built_in_defaults_but_where_its_header_says(vigild_binary):
+    """config/vigild.yaml says vigild with no --config runs on its values: each one equals what
+    `vigild --print-config` prints with no file, except the differences its header names, and the
+    file lists every key there is."""
+    path = REPO / "config/vigild.yaml"
+    text = path.read_text()
+    shipped = yaml.safe_load(text)
+    built_in = print_config(vigild_binary)
+    differ = {}
+    for section in sorted(set(shipped) | set(built_in)):
+        for key in sorted(set(shipped.get(section) or {}) | set(built_in.get(section) or {})):
+            mine = (shipped.get(section) or {}).get(key, "(absent)")
+            theirs = (built_in.get(section) or {}).get(key, "(absent)")
+            if mine != theirs:
+                differ[(section, key)] = (mine, theirs)
+    assert differ == PRODUCTION_DIFFERENCES, f"vigild.yaml against the built-in defaults (file, built in): {differ}"
+    header = text.split("\n\n", 1)[0]
+    for section, key in PRODUCTION_DIFFERENCES:
+        assert f"{section}.{key}" in header, f"the header of vigild.yaml does not name {section}.{key} as a difference"
+
+
+def test_the_production_file_shows_the_cluster_defaults(vigild_binary, tmp_path):
+    """The commented `cluster:` section's values ("Defaults shown") are the built-in ones."""
+    shown = {}
+    for line in (REPO / "config/vigild.yaml").read_text().splitlines():
+        m = re.match(r"^#   ([a-z_]+): (.+)$", line)
+        if m:
+            shown[m.group(1)] = yaml.safe_load(m.group(2))
+    assert {"urls", "node_id", "replicas", "max_age_s"} <= set(shown), shown
+    # urls and node_id have no default: the file's examples go in, the rest must come out as shown.
+    cfg = write_config(tmp_path / "node.yaml", {"cluster": {"urls": shown["urls"], "node_id": shown["node_id"]}})
+    printed = print_config(vigild_binary, "--config", str(cfg))["cluster"]
+    assert {k: printed.get(k, "(absent)") for k in shown} == shown
+
+
+def test_print_config_applies_the_environment_and_the_flags(vigild_binary, tmp_path):
+    cfg = write_config(tmp_path / "c.yaml", {"server": {"listen": "127.0.0.1:7000"}, "log": {"level": "debug"}})
+    printed = print_config(vigild_binary, "--config", str(cfg), "--log-level", "error", env={"VIGIL_ADMIN_LISTEN": "off"})
+    assert printed["server"]["listen"] == "127.0.0.1:7000"
+    assert printed["admin"]["listen"] is False  # `off`, which YAML 1.1 reads as false
+    assert printed["log"]["level"] == "error"
+    printed = print_config(vigild_binary, env={"VIGIL_CONFIG": str(cfg), "VIGIL_LISTEN": "127.0.0.9:7001"})
+    assert printed["server"]["listen"] == "127.0.0.9:7001" and printed["log"]["level"] == "debug"
