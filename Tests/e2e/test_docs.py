@@ -140,3 +140,34 @@ def test_protocol_md_states_the_negotiation_a_live_daemon_answers(vigild):
         if response.status not in (101, 400) or got != expected:
             wrong.append(f"offer {offer!r}: the doc says {expected!r}, vigild answered {response.status} {got!r}")
     assert not wrong, "\n".join(wrong)
+
+
+def autobahn_shards() -> list[tuple[str, str, str, str, int]]:
+    """The shards Tests/autobahn runs with no arguments: (name, ws:// or wss://, cases, excluded, expected)."""
+    script = (REPO / "Tests/autobahn").read_text()
+    default_run = script[script.index("if [ $# -eq 0 ]; then"):script.index("\nelse\n", script.index("if [ $# -eq 0 ]; then"))]
+    shards = re.findall(r'^\s*shard (\S+) "\$(WSS?)" "([^"]*)" "([^"]*)" (\d+)$', default_run, re.M)
+    assert shards, "no shard lines found in Tests/autobahn"
+    assert re.search(r'WS="ws://[^"]*" WSS="wss://', script), "Tests/autobahn: WS and WSS are no longer ws:// and wss://"
+    return [(name, url.lower() + "://", cases, exclude, int(n)) for name, url, cases, exclude, n in shards]
+
+
+def test_readme_states_the_autobahn_cases_the_script_runs():
+    """README's table of Autobahn shards is the script's, and the totals it gives in prose (README
+    and the script's own header) are the sums over ws:// and wss://."""
+    readme = (REPO / "README.md").read_text()
+    found, _ = tables(REPO / "README.md")
+    table = next((rows for _, _, rows in found if rows[0][1][:3] == ["shard", "over", "cases"]), None)
+    assert table, "README.md has no table of the Autobahn shards (shard | over | cases | without | cases expected)"
+    documented = [(c[0].strip("`"), c[1], c[2].strip("`"), c[3].strip("`"), int(c[4])) for _, c in table[1:]]
+    shards = autobahn_shards()
+    assert documented == shards, f"README: {documented}\nTests/autobahn: {shards}"
+    over_ws = sum(n for _, url, _, _, n in shards if url == "ws://")
+    over_wss = sum(n for _, url, _, _, n in shards if url == "wss://")
+    assert (over_ws, over_wss) == (517, 301), "the suite changed size: update README and this test"
+    section = " ".join(readme[readme.index("Autobahn (`Tests/autobahn`)"):].split())
+    assert f"{over_ws} over ws://" in section and f"the {over_wss} core cases again over wss://" in section
+    assert f"all {over_ws} cases over ws://, the {over_wss} core ones over wss://" in readme
+    header = (REPO / "Tests/autobahn").read_text().split("set -euo", 1)[0]
+    assert f"({over_ws}:" in header and f"({over_wss}:" in header
+    assert "but the compression cases" not in readme
