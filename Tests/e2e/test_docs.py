@@ -171,3 +171,61 @@ def test_readme_states_the_autobahn_cases_the_script_runs():
     header = (REPO / "Tests/autobahn").read_text().split("set -euo", 1)[0]
     assert f"({over_ws}:" in header and f"({over_wss}:" in header
     assert "but the compression cases" not in readme
+
+
+DEFAULT_LISTENERS = {"server": "127.0.0.1:8080", "admin": "127.0.0.1:8081"}
+
+
+def three_node_example() -> tuple[list[dict], str]:
+    """CLUSTER.md's nodes on one machine: the config its shell loop writes for each `n`, and the
+    text around it."""
+    import yaml
+
+    body = section(REPO / "docs/CLUSTER.md", "A three-node cluster on one machine")
+    loop = re.search(r"for n in ([\d ]+); do\n(.*?)\n\s*done\n", body, re.S)
+    assert loop, "CLUSTER.md: no `for n in ...; do ... done` loop in the three-node example"
+    heredoc = re.search(r"cat > \S+ <<EOF\n(.*?)\n\s*EOF\n", loop.group(2) + "\n", re.S)
+    assert heredoc and "vigild --config" in loop.group(2), "the loop no longer writes a config and starts vigild with it"
+    template = "\n".join(line[4:] for line in heredoc.group(1).splitlines())
+    nodes = [yaml.safe_load(template.replace("$n", n)) for n in loop.group(1).split()]
+    assert len(nodes) >= 3
+    return nodes, body
+
+
+def listeners(node: dict) -> dict[str, str]:
+    """A node's listeners, the defaults where its config has none."""
+    out = {}
+    for section_name in ("server", "admin", "tls"):
+        value = (node.get(section_name) or {}).get("listen", DEFAULT_LISTENERS.get(section_name))
+        if value not in (None, False, "off", ""):
+            out[f"{section_name}.listen"] = str(value)
+    return out
+
+
+def collide(a: str, b: str) -> bool:
+    host_a, port_a = a.rsplit(":", 1)
+    host_b, port_b = b.rsplit(":", 1)
+    wildcard = {"0.0.0.0", "[::]", ""}
+    return port_a == port_b != "0" and (host_a == host_b or host_a in wildcard or host_b in wildcard)
+
+
+def test_the_cluster_example_gives_each_node_on_one_machine_its_own_listeners():
+    nodes, body = three_node_example()
+    taken = [(i + 1, key, address) for i, node in enumerate(nodes) for key, address in listeners(node).items()]
+    clashes = [f"node {n} {k} {a} and node {m} {l} {b}" for x, (n, k, a) in enumerate(taken)
+               for (m, l, b) in taken[x + 1:] if collide(a, b)]
+    assert not clashes, "CLUSTER.md's nodes on one machine share a listener: " + "; ".join(clashes)
+    # Clear of the defaults, which another vigild on the machine (or a node whose admin.listen
+    # was left out) takes.
+    for n, key, address in taken:
+        for default in DEFAULT_LISTENERS.values():
+            assert not collide(address, default), f"node {n}'s {key} {address} is a default listener ({default})"
+    # The addresses the text sends the reader to are the nodes'.
+    ws = {a for _, k, a in taken if k == "server.listen"}
+    admin = {a for _, k, a in taken if k == "admin.listen"}
+    for url in re.findall(r"ws://([\d.]+:\d+)/v1", body):
+        assert url in ws, f"CLUSTER.md opens ws://{url}/v1, which is no node's server.listen {sorted(ws)}"
+    for port in re.findall(r"`:(\d+)`", body):
+        assert f"127.0.0.1:{port}" in ws, f"CLUSTER.md names :{port}, which is no node's server.listen"
+    for address in re.findall(r"curl -s ([\d.]+:\d+)/", body):
+        assert address in admin, f"CLUSTER.md curls {address}, which is no node's admin.listen {sorted(admin)}"
