@@ -41,6 +41,7 @@ extension ConfigLoader {
             quoted(c[keyPath: path])
         case .prefixes(let path), .names(_, let path), .natsURLs(let path):
             "[" + c[keyPath: path].map(quoted).joined(separator: ", ") + "]"
+        case .coordinate(let latitude, let longitude): "[\(c[keyPath: latitude]), \(c[keyPath: longitude])]"
         case .natsTLS, .unsupported: nil
         }
     }

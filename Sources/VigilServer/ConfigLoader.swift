@@ -58,6 +58,8 @@ public enum ConfigLoader {
         case name(Path<String>)
         /// A NATS cluster name (stream name and subject prefix).
         case clusterName(Path<String>)
+        /// A position, `[latitude, longitude]` in degrees (-90...90, -180...180).
+        case coordinate(Path<Double>, Path<Double>)
         /// A key that is known but whose feature is not built yet: always an error, with the reason.
         case unsupported(String)
     }
@@ -178,6 +180,8 @@ public enum ConfigLoader {
             ("leaflet", .path(\.webLeaflet)),
             ("tile_url", .text(\.webTileURL)),
             ("tile_attribution", .text(\.webTileAttribution)),
+            ("map_center", .coordinate(\.webMapLatitude, \.webMapLongitude)),
+            ("map_zoom", .integer(0...19, \.webMapZoom)),
         ]),
         ("cluster", [
             ("urls", .natsURLs(\.cluster.urls)),
@@ -292,6 +296,9 @@ public enum ConfigLoader {
         if case .natsURLs(let path) = kind {
             return applyNATSURLs(node, to: &config, path)
         }
+        if case .coordinate(let latitude, let longitude) = kind {
+            return applyCoordinate(node, to: &config, latitude, longitude)
+        }
         if case .unsupported(let reason) = kind { return reason }
         guard let scalar = node.scalar else { return "must be a single value, not a list or mapping" }
         let text = scalar.string
@@ -343,7 +350,7 @@ public enum ConfigLoader {
                 return "must be 1 to 32 characters A-Z, a-z, 0-9, '_' or '-' (it names the JetStream stream and leads its subjects)"
             }
             config[keyPath: path] = text
-        case .names, .prefixes, .natsURLs, .natsTLS, .unsupported:
+        case .names, .prefixes, .natsURLs, .natsTLS, .coordinate, .unsupported:
             break  // handled above
         }
         return nil
@@ -433,6 +440,23 @@ public enum ConfigLoader {
         }
         guard (1...32).contains(urls.count) else { return "must list 1 to 32 NATS servers" }
         config[keyPath: path] = urls
+        return nil
+    }
+
+    /// `[latitude, longitude]`: a list of two finite numbers, in -90...90 and -180...180.
+    static func applyCoordinate(_ node: Node, to config: inout ServerConfig, _ latitude: Path<Double>, _ longitude: Path<Double>) -> String? {
+        let form = "must be [latitude, longitude] in degrees, such as [52.52, 13.405]"
+        let shown = { (node: Node) in node.scalar.map { "\"\($0.string.prefix(24))\"" } ?? "a list or mapping" }
+        guard let items = node.sequence else { return "\(form), got \(shown(node))" }
+        guard items.count == 2 else { return "\(form): two numbers, got \(items.count)" }
+        guard let lat = items[0].scalar.flatMap({ Double($0.string) }), let lon = items[1].scalar.flatMap({ Double($0.string) }),
+              lat.isFinite, lon.isFinite else {
+            return "\(form): two numbers, got [\(items.map(shown).joined(separator: ", "))]"
+        }
+        guard (-90...90).contains(lat) else { return "the latitude must be between -90 and 90, got \(lat)" }
+        guard (-180...180).contains(lon) else { return "the longitude must be between -180 and 180, got \(lon)" }
+        config[keyPath: latitude] = lat
+        config[keyPath: longitude] = lon
         return nil
     }
 

@@ -83,6 +83,11 @@ public struct ServerConfig: Equatable, Sendable {
     /// The map tiles (`{z}`, `{x}`, `{y}`, optionally `{s}`), empty for none: a plain background.
     public var webTileURL = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
     public var webTileAttribution = "© OpenStreetMap contributors"
+    /// Where /map opens when its URL names no place (`#at=`): the centre in degrees and Leaflet's
+    /// zoom (0 the world ... 19 a street); Berlin's centre at 13 shows a few streets around it.
+    public var webMapLatitude = 52.52
+    public var webMapLongitude = 13.405
+    public var webMapZoom = 13
     // cluster (issue 16): NATS JetStream; `enabled` only with a `cluster:` section
     public var cluster = ClusterSettings()
     // log
