@@ -174,7 +174,7 @@ struct StateCommand: ParsableCommand {
         @Flag(name: .customLong("show-content"), help: "Also print coordinates, notes, and pin titles and descriptions (personal data: mind where the output goes).")
         var showContent = false
 
-        @Option(name: .long, help: ArgumentHelp("For a directory's last line (the state it restores to, with its digest): the config whose panic.ended_grace_ms and checkin.idle_lifetime_ms apply (default: the built-in defaults).", valueName: "file"))
+        @Option(name: .long, help: ArgumentHelp("For a directory's last line (the state it restores to, with its digest): the config whose panic.ended_grace_ms and checkin.idle_lifetime_s apply (default: the built-in defaults).", valueName: "file"))
         var config: String?
 
         @Option(name: .long, help: ArgumentHelp("For that line: the time the digest is taken at, unix ms (default: now); what has expired by then is left out.", valueName: "ms"))

@@ -229,3 +229,33 @@ def test_the_cluster_example_gives_each_node_on_one_machine_its_own_listeners():
         assert f"127.0.0.1:{port}" in ws, f"CLUSTER.md names :{port}, which is no node's server.listen"
     for address in re.findall(r"curl -s ([\d.]+:\d+)/", body):
         assert address in admin, f"CLUSTER.md curls {address}, which is no node's admin.listen {sorted(admin)}"
+
+
+def test_every_config_key_the_docs_name_exists(vigild_binary, tmp_path):
+    """A `section.key_with_underscore` in the docs, the config files' comments or vigild's help is
+    a key vigild reads (or a field of the welcome's `limits`, PROTOCOL.md's example): the keys are
+    those `vigild --print-config` prints, the cluster section's among them."""
+    import subprocess
+
+    import yaml
+
+    node = tmp_path / "node.yaml"
+    node.write_text("cluster:\n  urls: [nats://127.0.0.1:4222]\n  node_id: n1\n  tls:\n")
+    printed = yaml.safe_load(subprocess.run([str(vigild_binary), "--print-config", "--config", str(node)],
+                                            capture_output=True, text=True, timeout=10, check=True).stdout)
+    keys = {f"{s}.{k}" for s, body in printed.items() for k in body}
+    # cluster.tls prints only what is set: its keys as --check-config lists them for an unknown one.
+    node.write_text("cluster:\n  urls: [nats://127.0.0.1:4222]\n  node_id: n1\n  tls:\n    mystery: 1\n")
+    refusal = subprocess.run([str(vigild_binary), "--check-config", str(node)], capture_output=True, text=True, timeout=10).stderr
+    known = re.search(r"known in cluster\.tls: ([a-z_, ]+)\)", refusal)
+    assert known, refusal
+    keys |= {f"cluster.tls.{k}" for k in known.group(1).split(", ")}
+    welcome = re.search(r'"limits":\{(.*?)\}\}', (REPO / "docs/PROTOCOL.md").read_text(), re.S).group(1)
+    keys |= {f"limits.{k}" for k in re.findall(r'"([a-z_]+)":', welcome)}
+    token = re.compile(r"\b((?:%s)\.[a-z_]+(?:\.[a-z_]+)?)\b" % "|".join(printed))
+    help_text = subprocess.run([str(vigild_binary), "state", "inspect", "--help"], capture_output=True, text=True, timeout=10).stdout
+    sources = [(path.relative_to(REPO), path.read_text()) for path in MARKDOWN + [REPO / "config/vigild.yaml", REPO / "config/test.yaml"]]
+    sources.append(("vigild state inspect --help", help_text))
+    unknown = [f"{name}:{n}: {t}" for name, text in sources for n, line in enumerate(text.splitlines(), 1)
+               for t in token.findall(line) if "_" in t.split(".", 1)[1] and t not in keys]
+    assert not unknown, "config keys vigild does not have:\n" + "\n".join(unknown)
