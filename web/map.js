@@ -180,15 +180,23 @@ async function submit(event) {
   }
 }
 
+/**
+ * Where the map opens: `#at=lat,lon` or `#at=lat,lon,zoom` in the URL, else the server's
+ * `web.map_center` and `web.map_zoom` (from /site.json).
+ */
+function initialView(hash, site) {
+  const view = (hash.get('at') || '').split(',').map(Number);
+  const fallback = { center: site.map_center ?? [52.52, 13.405], zoom: site.map_zoom ?? 13 };
+  if ((view.length !== 2 && view.length !== 3) || !view.every(Number.isFinite)) return fallback;
+  return { center: [view[0], view[1]], zoom: view.length === 3 ? view[2] : fallback.zoom };
+}
+
 async function main() {
   const hash = new URLSearchParams(location.hash.slice(1));
-  const view = (hash.get('at') || '').split(',').map(Number);
-  const center = view.length >= 2 && view.every(Number.isFinite) ? [view[0], view[1]] : [52.52, 13.405];
-  const zoom = view.length === 3 && Number.isFinite(view[2]) ? view[2] : 13;
   const bbox = (hash.get('bbox') || '').split(',').map(Number);
   if (bbox.length === 4 && bbox.every(Number.isFinite)) fixedArea = { bbox };
   const site = await siteConfig();
-  map = await createMap(document.getElementById('map'), site, { center, zoom });
+  map = await createMap(document.getElementById('map'), site, initialView(hash, site));
   globalThis.vigilLeaflet = map;
   if (map) document.getElementById('map').classList.add('crosshair');
   client = new VigilClient(serverURL(), { heartbeatMs: 20000, reconnect: { minDelayMs: 300, maxDelayMs: 5000 } });

@@ -58,6 +58,8 @@ public enum ConfigLoader {
         case name(Path<String>)
         /// A NATS cluster name (stream name and subject prefix).
         case clusterName(Path<String>)
+        /// A position, `[latitude, longitude]` in degrees (-90...90, -180...180).
+        case coordinate(Path<Double>, Path<Double>)
         /// A key that is known but whose feature is not built yet: always an error, with the reason.
         case unsupported(String)
     }
@@ -178,6 +180,8 @@ public enum ConfigLoader {
             ("leaflet", .path(\.webLeaflet)),
             ("tile_url", .text(\.webTileURL)),
             ("tile_attribution", .text(\.webTileAttribution)),
+            ("map_center", .coordinate(\.webMapLatitude, \.webMapLongitude)),
+            ("map_zoom", .integer(0...19, \.webMapZoom)),
         ]),
         ("cluster", [
             ("urls", .natsURLs(\.cluster.urls)),
@@ -292,6 +296,9 @@ public enum ConfigLoader {
         if case .natsURLs(let path) = kind {
             return applyNATSURLs(node, to: &config, path)
         }
+        if case .coordinate(let latitude, let longitude) = kind {
+            return applyCoordinate(node, to: &config, latitude, longitude)
+        }
         if case .unsupported(let reason) = kind { return reason }
         guard let scalar = node.scalar else { return "must be a single value, not a list or mapping" }
         let text = scalar.string
@@ -343,96 +350,26 @@ public enum ConfigLoader {
                 return "must be 1 to 32 characters A-Z, a-z, 0-9, '_' or '-' (it names the JetStream stream and leads its subjects)"
             }
             config[keyPath: path] = text
-        case .names, .prefixes, .natsURLs, .natsTLS, .unsupported:
+        case .names, .prefixes, .natsURLs, .natsTLS, .coordinate, .unsupported:
             break  // handled above
         }
         return nil
     }
 
-    /// The keys of `cluster.tls`.
-    static let natsTLSKeys = ["ca_file", "cert_file", "key_file", "server_name", "handshake_first"]
-
-    /// `cluster.tls`: a mapping (even empty: TLS with the system's CAs) of `natsTLSKeys`.
-    static func applyNATSTLS(_ node: Node, to config: inout ServerConfig) -> [ConfigIssue] {
-        config.cluster.tlsEnabled = true
-        if case .scalar(let s) = node, s.string.isEmpty || s.string == "~" || s.string == "null" { return [] }
-        guard let entries = node.mapping else {
-            return [ConfigIssue(key: "cluster.tls", message: "must be a mapping of \(natsTLSKeys.joined(separator: ", "))", line: line(node))]
+    /// `[latitude, longitude]`: a list of two finite numbers, in -90...90 and -180...180.
+    static func applyCoordinate(_ node: Node, to config: inout ServerConfig, _ latitude: Path<Double>, _ longitude: Path<Double>) -> String? {
+        let form = "must be [latitude, longitude] in degrees, such as [52.52, 13.405]"
+        let shown = { (node: Node) in node.scalar.map { "\"\($0.string.prefix(24))\"" } ?? "a list or mapping" }
+        guard let items = node.sequence else { return "\(form), got \(shown(node))" }
+        guard items.count == 2 else { return "\(form): two numbers, got \(items.count)" }
+        guard let lat = items[0].scalar.flatMap({ Double($0.string) }), let lon = items[1].scalar.flatMap({ Double($0.string) }),
+              lat.isFinite, lon.isFinite else {
+            return "\(form): two numbers, got [\(items.map(shown).joined(separator: ", "))]"
         }
-        var issues: [ConfigIssue] = []
-        for (keyNode, valueNode) in entries {
-            let key = keyNode.scalar?.string ?? "?"
-            let name = "cluster.tls.\(key)"
-            guard let text = valueNode.scalar?.string else {
-                issues.append(ConfigIssue(key: name, message: "must be a single value", line: line(valueNode)))
-                continue
-            }
-            let pathMessage = "must be a file system path of at most 4096 bytes"
-            let isPath = text.utf8.count <= 4096 && !text.isEmpty && !text.utf8.contains(0)
-            switch key {
-            case "ca_file", "cert_file", "key_file":
-                guard isPath else {
-                    issues.append(ConfigIssue(key: name, message: pathMessage, line: line(valueNode)))
-                    continue
-                }
-                if key == "ca_file" { config.cluster.tlsCAFile = text }
-                if key == "cert_file" { config.cluster.tlsCertFile = text }
-                if key == "key_file" { config.cluster.tlsKeyFile = text }
-            case "server_name":
-                guard NATSServerURL.isHostName(Substring(text)) || SocketAddress(host: text, port: 1) != nil else {
-                    issues.append(ConfigIssue(key: name, message: "must be a DNS name or an IP address, got \"\(text.prefix(64))\"", line: line(valueNode)))
-                    continue
-                }
-                config.cluster.tlsServerName = text
-            case "handshake_first":
-                switch text.lowercased() {
-                case "true", "yes", "on": config.cluster.tlsHandshakeFirst = true
-                case "false", "no", "off": config.cluster.tlsHandshakeFirst = false
-                default: issues.append(ConfigIssue(key: name, message: "must be true or false, got \"\(text.prefix(16))\"", line: line(valueNode)))
-                }
-            default:
-                issues.append(ConfigIssue(key: name, message: "unknown key (known in cluster.tls: \(natsTLSKeys.joined(separator: ", ")))", line: line(keyNode)))
-            }
-        }
-        return issues
-    }
-
-    /// Reads the cluster's credential file and builds its TLS context once, to report now what
-    /// would otherwise stop the node at its first connection.
-    static func loadClusterFiles(_ cluster: inout ClusterSettings) -> [ConfigIssue] {
-        var issues: [ConfigIssue] = []
-        do {
-            try cluster.loadCredentialFiles()
-        } catch {
-            issues.append(ConfigIssue(key: error.key, message: error.message))
-        }
-        do {
-            _ = try cluster.makeTLS()
-        } catch {
-            let key = error.what.contains("CA file") ? "cluster.tls.ca_file"
-                : error.what.contains("client key") ? "cluster.tls.key_file" : "cluster.tls.cert_file"
-            issues.append(ConfigIssue(key: key, message: error.description))
-        }
-        return issues
-    }
-
-    /// `cluster.urls`: every entry a NATS URL (`nats://` or `tls://`; a host name is resolved off
-    /// the loop at every connection attempt).
-    static func applyNATSURLs(_ node: Node, to config: inout ServerConfig, _ path: Path<[String]>) -> String? {
-        guard let items = node.sequence else { return "must be a list of NATS URLs such as nats://127.0.0.1:4222" }
-        var urls: [String] = []
-        for item in items {
-            guard let text = item.scalar?.string else { return "each entry must be a URL, not a list or mapping" }
-            switch NATSServerURL.parse(text) {
-            case .failure(let error):
-                return "\"\(text.prefix(64))\": \(error)"
-            case .success:
-                break
-            }
-            urls.append(text)
-        }
-        guard (1...32).contains(urls.count) else { return "must list 1 to 32 NATS servers" }
-        config[keyPath: path] = urls
+        guard (-90...90).contains(lat) else { return "the latitude must be between -90 and 90, got \(lat)" }
+        guard (-180...180).contains(lon) else { return "the longitude must be between -180 and 180, got \(lon)" }
+        config[keyPath: latitude] = lat
+        config[keyPath: longitude] = lon
         return nil
     }
 
@@ -489,36 +426,7 @@ public enum ConfigLoader {
         return issues
     }
 
-    static func crossCheckCluster(_ c: ClusterSettings) -> [ConfigIssue] {
-        guard c.enabled else { return [] }
-        var issues: [ConfigIssue] = []
-        if c.urls.isEmpty {
-            issues.append(ConfigIssue(key: "cluster.urls", message: "must list at least one NATS server (nats://HOST:PORT)"))
-        }
-        if c.nodeID.isEmpty {
-            issues.append(ConfigIssue(key: "cluster.node_id", message: "must name this node (1 to 32 characters a-z, 0-9, '_' or '-'), unique in the cluster"))
-        }
-        if !c.token.isEmpty && (!c.user.isEmpty || !c.password.isEmpty) {
-            issues.append(ConfigIssue(key: "cluster.token", message: "must not be set together with cluster.user/password: choose one"))
-        }
-        if c.user.isEmpty != c.password.isEmpty {
-            issues.append(ConfigIssue(key: c.user.isEmpty ? "cluster.user" : "cluster.password", message: "cluster.user and cluster.password go together"))
-        }
-        if !c.nkeySeedFile.isEmpty && !c.credsFile.isEmpty {
-            issues.append(ConfigIssue(key: "cluster.creds_file", message: "must not be set together with cluster.nkey_seed_file: a .creds file carries its own nkey seed; choose one"))
-        }
-        if (!c.nkeySeedFile.isEmpty || !c.credsFile.isEmpty) && (!c.token.isEmpty || !c.user.isEmpty) {
-            let key = c.nkeySeedFile.isEmpty ? "cluster.creds_file" : "cluster.nkey_seed_file"
-            issues.append(ConfigIssue(key: key, message: "must not be set together with cluster.user/password or cluster.token: choose one way to authenticate"))
-        }
-        if c.tlsCertFile.isEmpty != c.tlsKeyFile.isEmpty {
-            issues.append(ConfigIssue(key: c.tlsCertFile.isEmpty ? "cluster.tls.cert_file" : "cluster.tls.key_file",
-                                      message: "cluster.tls.cert_file and cluster.tls.key_file go together (the client certificate and its key)"))
-        }
-        return issues
-    }
-
-    private static func line(_ node: Node) -> Int? {
+    static func line(_ node: Node) -> Int? {
         node.mark.map { $0.line }
     }
 }

@@ -79,23 +79,7 @@ public struct LogfmtHandler: LogHandler {
             s.value > 0x20 && s.value != 0x7F && s != "\"" && s != "=" && s != "\\"
         }
         if plain { return value }
-        var out = "\""
-        for s in value.unicodeScalars {
-            switch s {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if s.value < 0x20 || s.value == 0x7F {
-                    out += "\\u{\(String(s.value, radix: 16))}"
-                } else {
-                    out.unicodeScalars.append(s)
-                }
-            }
-        }
-        return out + "\""
+        return doubleQuoted(value) { "\\u{\(String($0, radix: 16))}" }
     }
 
     /// Keys are code, but a space or `=` in one would break the line's grammar.

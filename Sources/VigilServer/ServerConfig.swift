@@ -4,8 +4,9 @@ import VigilLoop
 
 /// Everything vigild can be told, with the built-in defaults it runs on when given no file.
 ///
-/// The defaults are deliberately the production values; `config/vigild.yaml` restates each one with
-/// its explanation, and `ConfigLoader` is the only place that reads a file into this struct.
+/// The defaults are deliberately the production values, but for `stateDirectory` (empty: in memory,
+/// so a first run needs no directory); `config/vigild.yaml` restates each one with its explanation
+/// (and sets the directory), and `ConfigLoader` is the only place that reads a file into this struct.
 public struct ServerConfig: Equatable, Sendable {
     // server
     /// The plain (ws://) listener; nil ("off") when only the TLS listener is wanted.
@@ -82,6 +83,11 @@ public struct ServerConfig: Equatable, Sendable {
     /// The map tiles (`{z}`, `{x}`, `{y}`, optionally `{s}`), empty for none: a plain background.
     public var webTileURL = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
     public var webTileAttribution = "© OpenStreetMap contributors"
+    /// Where /map opens when its URL names no place (`#at=`): the centre in degrees and Leaflet's
+    /// zoom (0 the world ... 19 a street); Berlin's centre at 13 shows a few streets around it.
+    public var webMapLatitude = 52.52
+    public var webMapLongitude = 13.405
+    public var webMapZoom = 13
     // cluster (issue 16): NATS JetStream; `enabled` only with a `cluster:` section
     public var cluster = ClusterSettings()
     // log

@@ -3,7 +3,8 @@ import VigilCore
 
 /// Reads the web pages' files into a `StaticSite` at start-up (never while serving): the pages'
 /// folder (`web.root`) at `/`, Leaflet's folder (`web.leaflet`, Debian's libjs-leaflet) at
-/// `/vendor/leaflet/`, and `/site.json`, what the pages need to know (tile server, attribution).
+/// `/vendor/leaflet/`, and `/site.json`, what the pages need to know (tile server, attribution,
+/// where the map opens).
 ///
 /// Only regular files with a known extension and a name of URL-safe characters are taken (dot
 /// files never), within caps on count, size and depth, so a wrong `web.root` (such as `/`) fails
@@ -53,13 +54,20 @@ public enum StaticSiteLoader {
         return Loaded(site: StaticSite(assets: assets, imageSources: images), pages: pages, leaflet: leaflet)
     }
 
-    /// `{"tile_url":..,"tile_attribution":..,"leaflet":true}`: read by the pages at start.
+    /// `{"tile_url":..,"tile_attribution":..,"leaflet":true,"map_center":[lat,lon],"map_zoom":z}`:
+    /// read by the pages at start.
     static func siteJSON(_ config: ServerConfig, leaflet: Bool) -> [UInt8] {
         var w = JSONWriter(capacity: 256)
         w.beginObject()
         w.field("tile_url", config.webTileURL)
         w.field("tile_attribution", config.webTileAttribution)
         w.field("leaflet", leaflet)
+        w.key("map_center")
+        w.beginArray()
+        w.double(config.webMapLatitude)
+        w.double(config.webMapLongitude)
+        w.endArray()
+        w.field("map_zoom", Int64(config.webMapZoom))
         w.endObject()
         return w.bytes + [10]
     }

@@ -39,6 +39,9 @@ struct Vigild: ParsableCommand {
     @Option(name: .customLong("log-level"), help: "Overrides log.level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String?
 
+    @Flag(name: .customLong("print-config"), help: "Print the config vigild would run on (the file or the built-in defaults, with the environment and the flags applied) as YAML, and exit. Passwords and tokens are not shown.")
+    var printConfig = false
+
     func run() throws {
         if let path = checkConfig {
             do {
@@ -67,6 +70,34 @@ struct Vigild: ParsableCommand {
             }
         }
 
+        let settings = try effectiveConfig()
+        if printConfig {
+            print(ConfigLoader.yaml(settings), terminator: "")
+            return
+        }
+
+        let level = Logger.Level(rawValue: settings.logLevel) ?? .info
+        LoggingSystem.bootstrap { _ in LogfmtHandler(level: level) }
+        let logger = Logger(label: "vigild")
+        // One registry for /metrics: vigild's own series, and anything reporting through swift-metrics.
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        guard Connection.checkHandshakeDigest() else {
+            logger.critical("cannot run: libcrypto's SHA-1 does not give RFC 6455's handshake value")
+            throw ExitCode(1)
+        }
+        do {
+            let server = try Server(config: settings, logger: logger, registry: registry)
+            try server.run()
+        } catch {
+            logger.critical("cannot run", metadata: ["error": "\(error)"])
+            throw ExitCode(1)
+        }
+    }
+
+    /// The config to run on: the file (--config, else VIGIL_CONFIG) or the built-in defaults, then
+    /// VIGIL_LISTEN / --listen, VIGIL_ADMIN_LISTEN / --admin-listen and --log-level over it.
+    func effectiveConfig() throws -> ServerConfig {
         let env = ProcessInfo.processInfo.environment
         var settings: ServerConfig
         do {
@@ -103,24 +134,7 @@ struct Vigild: ParsableCommand {
             FileHandle.standardError.write(Data("vigild: cannot use the config: \n\(Self.indent(error))\n".utf8))
             throw ExitCode(1)
         }
-
-        let level = Logger.Level(rawValue: settings.logLevel) ?? .info
-        LoggingSystem.bootstrap { _ in LogfmtHandler(level: level) }
-        let logger = Logger(label: "vigild")
-        // One registry for /metrics: vigild's own series, and anything reporting through swift-metrics.
-        let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-        guard Connection.checkHandshakeDigest() else {
-            logger.critical("cannot run: libcrypto's SHA-1 does not give RFC 6455's handshake value")
-            throw ExitCode(1)
-        }
-        do {
-            let server = try Server(config: settings, logger: logger, registry: registry)
-            try server.run()
-        } catch {
-            logger.critical("cannot run", metadata: ["error": "\(error)"])
-            throw ExitCode(1)
-        }
+        return settings
     }
 
     static func loadConfig(path: String) throws -> ServerConfig {
@@ -160,7 +174,7 @@ struct StateCommand: ParsableCommand {
         @Flag(name: .customLong("show-content"), help: "Also print coordinates, notes, and pin titles and descriptions (personal data: mind where the output goes).")
         var showContent = false
 
-        @Option(name: .long, help: ArgumentHelp("For a directory's last line (the state it restores to, with its digest): the config whose panic.ended_grace_ms and checkin.idle_lifetime_ms apply (default: the built-in defaults).", valueName: "file"))
+        @Option(name: .long, help: ArgumentHelp("For a directory's last line (the state it restores to, with its digest): the config whose panic.ended_grace_ms and checkin.idle_lifetime_s apply (default: the built-in defaults).", valueName: "file"))
         var config: String?
 
         @Option(name: .long, help: ArgumentHelp("For that line: the time the digest is taken at, unix ms (default: now); what has expired by then is left out.", valueName: "ms"))

@@ -175,6 +175,32 @@ import VigilLoop
         #expect(throws: ConfigError.self) { try ConfigLoader.load(yaml: "checkin:\n  max_members: 0\n") }
     }
 
+    @Test func whereTheMapOpensIsReadAndChecked() throws {
+        let c = try ConfigLoader.load(yaml: "web:\n  map_center: [48.8566, -2.3522]\n  map_zoom: 0\n")
+        #expect(c.webMapLatitude == 48.8566 && c.webMapLongitude == -2.3522 && c.webMapZoom == 0)
+        #expect(try ConfigLoader.load(yaml: "web:\n  map_center: [-90, 180]\n  map_zoom: 19\n").webMapZoom == 19)
+        for (value, says) in [("52.5", "must be [latitude, longitude] in degrees, such as [52.52, 13.405], got \"52.5\""),
+                              ("[52.5]", "must be [latitude, longitude] in degrees, such as [52.52, 13.405]: two numbers, got 1"),
+                              ("[52.5, 13.4, 12]", "must be [latitude, longitude] in degrees, such as [52.52, 13.405]: two numbers, got 3"),
+                              ("[north, 13.4]", "must be [latitude, longitude] in degrees, such as [52.52, 13.405]: two numbers, got [\"north\", \"13.4\"]"),
+                              ("[.nan, 13.4]", "must be [latitude, longitude] in degrees, such as [52.52, 13.405]: two numbers, got [\".nan\", \"13.4\"]"),
+                              ("{lat: 1, lon: 2}", "must be [latitude, longitude] in degrees, such as [52.52, 13.405], got a list or mapping"),
+                              ("[90.5, 13.4]", "the latitude must be between -90 and 90, got 90.5"),
+                              ("[52.5, -180.01]", "the longitude must be between -180 and 180, got -180.01")] {
+            do {
+                _ = try ConfigLoader.load(yaml: "web:\n  map_center: \(value)\n")
+                Issue.record("map_center \(value) accepted")
+            } catch let error as ConfigError {
+                #expect(error.issues.map { "\($0.key): \($0.message)" } == ["web.map_center: \(says)"])
+            } catch {
+                Issue.record("unexpected error \(error)")
+            }
+        }
+        for zoom in ["-1", "20", "near"] {
+            #expect(throws: ConfigError.self, "\(zoom)") { try ConfigLoader.load(yaml: "web:\n  map_zoom: \(zoom)\n") }
+        }
+    }
+
     @Test func listenAddressForms() {
         #expect(ListenAddress(parsing: "127.0.0.1:8080") == ListenAddress(host: "127.0.0.1", port: 8080))
         #expect(ListenAddress(parsing: ":8080") == ListenAddress(host: "0.0.0.0", port: 8080))

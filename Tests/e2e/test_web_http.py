@@ -3,6 +3,7 @@ headers, and that nothing else is (hostile paths), and that production serves no
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
@@ -54,6 +55,14 @@ def test_site_json_names_the_tiles(server):
     r = get(server.port, "/site.json")
     assert r.status == 200 and r.header("content-type") == "application/json"
     assert b'"tile_url":"https://{s}.tile.example.org/{z}/{x}/{y}.png"' in r.body
+
+
+def test_site_json_says_where_the_map_opens(server, vigild):
+    site = json.loads(get(server.port, "/site.json").body)
+    assert (site["map_center"], site["map_zoom"]) == ([52.52, 13.405], 13), "the built-in view"
+    d = vigild(dict(CONFIG, web=dict(CONFIG["web"], map_center=[-33.8688, 151.2093], map_zoom=9)))
+    site = json.loads(get(d.port, "/site.json").body)
+    assert (site["map_center"], site["map_zoom"]) == ([-33.8688, 151.2093], 9)
 
 
 @pytest.mark.parametrize("path", [

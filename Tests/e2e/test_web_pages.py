@@ -435,6 +435,24 @@ def test_panic_page_walks_a_person_home_and_raises_a_missed_check_in(server, bro
     page.wait("!document.getElementById('start').hidden")
 
 
+def map_view(page) -> list[float]:
+    return page.eval("(() => { const c = window.vigilLeaflet.getCenter(); return [c.lat, c.lng, window.vigilLeaflet.getZoom()]; })()")
+
+
+def test_map_page_opens_where_the_config_says_unless_the_link_says_otherwise(vigild, page):
+    d = vigild(dict(CONFIG, web=dict(CONFIG["web"], map_center=[-33.8688, 151.2093], map_zoom=9)))
+    page.viewport(1100, 720)
+    page.goto(f"http://127.0.0.1:{d.port}/map")
+    page.wait("document.body.dataset.ready === 'true' && window.vigilLeaflet")
+    assert map_view(page) == pytest.approx([-33.8688, 151.2093, 9], abs=1e-6)
+    # The fragment wins: a centre and a zoom, or a centre alone at the configured zoom.
+    for fragment, view in [("#at=48.8566,2.3522,14", [48.8566, 2.3522, 14]), ("#at=40.4168,-3.7038", [40.4168, -3.7038, 9])]:
+        page.goto("about:blank")
+        page.goto(f"http://127.0.0.1:{d.port}/map{fragment}")
+        page.wait("document.body.dataset.ready === 'true' && window.vigilLeaflet")
+        assert map_view(page) == pytest.approx(view, abs=1e-6), fragment
+
+
 def test_pages_work_without_leaflet(vigild, page):
     d = vigild(dict(CONFIG, web=dict(CONFIG["web"], leaflet="")))
     with OwnerClient(d.port) as owner, PinClient(d.port) as other:

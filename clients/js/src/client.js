@@ -320,13 +320,23 @@ export class VigilClient extends Emitter {
       if (msg.type === 'welcome') clearTimeout(giveUp);
       this.#dispatch(msg);
     };
-    ws.onclose = (ev) => {
+    const ended = (code, reason) => {
       clearTimeout(giveUp);
-      if (this.#ws !== ws) return;
-      this.#lost(ev.code, ev.reason);
+      if (this.#ws !== ws) return;  // this attempt was over already (a `close` after the `error` below)
+      this.#lost(code, reason);
       this.#scheduleReconnect();
     };
-    ws.onerror = () => { /* the close event follows */ };
+    let opened = false;
+    ws.onopen = () => { opened = true; };
+    ws.onclose = (ev) => ended(ev.code, ev.reason);
+    // An `error` before the socket opened ends the attempt here: some runtimes fire no `close`
+    // after it (Node 20's built-in WebSocket on a refused connection), and waiting for one would
+    // hold the retry until the attempt timeout. After the socket opened, `close` follows `error`.
+    ws.onerror = () => {
+      if (opened || this.#ws !== ws) return;
+      ended(1006, 'connection failed');
+      try { ws.close(); } catch { /* not open */ }
+    };
   }
 
   /**

@@ -44,7 +44,21 @@ if (process.env.VIGIL_E2E_LOG_DIR) {
 }
 
 const require = createRequire(import.meta.url);
-const Base = globalThis.WebSocket ?? (() => { try { return require('ws'); } catch { return require('/usr/share/nodejs/ws'); } })();
+
+/** Node's own WebSocket (Node 22+), else the `ws` package from npm or Debian, else what to install. */
+function baseWebSocket() {
+  if (typeof globalThis.WebSocket === 'function') return globalThis.WebSocket;
+  for (const name of ['ws', '/usr/share/nodejs/ws']) {
+    try {
+      return require(name);
+    } catch (err) {
+      if (err.code !== 'MODULE_NOT_FOUND') throw err;
+    }
+  }
+  throw new Error(`the tests need a WebSocket implementation, and Node ${process.versions.node} has no globalThis.WebSocket: `
+    + 'install the ws package (apt-get install node-ws on Debian, or npm install ws in clients/js), or use Node 22+');
+}
+const Base = baseWebSocket();
 
 /** The WebSocket the tests' clients use: the real one, remembering what it receives. */
 export class Tapped extends Base {

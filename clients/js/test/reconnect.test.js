@@ -5,6 +5,7 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { VigilClient, MapModel, WatchModel } from '../src/index.js';
+import { Emitter } from '../src/emitter.js';
 import { Daemon, Tapped, track, closeClients, waitFor, until } from './daemon.js';
 
 let d;
@@ -232,4 +233,62 @@ test('the client backs off with jitter between attempts while the server is down
   } finally {
     await own.dispose();
   }
+});
+
+/**
+ * A WebSocket whose connections are all refused: each fires `error` and, only with `thenClose`,
+ * a `close` after it (a later task, as `ws` and browsers do). Node 20's built-in WebSocket was
+ * seen firing the `error` alone. Each construction is told to `attempts` as `attempt`.
+ */
+function refusingWebSocket(attempts, { thenClose }) {
+  return class RefusedWebSocket {
+    constructor(url) {
+      this.url = url;
+      this.readyState = 0;
+      attempts.emit('attempt', { at: Date.now() });
+      setTimeout(() => {
+        this.readyState = 3;
+        this.onerror?.({ type: 'error' });
+        if (thenClose) setTimeout(() => this.onclose?.({ code: 1006, reason: '' }), 0);
+      }, 0);
+    }
+
+    send() { throw new Error('not open'); }
+    close() {}
+  };
+}
+
+test('a refused attempt that fires only error is retried after the backoff, not the attempt timeout', async () => {
+  const attempts = new Emitter();
+  const started = [];
+  attempts.on('attempt', ({ at }) => started.push(at));
+  // attemptTimeoutMs stays at its 10 s default: an attempt that waited for `close` would sit until then.
+  const c = track(new VigilClient('ws://127.0.0.1:9/v1', {
+    WebSocket: refusingWebSocket(attempts, { thenClose: false }), reconnect: { minDelayMs: 50, maxDelayMs: 50, jitter: 0 },
+  }));
+  const connecting = c.connect().catch((err) => err);
+  const first = await waitFor(c, 'reconnecting', () => true, 2000);
+  assert.equal(first.attempt, 1);
+  await until(attempts, 'attempt', () => started.length >= 3, 2000);
+  assert.ok(started[2] - started[0] < 2000, `three attempts took ${started[2] - started[0]} ms`);
+  c.close();
+  assert.equal((await connecting).code, 'closed');
+});
+
+test('a refused attempt whose error is followed by close is ended once', async () => {
+  const attempts = new Emitter();
+  const reconnects = [];
+  // For each socket made: how many retries had been scheduled by then (one per failed attempt).
+  const scheduledBefore = [];
+  attempts.on('attempt', () => scheduledBefore.push(reconnects.length));
+  const c = track(new VigilClient('ws://127.0.0.1:9/v1', {
+    WebSocket: refusingWebSocket(attempts, { thenClose: true }), reconnect: { minDelayMs: 20, maxDelayMs: 20, jitter: 0 },
+  }));
+  c.on('reconnecting', (e) => reconnects.push(e.attempt));
+  const connecting = c.connect().catch((err) => err);
+  await until(attempts, 'attempt', () => scheduledBefore.length >= 4, 2000);
+  c.close();
+  assert.deepEqual(scheduledBefore.slice(0, 4), [0, 1, 2, 3], 'one retry per refused attempt');
+  assert.deepEqual(reconnects.slice(0, 3), [1, 2, 3]);
+  assert.equal((await connecting).code, 'closed');
 });
