@@ -109,10 +109,28 @@ struct StreamFixture {
         stream.append(shared: shared)
         #expect(Sockets.readAll(b).bytes.isEmpty)  // nothing leaves before the turn's flush
         #expect(stream.queuedBytes == 13)
+        stream.notifyWhenDrained()
         try loop.turn(timeoutMs: 0)
         #expect(Sockets.readAll(b).bytes == Array("one,two,three".utf8))
         #expect(stream.queuedBytes == 0)
         #expect(recorder.drainedCount == 1)
+    }
+
+    /// `drained` is heard only when asked for, once: a stream nobody asked about pays one bit test.
+    @Test func drainedIsCalledOnceAfterNotifyWhenDrainedAndNotOtherwise() throws {
+        let f = try StreamFixture()
+        let (loop, stream, recorder, b) = (f.loop, f.stream, f.stream, f.peer)
+        defer { try? f.finish() }
+        Array("one".utf8).withUnsafeBytes { stream.append($0) }
+        try loop.turn(timeoutMs: 0)
+        #expect(Sockets.readAll(b).bytes == Array("one".utf8) && recorder.drainedCount == 0)
+        Array("two".utf8).withUnsafeBytes { stream.append($0) }
+        stream.notifyWhenDrained()
+        try loop.turn(timeoutMs: 0)
+        #expect(recorder.drainedCount == 1)
+        Array("three".utf8).withUnsafeBytes { stream.append($0) }
+        try loop.turn(timeoutMs: 0)
+        #expect(Sockets.readAll(b).bytes == Array("twothree".utf8) && recorder.drainedCount == 1)
     }
 
     @Test func aFullSocketKeepsTheRestQueuedAndTheWritableEventFinishesIt() throws {
@@ -121,6 +139,7 @@ struct StreamFixture {
         defer { try? f.finish() }
         let payload = (0..<600_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
         payload.withUnsafeBytes { stream.append($0) }
+        stream.notifyWhenDrained()
         try loop.turn(timeoutMs: 0)
         #expect(stream.queuedBytes > 0)  // the kernel took only part of it
         #expect(recorder.drainedCount == 0)

@@ -7,7 +7,8 @@ import VigilBytes
 /// in) before those that hold only shared fan-out frames, whatever order they were queued in,
 /// and every peer still receives its own bytes in order.
 @Suite struct FlushOrderTests {
-    /// Records the order in which streams of one loop are written (their `drained`).
+    /// Records the order in which streams of one loop are written (their `drained`, asked for
+    /// with `notifyWhenDrained` once their queue holds bytes).
     final class OrderedStream: ByteStream {
         let name: String
         let log: Log
@@ -55,6 +56,7 @@ import VigilBytes
         streams[4].append(shared: event)
         Array("ok".utf8).withUnsafeBytes { streams[4].append($0) }
         streams[2].append(shared: event)
+        for s in streams { s.notifyWhenDrained() }
         try loop.turn(timeoutMs: 0)
 
         #expect(log.names == ["publisher", "s1", "s2", "s3", "other"])
@@ -82,7 +84,11 @@ import VigilBytes
         }
         let event = Array("event".utf8).withUnsafeBytes { ByteChunk(copying: $0) }
         subscriber.append(shared: event)
-        subscriber.onDrained = { Array("late".utf8).withUnsafeBytes { other.append($0) } }
+        subscriber.notifyWhenDrained()
+        subscriber.onDrained = {
+            Array("late".utf8).withUnsafeBytes { other.append($0) }
+            other.notifyWhenDrained()
+        }
         try loop.turn(timeoutMs: 0)
         #expect(log.names == ["subscriber", "other"])
         #expect(Sockets.readAll(b2).bytes == Array("late".utf8))
