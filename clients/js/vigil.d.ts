@@ -18,10 +18,16 @@ export interface Pin {
   down: number;
 }
 
+/**
+ * The welcome's `limits`. Texts are capped in characters (`*_max_chars`, grapheme clusters) and
+ * in bytes of UTF-8 (`*_max_bytes`), both after trimming surrounding white space.
+ */
 export interface Limits {
   max_message_bytes: number;
   title_max_chars: number;
+  title_max_bytes: number;
   description_max_chars: number;
+  description_max_bytes: number;
   categories: string[];
   ttl_s: { default: number; min: number; max: number };
   vote_flag_threshold: number;
@@ -30,6 +36,16 @@ export interface Limits {
   messages_per_second: number;
   message_burst: number;
   max_subscribe_pins: number;
+  max_range_m: number;
+  /** A panic stream's `note`. */
+  panic_note_max_chars: number;
+  panic_note_max_bytes: number;
+  /** A check-in member's label. */
+  checkin_label_max_chars: number;
+  checkin_label_max_bytes: number;
+  /** The note of a check-in answer. */
+  checkin_note_max_chars: number;
+  checkin_note_max_bytes: number;
 }
 
 export interface Welcome { type: 'welcome'; session: string; protocol: number; limits: Limits }
