@@ -27,7 +27,7 @@ extension ServerMessages {
         case .timer(let due):
             w.key("due_at")
             if let due { w.int(due) } else { w.null() }
-        case .missedCheckIn(let due, let last):
+        case .missedCheckIn(let due, let last, _):
             w.key("status"); w.string(PanicStatus.red.rawValue)
             w.key("reason"); w.string(missedCheckInReason)
             w.key("due_at"); w.int(due)
