@@ -38,6 +38,8 @@ extension ServerMessages {
             w.endObject()
         }
         w.key("at"); w.int(e.at)
+        // After `at`, whose meaning it leaves as it was: when the alarm went out (at or after `at`).
+        if case .missedCheckIn(_, _, let sentAt) = e.kind { w.key("sent_at"); w.int(sentAt) }
         w.endObject()
     }
 
@@ -108,6 +110,7 @@ extension ServerMessages {
             w.beginObject()
             w.key("reason"); w.string(missedCheckInReason)
             w.key("at"); w.int(at)
+            w.key("sent_at"); w.int(s.missedCheckInSentAt ?? at)
             w.endObject()
         }
         if let ended = s.ended {

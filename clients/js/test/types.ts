@@ -12,7 +12,7 @@ async function main(streamId: string, watchToken: string): Promise<void> {
   const reply = await client.subscribe({ bbox: [52.3, 13.0, 52.7, 13.8] });
   const pins: Pin[] = reply.pins;
   const m = await WatchModel.open(client, streamId, watchToken);
-  m.on('change', (x) => console.log(x.last?.lat, x.status, x.stale, x.ended?.reason));
+  m.on('change', (x) => console.log(x.last?.lat, x.status, x.stale, x.ended?.reason, x.escalated && x.escalated.sent_at - x.escalated.at));
   const owner = await client.startPanic({ status: 'red', lat: 1, lon: 2, watchers: 2 });
   const stop = followPosition(owner, (on) => { on({ lat: 1, lon: 2 }); return () => {}; }, { minIntervalMs: 1000 });
   await owner.setStatus('amber');
