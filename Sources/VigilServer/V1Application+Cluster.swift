@@ -492,10 +492,10 @@ extension V1Application {
 extension V1Application {
     /// A node in a cluster does not take the tick's decisions on its own (a missed safety timer's
     /// escalation, an abandoned stream's end): it publishes them, and every node applies them
-    /// from the stream. Nodes that notice the same decision publish the same record under the
-    /// same message id (JetStream keeps one within its duplicate window; a copy that still
-    /// arrives is a `duplicate`), and one overtaken by the owner's own change is a `conflict`
-    /// everywhere. A decision is published again if it is not applied within 10 s.
+    /// from the stream. Nodes that notice the same decision publish the same record (but for an
+    /// escalation's `sentAt`, each node's clock) under the same message id (JetStream keeps one
+    /// within its duplicate window; a copy that still arrives is a `duplicate`, `sentAt` aside),
+    /// and one overtaken by the owner's own change is a `conflict` everywhere. A decision is published again if it is not applied within 10 s.
     func publishDecisions(now: Int64, cluster: ClusterNode) {
         let monotonic = monotonicMilliseconds()
         if !cluster.decisionsPublished.isEmpty {

@@ -95,7 +95,8 @@ public final class V1Application: WebSocketApplication {
         self.maxReplyBytes = min(server.config.maxOutputBufferBytes / 2, 1 << 20)
         self.limits = ServerMessages.Limits(maxMessageBytes: server.config.maxMessageBytes,
                                             messagesPerSecond: server.config.messagesPerSecond,
-                                            messageBurst: server.config.messageBurst)
+                                            messageBurst: server.config.messageBurst,
+                                            panic: panic, checkin: server.config.checkin)
         server.addTickStep { [unowned self] in self.tick() }
     }
 

@@ -4,13 +4,19 @@ import VigilCore
 ///
 ///     location   lat f64, lon f64, present u8 (bit 0 accuracy, 1 heading, 2 speed), then each present reading f64
 ///     event      seq u64, at i64, kind u8 (1 location + location, 2 status + status u8, 3 ended + reason u8,
-///                4 timer + u8 0/1 + due i64, 5 missedCheckIn + due i64 + last location + its at i64)
+///                4 timer + u8 0/1 + due i64, 6 missedCheckIn + due i64 + last location + its at i64
+///                + sent_at i64)
+///                5 is missedCheckIn as builds before sent_at wrote it (no sent_at): still read, as
+///                sent at its `at`, never written. A kind is only added, so the journal's version
+///                stays 1 (a build that does not know 6 stops at it and says so).
 ///     status     1 red, 2 amber        reason   1 safe, 2 cancelled, 3 abandoned
 ///     stream     id 16, status u8, startedAt i64, updatedAt i64, seq u64, last location + at i64,
 ///                note (u8 0/1 + string), ended (u8 0/1 + reason u8 + at i64), ownerDigest 32,
 ///                watch tokens (u32 count × 32), staleNotified u8 0/1, history capacity u32,
 ///                history (u32 count × event, oldest first),
-///                since snapshot version 2: timer (u8 0/1 + due i64), missedCheckIn (u8 0/1 + at i64)
+///                since snapshot version 2: timer (u8 0/1 + due i64), missedCheckIn (u8 0/1 + at i64),
+///                since version 6: the escalation's sent_at (u8 0/1 + i64, present with missedCheckIn;
+///                before 6 it reads as the escalation's time)
 ///
 /// Codes start at 1 so that a zeroed region never decodes as a plausible value. Owner and
 /// watchers are not stored: they are connections, which do not survive a restart.
@@ -105,11 +111,12 @@ enum PanicFields {
         case .timer(let due):
             w.u8(4)
             writeOptionalTime(due, to: &w)
-        case .missedCheckIn(let due, let last):
-            w.u8(5)
+        case .missedCheckIn(let due, let last, let sentAt):
+            w.u8(6)
             w.i64(due)
             write(last.location, to: &w)
             w.i64(last.at)
+            w.i64(sentAt)
         }
     }
 
@@ -122,10 +129,13 @@ enum PanicFields {
         case 2: return PanicEvent(seq: seq, at: at, kind: .status(try readStatus(&r)))
         case 3: return PanicEvent(seq: seq, at: at, kind: .ended(try readReason(&r)))
         case 4: return PanicEvent(seq: seq, at: at, kind: .timer(dueAt: try readOptionalTime(&r)))
-        case 5:
+        case let code where code == 5 || code == 6:
             let due = try r.time()
             let location = try readLocation(&r)
-            return PanicEvent(seq: seq, at: at, kind: .missedCheckIn(dueAt: due, last: LastLocation(location: location, at: try r.time())))
+            let last = LastLocation(location: location, at: try r.time())
+            var sentAt = at                                  // 5: written before sent_at was kept
+            if code == 6 { sentAt = try r.time() }
+            return PanicEvent(seq: seq, at: at, kind: .missedCheckIn(dueAt: due, last: last, sentAt: sentAt))
         case let c: throw r.invalid("unknown panic event kind \(c)", at: kindAt)
         }
     }
@@ -214,6 +224,7 @@ enum PanicFields {
         for event in events { write(event, to: &w) }
         writeOptionalTime(stream.dueAt, to: &w)
         writeOptionalTime(stream.missedCheckInAt, to: &w)
+        writeOptionalTime(stream.missedCheckInSentAt, to: &w)
     }
 
     /// A stream as snapshot format `version` keeps it.
@@ -239,17 +250,25 @@ enum PanicFields {
         var events: [PanicEvent] = []
         events.reserveCapacity(count)
         for _ in 0..<count { events.append(try readEvent(&r)) }
-        var dueAt: Int64?, missedCheckInAt: Int64?
+        var dueAt: Int64?, missedCheckInAt: Int64?, missedCheckInSentAt: Int64?
         if version >= 2 {
             dueAt = try readOptionalTime(&r)
             missedCheckInAt = try readOptionalTime(&r)
+        }
+        if version >= 6 {
+            missedCheckInSentAt = try readOptionalTime(&r)
+            // One form per value: absent exactly when there is no escalation (before 6 it is
+            // absent always, and `restored` takes the escalation's time).
+            guard (missedCheckInSentAt == nil) == (missedCheckInAt == nil) else {
+                throw r.invalid("stream \(id): the escalation's sent_at does not match its escalation", at: start)
+            }
         }
         do {
             return try PanicStream.restored(id: id, status: status, startedAt: startedAt, updatedAt: updatedAt, seq: seq,
                                             lastLocation: lastLocation, lastLocationAt: lastLocationAt, note: note, ended: ended,
                                             history: events, historyCapacity: capacity, ownerDigest: ownerDigest,
                                             watchTokens: watchTokens, staleNotified: staleNotified,
-                                            dueAt: dueAt, missedCheckInAt: missedCheckInAt)
+                                            dueAt: dueAt, missedCheckInAt: missedCheckInAt, missedCheckInSentAt: missedCheckInSentAt)
         } catch {
             throw r.invalid("stream \(id): \(error)", at: start)
         }

@@ -101,7 +101,8 @@ public struct StateDigest: Equatable, Sendable, CustomStringConvertible {
         /// Kind bytes: an entity's bytes never read as another kind's.
         static let pinKind: UInt8 = 1, streamKind: UInt8 = 2, circleKind: UInt8 = 3
         /// Changes when what is hashed changes, so digests of different versions never compare equal.
-        static let versionTag = Array("vigil state digest 1".utf8)
+        /// 2: streams hash their escalation's sent_at (snapshot version 6).
+        static let versionTag = Array("vigil state digest 2".utf8)
 
         public init(_ rules: Rules) {
             self.rules = rules

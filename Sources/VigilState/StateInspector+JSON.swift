@@ -94,8 +94,9 @@ struct InspectorLine {
             w.field("ended", r.rawValue)
         case .timer(let due):
             optionalTime("timer_due_at", due)
-        case .missedCheckIn(let due, let last):
+        case .missedCheckIn(let due, let last, let sentAt):
             w.field("missed_check_in", due)
+            w.field("sent_at", sentAt)
             w.key("last_location")
             if content {
                 w.beginObject()
@@ -164,6 +165,7 @@ struct InspectorLine {
         w.field("stale_notified", s.isStaleNotified)
         optionalTime("timer_due_at", s.dueAt)
         optionalTime("missed_check_in_at", s.missedCheckInAt)
+        optionalTime("missed_check_in_sent_at", s.missedCheckInSentAt)
         w.field("history_capacity", Int64(s.history.capacity))
         w.key("history")
         w.beginArray()

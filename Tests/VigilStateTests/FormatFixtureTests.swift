@@ -54,6 +54,50 @@ import VigilGeo
         "8b01000084be1055",
     ])
 
+    /// A version 5 snapshot as the build before version 6 wrote it (the fuzz seed `timers.vgs` of
+    /// commit 60cfe83): two amber streams with safety timers, one escalated at its deadline
+    /// (1,700,000,900,000), from before an escalation kept when it was sent.
+    static let snapshotV5 = hex([
+        "895647530d0a1a0a050000000068e5cf8b01000004000000000000000000000002000000000000000000000000631c64",
+        "ec25f77a58ec5964bef9717c9c010068e5cf8b010000a023f3cf8b0100000400000000000000c4478a16ce3b50400847",
+        "abecc827344002ecaa2706d1756240e86be5cf8b010000010c00000077616c6b206d6520686f6d65003c7e58017445bd",
+        "ab3e44effe0f6f20a5628cb5203e71732899b8fbc4942f78f1010000006ee1e1607b1c39bb62afd39d8b5c9a7f23b806",
+        "76d34b44082358d004e416ebfa00080000000400000001000000000000000068e5cf8b0100000118730d7ace2b3e404a",
+        "9692c4796d57c00521ed648997224940541b8372296d2b400200000000000000e86be5cf8b01000001c4478a16ce3b50",
+        "400847abecc827344002ecaa2706d17562400300000000000000d06fe5cf8b0100000401a023f3cf8b01000004000000",
+        "00000000a023f3cf8b01000005a023f3cf8b010000c4478a16ce3b50400847abecc827344002ecaa2706d1756240e86b",
+        "e5cf8b0100000001a023f3cf8b010000e709a30886f0ea7e430a3918c16d5249020068e5cf8b010000d06fe5cf8b0100",
+        "000300000000000000694f132ca67e46c0ac22620821785e4004601a230332243140e86be5cf8b010000010c00000077",
+        "616c6b206d6520686f6d6500b8c06c5cbadc6307a9481e151aed99a3c41bf8123d5189d8f859ede068b9265a01000000",
+        "d6f315755b199bdf406fba92ce2d3c768e31610aa2dd11e6ccee0e04db4353f000080000000300000001000000000000",
+        "000068e5cf8b01000001d43ee07e395654c0973e0cdfb1e152c0023a8ab94e8c745a400200000000000000e86be5cf8b",
+        "01000001694f132ca67e46c0ac22620821785e4004601a2303322431400300000000000000d06fe5cf8b0100000401a0",
+        "23f3cf8b01000001a023f3cf8b010000000000000089b13bff",
+    ])
+
+    /// The journal payloads of that escalated stream as the same build wrote them (the fuzz seeds
+    /// `record-12.bin` to `record-15.bin`): its start with a timer (record kind 9), a location, the
+    /// timer moved, and the escalation as event kind 5, which has no sent_at.
+    static let escalationRecordsV5: [[UInt8]] = [
+        hex([
+            "09631c64ec25f77a58ec5964bef9717c9c0218730d7ace2b3e404a9692c4796d57c00521ed648997224940541b837229",
+            "6d2b400068e5cf8b010000010c00000077616c6b206d6520686f6d653c7e58017445bdab3e44effe0f6f20a5628cb520",
+            "3e71732899b8fbc4942f78f1010000006ee1e1607b1c39bb62afd39d8b5c9a7f23b80676d34b44082358d004e416ebfa",
+            "08000000c08feecf8b010000",
+        ]),
+        hex([
+            "04631c64ec25f77a58ec5964bef9717c9c0200000000000000e86be5cf8b01000001c4478a16ce3b50400847abecc827",
+            "344002ecaa2706d1756240",
+        ]),
+        hex([
+            "04631c64ec25f77a58ec5964bef9717c9c0300000000000000d06fe5cf8b0100000401a023f3cf8b010000",
+        ]),
+        hex([
+            "04631c64ec25f77a58ec5964bef9717c9c0400000000000000a023f3cf8b01000005a023f3cf8b010000c4478a16ce3b",
+            "50400847abecc827344002ecaa2706d1756240e86be5cf8b010000",
+        ]),
+    ]
+
     static func hex(_ lines: [String]) -> [UInt8] {
         let text = Array(lines.joined().utf8)
         func nibble(_ c: UInt8) -> UInt8 { c <= UInt8(ascii: "9") ? c - UInt8(ascii: "0") : c - UInt8(ascii: "a") + 10 }
@@ -74,13 +118,14 @@ import VigilGeo
         #expect(stream.ended == PanicEnd(reason: .safe, at: 1_795_000_007_000))
         #expect(stream.history.all.map(\.seq) == [1, 2, 3, 4] && stream.watchTokenDigests.count == 2)
         // Version 1 has no timer fields: its streams read as without a timer, and are written
-        // back as version 5 (the same bytes but for the version, two absent timer fields, the
+        // back as version 6 (the same bytes but for the version, two absent timer fields, the
         // pin's absent range (4 bytes, since version 3), the count of an empty circle list
-        // (4 bytes, since version 4) and the cluster fields (9 bytes, since version 5)).
+        // (4 bytes, since version 4), the cluster fields (9 bytes, since version 5) and the
+        // absent escalation's sent_at (1 byte, since version 6)).
         #expect(stream.dueAt == nil && stream.missedCheckInAt == nil && pin.rangeMeters == nil && snapshot.circles.isEmpty)
         #expect(snapshot.clusterSequence == nil)
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 5 && again.count == Self.snapshot.count + 2 + 4 + 4 + 9)
+        #expect(again[8] == 6 && again.count == Self.snapshot.count + 2 + 4 + 4 + 9 + 1)
         expectSameStreams(try SnapshotCodec.decode(again).streams, snapshot.streams)
 
         // Votes kept by session number are votes by voter number now; new voters number on above them.
@@ -91,7 +136,7 @@ import VigilGeo
     }
 
     /// Version 4 reads as a standalone node's snapshot (no cluster sequence), and is written back
-    /// as version 5: the same bytes but for the version and the 9 bytes of the cluster fields.
+    /// as version 6: the same bytes but for the version and the 9 bytes of the cluster fields.
     @Test func aVersion4SnapshotReadsAsStandalone() throws {
         let snapshot = try SnapshotCodec.decode(Self.snapshotV4)
         #expect(Self.snapshotV4[8] == 4 && snapshot.clusterSequence == nil)
@@ -99,8 +144,49 @@ import VigilGeo
         let circle = try #require(snapshot.circles.first)
         #expect(snapshot.circles.count == 1 && circle.members.count == 2 && circle.home != nil)
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 5 && again.count == Self.snapshotV4.count + 9)
+        #expect(again[8] == 6 && again.count == Self.snapshotV4.count + 9)
         #expect(Array(again[45..<(again.count - 4)]) == Array(Self.snapshotV4[36..<(Self.snapshotV4.count - 4)]))
+    }
+
+    /// An escalation from before sent_at was kept reads as sent at its time (the deadline), in
+    /// the stream and in its history, and is written back as version 6: one byte more per
+    /// stream (sent_at absent or present), 8 more for the escalated stream's sent_at, and 8 more
+    /// for its event, now kind 6 with the sent_at.
+    @Test func aVersion5SnapshotsEscalationReadsAsSentAtItsTime() throws {
+        let snapshot = try SnapshotCodec.decode(Self.snapshotV5)
+        #expect(Self.snapshotV5[8] == 5 && snapshot.streams.count == 2)
+        let escalated = try #require(snapshot.streams.first { $0.missedCheckInAt != nil })
+        #expect(escalated.missedCheckInAt == 1_700_000_900_000 && escalated.missedCheckInSentAt == 1_700_000_900_000)
+        let event = try #require(escalated.latestEvent)
+        guard case .missedCheckIn(let due, _, let sentAt) = event.kind else {
+            Issue.record("the escalated stream's newest event is \(event)")
+            return
+        }
+        #expect(due == 1_700_000_900_000 && event.at == due && sentAt == event.at)
+        #expect(snapshot.streams.allSatisfy { $0.missedCheckInAt != nil || $0.missedCheckInSentAt == nil })
+        let again = SnapshotCodec.encode(snapshot)
+        #expect(again[8] == 6 && again.count == Self.snapshotV5.count + 2 + 8 + 8)
+        expectSameStreams(try SnapshotCodec.decode(again).streams, snapshot.streams)
+    }
+
+    /// The same escalation as the old build journaled it: event kind 5, replayed as sent at its
+    /// time, with no issue; written again it is kind 6, 8 bytes longer for its sent_at.
+    @Test func aVersion5JournalsEscalationReadsAsSentAtItsTime() throws {
+        let records = try Self.escalationRecordsV5.map { try JournalCodec.decodeRecord(payload: $0) }
+        guard records.count == 4, case .panicStart = records[0], case .panicEvent(let id, let event) = records[3],
+              case .missedCheckIn(let due, _, let sentAt) = event.kind else {
+            Issue.record("records: \(records)")
+            return
+        }
+        #expect(event.seq == 4 && event.at == 1_700_000_900_000 && due == event.at && sentAt == event.at)
+        var image = StateImage()
+        image.apply(records)
+        let stream = try #require(image.streams[id])
+        #expect(stream.status == .red && stream.missedCheckInAt == event.at && stream.missedCheckInSentAt == event.at)
+        #expect(image.issueCount == 0)
+        let rewritten = JournalCodec.encode(records[3])
+        #expect(rewritten.count == JournalCodec.frameBytes + Self.escalationRecordsV5[3].count + 8)
+        #expect(try JournalCodec.decodeRecord(payload: Array(rewritten[JournalCodec.frameBytes...])) == records[3])
     }
 
     @Test func anOldJournalReadsRecordForRecord() throws {

@@ -26,6 +26,8 @@ import VigilTestSupport
         out.append(("snapshot", "one-stream.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 2, pins: [], streams: [streams[1]]))))
         out.append(("snapshot", "old-format.vgs", FormatFixtureTests.snapshot))
         out.append(("snapshot", "v4-format.vgs", FormatFixtureTests.snapshotV4))
+        // Version 5, with an escalation from before its sent_at was kept (event kind 5).
+        out.append(("snapshot", "v5-format.vgs", FormatFixtureTests.snapshotV5))
         // A cluster node's snapshot (version 5's cluster fields set).
         out.append(("snapshot", "cluster.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 3, pins: [pins[0]],
                                                                                     streams: [], clusterSequence: 4_242))))
@@ -63,6 +65,7 @@ import VigilTestSupport
         // ... and whole segments (header and framed records).
         out.append(("journal", "segment.vgj", segment))
         out.append(("journal", "old-format.vgj", FormatFixtureTests.journal))
+        out.append(("journal", "v5-escalation.bin", FormatFixtureTests.escalationRecordsV5[3]))
         return out
     }
 

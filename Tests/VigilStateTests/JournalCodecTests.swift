@@ -28,7 +28,7 @@ import VigilTestSupport
             .panicEvent(stream.id, PanicEvent(seq: 6, at: 14, kind: .timer(dueAt: 600_014))),
             .panicEvent(stream.id, PanicEvent(seq: 7, at: 15, kind: .timer(dueAt: nil))),
             .panicEvent(stream.id, PanicEvent(seq: 8, at: 600_014, kind: .missedCheckIn(
-                dueAt: 600_014, last: LastLocation(location: Fixtures.location(s), at: 11)))),
+                dueAt: 600_014, last: LastLocation(location: Fixtures.location(s), at: 11), sentAt: 3_600_014))),
             .panicInvite(stream.id, s.digest(ofToken: "new")),
             .panicRevoke(stream.id, s.digest(ofToken: "old")),
             .panicRemove(quiet.id),

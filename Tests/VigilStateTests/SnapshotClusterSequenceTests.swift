@@ -17,7 +17,7 @@ import VigilTestSupport
     @Test(arguments: [nil, 0, 1, 4_242, UInt64.max] as [UInt64?])
     func theSequenceRoundTrips(sequence: UInt64?) throws {
         let bytes = SnapshotCodec.encode(Self.snapshot(sequence))
-        #expect(bytes[8] == 5 && bytes[36] == (sequence == nil ? 0 : 1))
+        #expect(UInt16(bytes[8]) == SnapshotCodec.version && bytes[36] == (sequence == nil ? 0 : 1))
         #expect(Array(bytes[37..<45]) == Self.le64(sequence ?? 0))
         let decoded = try SnapshotCodec.decode(bytes)
         #expect(decoded.clusterSequence == sequence)

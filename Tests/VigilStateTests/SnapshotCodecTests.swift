@@ -48,7 +48,7 @@ import VigilTestSupport
         #expect(decoded.streams.contains { !$0.isActive })
         #expect(decoded.streams.allSatisfy { $0.owner == nil && $0.watcherCount == 0 })
         #expect(decoded.streams.contains { $0.dueAt == 1_700_000_900_000 && $0.missedCheckInAt == nil && $0.status == .amber })
-        #expect(decoded.streams.contains { $0.dueAt == nil && $0.missedCheckInAt == 1_700_000_900_000 && $0.status == .red })
+        #expect(decoded.streams.contains { $0.dueAt == nil && $0.missedCheckInAt == 1_700_000_900_000 && $0.missedCheckInSentAt == 1_700_000_900_040 && $0.status == .red })
     }
 
     /// A stream's timer must not outlive its end: such bytes are damage, not state.
@@ -88,12 +88,12 @@ import VigilTestSupport
 
     @Test func unknownVersionIsRefusedByName() {
         var bytes = SnapshotCodec.encode(Self.sample())
-        bytes[8] = 6
-        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 6, supported: 5)) { try SnapshotCodec.decode(bytes) }
+        bytes[8] = 7
+        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 7, supported: 6)) { try SnapshotCodec.decode(bytes) }
         bytes[8] = 0
-        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 0, supported: 5)) { try SnapshotCodec.decode(bytes) }
-        let message = StateError.unsupportedVersion(kind: "snapshot", found: 6, supported: 5).description
-        #expect(message == "snapshot format version 6 is not supported (this build reads version 5)")
+        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 0, supported: 6)) { try SnapshotCodec.decode(bytes) }
+        let message = StateError.unsupportedVersion(kind: "snapshot", found: 7, supported: 6).description
+        #expect(message == "snapshot format version 7 is not supported (this build reads version 6)")
     }
 
     @Test func wrongMagicAndChecksumAreNamed() {

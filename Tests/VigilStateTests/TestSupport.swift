@@ -52,7 +52,7 @@ enum Fixtures {
     }
 
     /// An amber stream with a safety timer (moved once), and, when `escalated`, its missed
-    /// check-in recorded as the hub's tick does.
+    /// check-in recorded as the hub's tick does (noticed 40 ms after the deadline).
     static func timedStream(_ secrets: TestSecrets, escalated: Bool, start: Int64 = 1_700_000_000_000) -> PanicStream {
         var stream = try! PanicStartRecord(id: StreamID(random: secrets.randomBytes(16)), status: .amber, location: location(secrets),
                                            note: "walk me home", startedAt: start, ownerDigest: secrets.digest(ofToken: "owner-\(secrets.next())"),
@@ -60,7 +60,7 @@ enum Fixtures {
                                            historyCapacity: 8, dueAt: start + 600_000).stream()
         _ = stream.record(.location(location(secrets)), now: start + 1_000)
         _ = stream.record(.timer(dueAt: start + 900_000), now: start + 2_000)
-        if escalated { _ = stream.record(.missedCheckIn(dueAt: start + 900_000, last: stream.last), now: start + 900_000) }
+        if escalated { _ = stream.record(.missedCheckIn(dueAt: start + 900_000, last: stream.last, sentAt: start + 900_040), now: start + 900_000) }
         return stream
     }
 }
@@ -90,6 +90,7 @@ func expectSameStream(_ a: PanicStream, _ b: PanicStream, compareEndedStale: Boo
     #expect(a.watchTokenDigests == b.watchTokenDigests, sourceLocation: sourceLocation)
     #expect(a.dueAt == b.dueAt, sourceLocation: sourceLocation)
     #expect(a.missedCheckInAt == b.missedCheckInAt, sourceLocation: sourceLocation)
+    #expect(a.missedCheckInSentAt == b.missedCheckInSentAt, sourceLocation: sourceLocation)
     if compareEndedStale || a.isActive {
         #expect(a.isStaleNotified == b.isStaleNotified, sourceLocation: sourceLocation)
     }

@@ -285,6 +285,46 @@ def test_limits_and_errors(clients):
     assert owner.code("checkin.open", circle=circle, owner_token=owner_token) == "forbidden"
 
 
+def test_a_member_an_operation_does_not_define_is_refused_by_name_and_changes_nothing(clients):
+    """The envelope's rule (docs/PROTOCOL.md, "Envelope"): a `note` on a check-in request (which
+    takes none) was answered ok and dropped; now it is `unknown_field` naming it, the ref echoed,
+    and the request is not made. The same rule for every op, here for a few more."""
+    owner, mum = clients(2)
+    created = owner.create(members=["Mum"])
+    circle, owner_token = created["circle"], created["owner_token"]
+    (mum_token,) = tokens(created)
+    mum.ok("checkin.join", circle=circle, member_token=mum_token)
+
+    reply = mum.request("checkin.request", ref="r1", circle=circle, member_token=mum_token, note="call me")
+    assert reply == {"type": "error", "ref": "r1", "code": "unknown_field", "field": "note",
+                     "message": "note is not a field of this operation"}, reply
+    owner.quiet(0.2)
+    mum.quiet(0.1)
+    assert owner.ok("checkin.open", circle=circle, owner_token=owner_token)["state"]["requests"] == []
+
+    # A misspelt field is named as such, before the missing one it replaced.
+    e = mum.error("checkin.request", circle=circle, membertoken=mum_token)
+    assert (e["code"], e["field"]) == ("unknown_field", "membertoken"), e
+    # Other operations, other families: a pin field at the top level, a stray on a read.
+    for op, fields, stray in [
+        ("pin.create", {"pin": {"lat": 1, "lon": 1, "title": "x"}, "ttl_s": 60}, "ttl_s"),
+        ("subscribe", {"area": {"bbox": [0, 0, 2, 2]}, "zoom": 3}, "zoom"),
+        ("unsubscribe", {"area": {"bbox": [0, 0, 2, 2]}}, "area"),
+        ("panic.start", {"status": "red", "lat": 1, "lon": 1, "colour": "red"}, "colour"),
+        ("checkin.answer", {"circle": circle, "owner_token": owner_token, "mood": "fine"}, "mood"),
+    ]:
+        e = owner.error(op, **fields)
+        assert (e["code"], e["field"]) == ("unknown_field", stray), (op, e)
+    # Nothing of that was done: no pin in the area (the refused subscribe left none either),
+    # no answer in the circle.
+    assert owner.ok("subscribe", area={"bbox": [0, 0, 2, 2]})["pins"] == []
+    assert "answer" not in owner.ok("checkin.open", circle=circle, owner_token=owner_token)["state"]
+
+    # Without the stray member, the same request is made and heard.
+    asked = mum.ok("checkin.request", circle=circle, member_token=mum_token)
+    assert owner.event_of("checkin.requested")["at"] == asked["at"]
+
+
 def test_an_idle_circle_is_removed_and_those_listening_are_told(vigild):
     d = vigild(config(idle_lifetime_s=2, max_home_s=1))
     with CheckinClient(d.port) as owner, CheckinClient(d.port) as mum:

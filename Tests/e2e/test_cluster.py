@@ -354,13 +354,20 @@ def test_a_missed_check_in_is_decided_once_for_the_whole_cluster(cluster, client
         wait_until("the stream on the watcher's node",
                    lambda: w.request("panic.watch", stream=s, watch_token=token)["type"] == "ok")
         watchers.append(w)
+    sent = set()
     for w in watchers:
         ev = w.event_of("panic.status", timeout=10)
         assert ev["reason"] == "missed_check_in" and ev["seq"] == 2 and ev["at"] == due_at, ev
+        assert ev["sent_at"] >= due_at, ev
+        sent.add(ev["sent_at"])
         w.quiet(0.5)
     seq = wait_applied([a, b, c])
     assert seq == 2, (seq, [health(d)["cluster"] for d in (a, b, c)])  # the start and one escalation: the copies from other nodes were dropped
-    assert [e["reason"] for e in owner.drain() if e["type"] == "panic.status"] == ["missed_check_in"]
+    owner_events = [e for e in owner.drain() if e["type"] == "panic.status"]
+    assert [e["reason"] for e in owner_events] == ["missed_check_in"]
+    # One record: when it was sent is the deciding node's clock, the same on every node.
+    sent.add(owner_events[0]["sent_at"])
+    assert len(sent) == 1, sent
 
 
 def test_a_node_joining_after_retention_dropped_the_stream_start_restores_a_cluster_snapshot(vigild, nats, tmp_path, clients):

@@ -42,6 +42,8 @@ EXPECTED_LIMITS = {
     "categories": CATEGORIES, "ttl_s": {"default": 14400, "min": 1, "max": 86400},
     "vote_flag_threshold": THRESHOLD, "writes_per_minute": 6000, "write_burst": 1000,
     "messages_per_second": 1000, "message_burst": 2000, "max_subscribe_pins": 5000,
+    "title_max_bytes": 640, "description_max_bytes": 8000, "panic_note_max_chars": 280, "panic_note_max_bytes": 2240,
+    "checkin_label_max_chars": 40, "checkin_label_max_bytes": 320, "checkin_note_max_chars": 280, "checkin_note_max_bytes": 2240,
 }
 WORLD = [-90, -180, 90, 180]
 

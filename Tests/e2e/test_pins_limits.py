@@ -143,3 +143,50 @@ def test_capacity_exceeded_at_max_pins(vigild):
         c.event()  # its pin.removed (we are subscribed)
         again, _ = c.create(10.5, 10.5, "fits again")
         assert c.event() == {"type": "pin.added", "pin": again}
+
+
+# ---------------------------------------------------------------------------------------
+# text caps in the welcome
+# ---------------------------------------------------------------------------------------
+def test_welcome_announces_the_configured_text_caps(vigild):
+    """A daemon with non-default byte caps announces them, and what it announces is what it
+    enforces: a text of exactly the cap is taken, one byte more is refused."""
+    d = start(vigild, pins={"title_max_bytes": 40, "description_max_bytes": 100},
+              panic={"note_max_bytes": 24}, checkin={"label_max_bytes": 12, "note_max_bytes": 20})
+    with PinClient(d.port) as c, PinClient(d.port) as creator:
+        limits = c.welcome["limits"]
+        assert {k: limits.get(k) for k in (
+            "title_max_chars", "title_max_bytes", "description_max_chars", "description_max_bytes",
+            "panic_note_max_chars", "panic_note_max_bytes", "checkin_label_max_chars", "checkin_label_max_bytes",
+            "checkin_note_max_chars", "checkin_note_max_bytes")} == {
+            "title_max_chars": 80, "title_max_bytes": 40, "description_max_chars": 1000, "description_max_bytes": 100,
+            "panic_note_max_chars": 280, "panic_note_max_bytes": 24, "checkin_label_max_chars": 40,
+            "checkin_label_max_bytes": 12, "checkin_note_max_chars": 280, "checkin_note_max_bytes": 20}, limits
+
+        def text(n):
+            return "é" * (n // 2) + "x" * (n % 2)  # n bytes of UTF-8, n // 2 + n % 2 characters: under every character cap
+
+        cap = limits["title_max_bytes"]
+        c.ok("pin.create", pin={"lat": 10, "lon": 10, "title": text(cap), "description": text(limits["description_max_bytes"])})
+        assert c.error("pin.create", pin={"lat": 10, "lon": 10, "title": text(cap + 1)})["field"] == "pin.title"
+        e = c.error("pin.create", pin={"lat": 10, "lon": 10, "title": "t", "description": text(limits["description_max_bytes"] + 1)})
+        assert (e["code"], e["field"]) == ("invalid_description", "pin.description"), e
+
+        cap = limits["panic_note_max_bytes"]
+        c.ok("panic.start", status="amber", lat=10, lon=10, note=text(cap))
+        e = c.error("panic.start", status="amber", lat=10, lon=10, note=text(cap + 1))
+        assert (e["code"], e["field"]) == ("invalid_note", "note"), e
+
+        cap = limits["checkin_label_max_bytes"]
+        # Created on a connection of its own, which hears the circle's news (this one must not: a
+        # PinClient takes only pin events); answered from this one.
+        circle = creator.ok("checkin.create", members=[text(cap)])
+        assert circle["members"][0]["label"] == text(cap)
+        e = c.error("checkin.create", members=[text(cap + 1)])
+        assert (e["code"], e["field"]) == ("invalid_label", "members"), e
+
+        cap = limits["checkin_note_max_bytes"]
+        answer = c.ok("checkin.answer", circle=circle["circle"], owner_token=circle["owner_token"], note=text(cap))["answer"]
+        assert answer["note"] == text(cap)
+        e = c.error("checkin.answer", circle=circle["circle"], owner_token=circle["owner_token"], note=text(cap + 1))
+        assert (e["code"], e["field"]) == ("invalid_note", "note"), e

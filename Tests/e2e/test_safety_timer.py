@@ -40,13 +40,15 @@ class WalkClient(PanicClient):
 
 
 def escalation_of(watcher: WalkClient, stream: str, due_at: int) -> dict:
-    """Waits for the escalation of `stream` and checks that it came on time."""
+    """Waits for the escalation of `stream` and checks that it came on time, and was sent (sent_at)
+    at or after its time and before it arrived."""
     left = (due_at - pc.now_ms()) / 1000 + LATE_MS / 1000
     ev = watcher.event_of("panic.status", timeout=max(0.1, left))
     arrived = pc.now_ms()
     assert ev["stream"] == stream and ev["status"] == "red" and ev["reason"] == "missed_check_in", ev
     assert ev["due_at"] == due_at, ev
     assert due_at - 50 <= arrived <= due_at + LATE_MS, f"escalated {arrived - due_at} ms after the deadline"
+    assert ev["at"] <= ev["sent_at"] <= arrived, ev
     return ev
 
 
@@ -64,17 +66,20 @@ def test_a_missed_check_in_turns_the_stream_red_for_every_watcher(vigild):
         owner.ok("panic.update", stream=stream, lat=52.53, lon=13.41, accuracy_m=9)
         for w in (w1, w2):
             assert w.event_of("panic.location", 5)["seq"] == 2
+        sent = set()
         for w in (w1, w2):
             ev = escalation_of(w, stream, due_at)
             assert ev["seq"] == 3 and ev["at"] == due_at
             assert (ev["last"]["lat"], ev["last"]["lon"], ev["last"]["accuracy_m"]) == (52.53, 13.41, 9.0)
+            sent.add(ev["sent_at"])
+        assert len(sent) == 1, f"one event, one sent_at: {sent}"
         # The owner's phone (if it still listens) learns it too.
         owner_events = [e for e in owner.drain() if e["type"] == "panic.status"]
         assert [e["reason"] for e in owner_events] == ["missed_check_in"]
 
         state = w1.ok("panic.watch", stream=stream, watch_token=started["watch_tokens"][0])["state"]
         assert state["status"] == "red" and "timer" not in state and "ended" not in state
-        assert state["escalated"] == {"reason": "missed_check_in", "at": due_at}
+        assert state["escalated"] == {"reason": "missed_check_in", "at": due_at, "sent_at": sent.pop()}
         # Exactly once, and the stream stays open; no new timer on a red stream.
         w2.quiet(1.0)
         assert owner.error("panic.timer", stream=stream, due_in_s=60)["code"] == "timer_needs_amber"
@@ -174,3 +179,47 @@ def test_kill_9_before_the_deadline_still_escalates_once_after_restart(vigild, t
             events = [w.event(5) for _ in range(seq)]
             assert [e.get("reason") for e in events].count("missed_check_in") == 1
         w.quiet(0.3)
+
+
+def test_an_escalation_fired_after_a_restart_says_how_late_it_went_out(vigild, tmp_path):
+    """A deadline that passed while vigild was down fires at the first tick after the restart:
+    `at` is still the deadline, `sent_at` the moment it went out, so `sent_at - at` shows the
+    lateness. It is stored with the event: a replay, `state`, and later restarts (from the
+    journal, then from a snapshot) show the same `sent_at`."""
+    state = tmp_path / "state"
+    d = vigild(config(state))
+    with WalkClient(d.port) as owner:
+        walk = owner.start_walk(due_at=pc.now_ms() + 1000)
+    d.proc.send_signal(signal.SIGKILL)
+    d.wait(10)
+    d.reported = True
+    # The downtime itself: the deadline passes, and 1.5 s more, while nothing runs.
+    time.sleep(max(0.0, (walk["due_at"] + 1500 - pc.now_ms()) / 1000))
+
+    def watched(daemon) -> tuple[dict, dict]:
+        """The stream's state and its escalation as replayed from seq 0."""
+        with WalkClient(daemon.port) as w:
+            reply = w.ok("panic.watch", stream=walk["stream"], watch_token=walk["watch_tokens"][0], since=0)
+            replay = [w.event(5) for _ in range(reply["state"]["seq"])]
+            w.quiet(0.2)
+        assert [e["seq"] for e in replay] == [1, 2], replay
+        assert replay[1]["reason"] == "missed_check_in", replay
+        return reply["state"], replay[1]
+
+    restarted_at = pc.now_ms()
+    d2 = vigild(config(state))
+    state2, escalation = watched(d2)
+    assert escalation["at"] == walk["due_at"] == escalation["due_at"], escalation
+    assert restarted_at <= escalation["sent_at"] <= pc.now_ms(), (restarted_at, escalation)
+    assert escalation["sent_at"] - escalation["at"] >= 1500, f"sent {escalation['sent_at'] - escalation['at']} ms late"
+    assert state2["escalated"] == {"reason": "missed_check_in", "at": walk["due_at"], "sent_at": escalation["sent_at"]}
+
+    # From the journal (kill -9: no snapshot since), then from the final snapshot: the same.
+    d2.proc.send_signal(signal.SIGKILL)
+    d2.wait(10)
+    d2.reported = True
+    d3 = vigild(config(state))
+    assert watched(d3) == (state2, escalation)
+    assert d3.stop(signal.SIGTERM) == 0
+    d4 = vigild(config(state))
+    assert watched(d4) == (state2, escalation)

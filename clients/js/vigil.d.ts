@@ -18,10 +18,16 @@ export interface Pin {
   down: number;
 }
 
+/**
+ * The welcome's `limits`. Texts are capped in characters (`*_max_chars`, grapheme clusters) and
+ * in bytes of UTF-8 (`*_max_bytes`), both after trimming surrounding white space.
+ */
 export interface Limits {
   max_message_bytes: number;
   title_max_chars: number;
+  title_max_bytes: number;
   description_max_chars: number;
+  description_max_bytes: number;
   categories: string[];
   ttl_s: { default: number; min: number; max: number };
   vote_flag_threshold: number;
@@ -30,6 +36,16 @@ export interface Limits {
   messages_per_second: number;
   message_burst: number;
   max_subscribe_pins: number;
+  max_range_m: number;
+  /** A panic stream's `note`. */
+  panic_note_max_chars: number;
+  panic_note_max_bytes: number;
+  /** A check-in member's label. */
+  checkin_label_max_chars: number;
+  checkin_label_max_bytes: number;
+  /** The note of a check-in answer. */
+  checkin_note_max_chars: number;
+  checkin_note_max_bytes: number;
 }
 
 export interface Welcome { type: 'welcome'; session: string; protocol: number; limits: Limits }
@@ -49,13 +65,24 @@ export interface StreamState {
   /** While a safety timer is set. */
   timer?: { due_at: number };
   /** Once the timer passed with no check-in. */
-  escalated?: { reason: 'missed_check_in'; at: number };
+  escalated?: Escalation;
 }
+
+/**
+ * The server raised the alarm for a missed check-in: `at` is the deadline (or the stream's last
+ * event, if that came later), `sent_at` when the alarm went out (at or after `at`; later after a
+ * server restart), so `sent_at - at` is how late it was.
+ */
+export interface Escalation { reason: 'missed_check_in'; at: number; sent_at: number }
 
 export interface Position { lat: number; lon: number; accuracy_m?: number; heading?: number; speed_mps?: number }
 
 export interface PanicLocation extends Position { type: 'panic.location'; stream: string; seq: number; at: number }
-export interface PanicStatus { type: 'panic.status'; stream: string; seq: number; status: 'red' | 'amber'; at: number }
+/** A status change; one the server made for a missed check-in also has `reason`, `due_at`, `last` and `sent_at` (see Escalation). */
+export interface PanicStatus {
+  type: 'panic.status'; stream: string; seq: number; status: 'red' | 'amber'; at: number;
+  reason?: 'missed_check_in'; due_at?: number; last?: Position & { at: number }; sent_at?: number;
+}
 export interface PanicEnded { type: 'panic.ended'; stream: string; seq: number; reason: 'safe' | 'cancelled' | 'abandoned'; at: number }
 export interface PanicStale { type: 'panic.stale'; stream: string; last_location_at: number; at: number }
 export interface PanicRevoked { type: 'panic.revoked'; stream: string }
@@ -200,14 +227,14 @@ export class Owner extends Emitter {
   setTimer(timer: { due_in_s: number } | { due_at: number }, options?: RequestOptions): Promise<number>;
   cancelTimer(options?: RequestOptions): Promise<void>;
   /** Set once the server raised the alarm for a missed check-in (live, or as `panic.resume` reported it). */
-  escalated: { reason: 'missed_check_in'; at: number } | null;
+  escalated: Escalation | null;
   end(reason?: 'safe' | 'cancelled', options?: RequestOptions): Promise<number>;
   invite(options?: RequestOptions): Promise<string>;
   revoke(watchToken: string, options?: RequestOptions): Promise<void>;
   on(name: 'watchers', fn: (count: number) => void): () => void;
   on(name: 'resumed', fn: (state: StreamState) => void): () => void;
   /** The timer passed without a check-in: the server turned the stream red and told every watcher. */
-  on(name: 'missedCheckIn', fn: (event: { seq: number; due_at: number; last: Position & { at: number }; at: number }) => void): () => void;
+  on(name: 'missedCheckIn', fn: (event: { seq: number; due_at: number; last: Position & { at: number }; at: number; sent_at: number }) => void): () => void;
   on(name: string, fn: (payload: any) => void): () => void;
 }
 
@@ -239,7 +266,7 @@ export class WatchModel extends Emitter {
   /** The safety timer's deadline (unix ms), or null. */
   dueAt: number | null;
   /** Set once the server raised the alarm because the timer passed with no check-in. */
-  escalated: { reason: 'missed_check_in'; at: number } | null;
+  escalated: Escalation | null;
   gaps: number;
   lastSeq: number;
   readonly lastUpdateAt: number | null;

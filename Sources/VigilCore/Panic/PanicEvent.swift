@@ -39,7 +39,14 @@ public enum PanicEventKind: Equatable, Sendable {
     case timer(dueAt: Int64?)
     /// The safety timer's deadline passed with no check-in: the hub set the stream red on its own.
     /// Carries the last location and its time, so that the event alone tells a watcher where to look.
-    case missedCheckIn(dueAt: Int64, last: LastLocation)
+    ///
+    /// The event's `at` is the deadline (or the stream's last event, if that came later): a time
+    /// that follows from the stream alone. `sentAt` is when the alarm was raised: the clock of the
+    /// tick that noticed the deadline (or of the cluster node that decided it), never before
+    /// `at`. `sentAt - at` is how late it went out: a tick (50 ms) normally, the downtime when the
+    /// deadline passed while vigild was down. Recorded with the event (journal, snapshot,
+    /// replicated log), so a replay and a restart show the same `sentAt`.
+    case missedCheckIn(dueAt: Int64, last: LastLocation, sentAt: Int64)
 }
 
 /// A safety timer as the owner asks for it: a delay from now, a time, or off.
@@ -70,6 +77,17 @@ public struct PanicEvent: Equatable, Sendable {
         self.seq = seq
         self.at = at
         self.kind = kind
+    }
+
+    /// Whether `other` records the same change: equal, or the same escalation decided at another
+    /// moment. Nodes of a cluster that notice one deadline each decide it on their own clock, so
+    /// their records differ in `sentAt` alone; the first applied holds on every node.
+    public func isSameChange(as other: PanicEvent) -> Bool {
+        if self == other { return true }
+        guard seq == other.seq, at == other.at,
+              case .missedCheckIn(let due, let last, _) = kind,
+              case .missedCheckIn(let otherDue, let otherLast, _) = other.kind else { return false }
+        return due == otherDue && last == otherLast
     }
 }
 

@@ -6,8 +6,9 @@ import HeapModule
 /// `deciding: false` (stale notices and removals after the grace stay local: they follow from
 /// times alone), publishes what `dueDecisions(now:)` reports, and applies each record like any
 /// other (`applyReplicatedEvent`). Every event's time is its deadline, not the clock's, so nodes
-/// that publish the same decision publish the same event: the first to arrive applies, the others
-/// are duplicates.
+/// that publish the same decision publish the same event, but for an escalation's `sentAt` (each
+/// node's clock when it decided): the first to arrive applies, with its `sentAt`, on every node,
+/// and the others are duplicates.
 extension PanicHub {
     /// The events `tick(now:out:)` would record at `now`, in its order (escalations, then
     /// abandonments), each with the seq it would get. Changes nothing. Costs O(decisions) after a
@@ -17,7 +18,7 @@ extension PanicHub {
         var decided = Set<StreamID>()
         for entry in Self.due(undecidedTimers, timerDeadlines, by: now) where !decided.contains(entry.id) {
             guard let stream = streams[entry.id], stream.isActive, let due = stream.dueAt, due == entry.at else { continue }
-            let event = PanicEvent(seq: stream.seq + 1, at: max(due, stream.updatedAt), kind: .missedCheckIn(dueAt: due, last: stream.last))
+            let event = PanicEvent(seq: stream.seq + 1, at: max(due, stream.updatedAt), kind: Self.escalation(of: stream, due: due, now: now))
             decisions.append(StreamEvent(stream: entry.id, event: event))
             decided.insert(entry.id)         // escalated now: never abandoned (see `tick`)
         }

@@ -32,19 +32,21 @@ extension PanicHub {
     /// `panicEvent`: the stream's next seq, recorded as the writer recorded it (kind and time),
     /// delivered as the operation that made it delivers it: an escalation (`missedCheckIn`) to the
     /// watchers and the owner, anything else to the watchers. A seq the stream holds already is a
-    /// duplicate when the held event is this one; any other seq is a writer that validated against
-    /// a stream that has moved on since.
+    /// duplicate when the held event is this one (an escalation: but for its `sentAt`, see
+    /// `PanicEvent.isSameChange`); any other seq is a writer that validated against a stream that
+    /// has moved on since.
     public mutating func applyReplicatedEvent(_ id: StreamID, _ event: PanicEvent, out: inout [PanicDelivery]) -> ReplicatedOutcome {
         guard let stream = streams[id] else { return .conflict("the stream is gone") }
         if event.seq <= stream.seq {
             let held = stream.history.event(seq: event.seq)
-            return held == event ? .duplicate : .conflict("the stream moved on")
+            return held?.isSameChange(as: event) == true ? .duplicate : .conflict("the stream moved on")
         }
         guard event.seq == stream.seq + 1 else { return .conflict("the stream moved on") }
         guard stream.isActive else { return .conflict("the stream has ended") }
         guard PanicStream.isRestorableTime(event.at), PanicStream.isRestorable(event.kind) else {
             return .conflict("the event has a location or time out of range")
         }
+        guard PanicStream.isInOrder(event) else { return .conflict("the escalation was sent before its time") }
         var needsStaleEntry = false
         withStream(id) { stream in
             let recorded = stream.record(event.kind, now: event.at)

@@ -22,7 +22,9 @@ extension PanicHub {
     /// late it is computed. Returned here as well (also for streams nobody watches), because the
     /// server must journal each one: the end of a stream is part of its durable state. The same
     /// holds for an escalation, whose time is its deadline (or the stream's last event, if that
-    /// came later: a stream's events never go back in time), and which comes first in the list.
+    /// came later: a stream's events never go back in time), and which comes first in the list;
+    /// it also carries `now` as when it was sent (`sentAt`, never before its time), so a watcher
+    /// can tell how late the alarm went out.
     /// An escalated stream is never abandoned: it stays open until its owner ends it.
     @discardableResult
     public mutating func tick(now: Int64, out: inout [PanicDelivery]) -> [StreamEvent] {
@@ -71,12 +73,19 @@ extension PanicHub {
             }
             withStream(top.id) { stream in
                 guard stream.isActive, let due = stream.dueAt, due == top.at else { return }
-                let event = stream.record(.missedCheckIn(dueAt: due, last: stream.last), now: max(due, stream.updatedAt))
+                let event = stream.record(Self.escalation(of: stream, due: due, now: now), now: max(due, stream.updatedAt))
                 Self.deliverEscalation(event, of: stream, out: &out)
                 escalated.append(StreamEvent(stream: stream.id, event: event))
             }
         }
         return escalated
+    }
+
+    /// The escalation of `stream` for its deadline `due`, decided at `now`. Sent at `now`, or at
+    /// the event's own time if the clock is behind it (it went back since the stream's last
+    /// event): the alarm is never reported as sent before it was due.
+    static func escalation(of stream: PanicStream, due: Int64, now: Int64) -> PanicEventKind {
+        .missedCheckIn(dueAt: due, last: stream.last, sentAt: max(now, due, stream.updatedAt))
     }
 
     /// An escalation goes to every watcher, and to the owner's connection too if it has one (the

@@ -30,16 +30,24 @@ extension PanicStream {
     /// (connections do not survive a restart: the phone resumes, contacts watch again with `since`).
     ///
     /// `history` is the held window, oldest first: contiguous seqs ending at `seq`, at most
-    /// `historyCapacity` of them. Throws when the parts contradict each other or the limits above.
+    /// `historyCapacity` of them. `missedCheckInSentAt` nil with `missedCheckInAt` set (a
+    /// snapshot from before it was kept) reads as sent at its time. Throws when the parts
+    /// contradict each other or the limits above.
     public static func restored(id: StreamID, status: PanicStatus, startedAt: Int64, updatedAt: Int64, seq: UInt64,
                                 lastLocation: PanicLocation, lastLocationAt: Int64, note: String?,
                                 ended: (reason: PanicEndReason, at: Int64)?, history events: [PanicEvent], historyCapacity: Int,
                                 ownerDigest: TokenDigest, watchTokens: [TokenDigest], staleNotified: Bool,
-                                dueAt: Int64? = nil, missedCheckInAt: Int64? = nil) throws(PanicRestoreError) -> PanicStream {
+                                dueAt: Int64? = nil, missedCheckInAt: Int64? = nil,
+                                missedCheckInSentAt: Int64? = nil) throws(PanicRestoreError) -> PanicStream {
         guard historyCapacity >= 1 else { throw .invalidHistoryCapacity(historyCapacity) }
         guard seq >= 1, seq <= UInt64(restorableMagnitude) else { throw .seqOutOfRange(seq) }
-        for time in [startedAt, updatedAt, lastLocationAt, ended?.at ?? 0, dueAt ?? 0, missedCheckInAt ?? 0] {
+        for time in [startedAt, updatedAt, lastLocationAt, ended?.at ?? 0, dueAt ?? 0, missedCheckInAt ?? 0, missedCheckInSentAt ?? 0] {
             guard Self.isRestorableTime(time) else { throw .timeOutOfRange(time) }
+        }
+        switch (missedCheckInAt, missedCheckInSentAt) {
+        case (nil, _?): throw .escalationSentAtWithoutEscalation
+        case (let at?, let sentAt?) where sentAt < at: throw .escalationSentBeforeItsTime(at: at, sentAt: sentAt)
+        default: break
         }
         guard Self.isRestorable(lastLocation) else { throw .invalidLocation }
         if ended != nil && dueAt != nil { throw .timerAfterEnd }
@@ -54,6 +62,9 @@ extension PanicStream {
             guard event.seq == expected else { throw .historyNotContiguous }
             guard Self.isRestorableTime(event.at) else { throw .timeOutOfRange(event.at) }
             guard Self.isRestorable(event.kind) else { throw .invalidLocation }
+            if case .missedCheckIn(_, _, let sentAt) = event.kind, sentAt < event.at {
+                throw .escalationSentBeforeItsTime(at: event.at, sentAt: sentAt)
+            }
             if case .ended = event.kind, event.seq != seq { throw .eventAfterEnd }
             history.append(event)
             expected += 1
@@ -78,6 +89,7 @@ extension PanicStream {
         stream.staleNotified = staleNotified
         stream.dueAt = dueAt
         stream.missedCheckInAt = missedCheckInAt
+        stream.missedCheckInSentAt = missedCheckInAt.map { missedCheckInSentAt ?? $0 }
         return stream
     }
 
@@ -92,6 +104,7 @@ extension PanicStream {
         guard Self.isRestorable(event.kind) else {
             return .refused("stream \(id) event seq \(event.seq) has an invalid location or time")
         }
+        guard Self.isInOrder(event) else { return .refused("stream \(id) event seq \(event.seq) is an escalation sent before its time") }
         _ = record(event.kind, now: event.at)
         return .applied
     }
@@ -125,8 +138,16 @@ extension PanicStream {
         case .location(let location): return isRestorable(location)
         case .status, .ended: return true
         case .timer(let due): return isRestorableTime(due ?? 0)
-        case .missedCheckIn(let due, let last): return isRestorableTime(due) && isRestorableTime(last.at) && isRestorable(last.location)
+        case .missedCheckIn(let due, let last, let sentAt):
+            return isRestorableTime(due) && isRestorableTime(last.at) && isRestorableTime(sentAt) && isRestorable(last.location)
         }
+    }
+
+    /// An escalation is sent at or after its own time (`PanicHub.escalation` takes the later of
+    /// the clock and the event's time); every other event is in order by itself.
+    static func isInOrder(_ event: PanicEvent) -> Bool {
+        guard case .missedCheckIn(_, _, let sentAt) = event.kind else { return true }
+        return sentAt >= event.at
     }
 
     /// Coordinates in range and the optional readings finite: what the request decoder admits.
@@ -158,6 +179,8 @@ public enum PanicRestoreError: Error, Equatable, Sendable, CustomStringConvertib
     case eventAfterEnd
     case endMismatch
     case timerAfterEnd
+    case escalationSentAtWithoutEscalation
+    case escalationSentBeforeItsTime(at: Int64, sentAt: Int64)
 
     public var description: String {
         switch self {
@@ -172,6 +195,8 @@ public enum PanicRestoreError: Error, Equatable, Sendable, CustomStringConvertib
         case .eventAfterEnd: return "history has events after an end"
         case .endMismatch: return "the stream's end does not match its newest event"
         case .timerAfterEnd: return "an ended stream has a safety timer"
+        case .escalationSentAtWithoutEscalation: return "the stream has an escalation's sent time but no escalation"
+        case .escalationSentBeforeItsTime(let at, let sentAt): return "an escalation at \(at) ms was sent before it, at \(sentAt) ms"
         }
     }
 }

@@ -34,9 +34,13 @@ public struct PanicStream: Sendable {
     /// The safety timer: by when the owner must check in (extend it or end the stream), unix ms.
     /// Set only on an active stream; cleared by the end, a cancel, or the escalation.
     public internal(set) var dueAt: Int64?
-    /// When the hub set the stream red because its timer passed (`missedCheckIn`). Such a stream
-    /// stays open until its owner ends it: the abandonment rule does not apply to it.
+    /// When the hub set the stream red because its timer passed (`missedCheckIn`: the event's
+    /// time). Such a stream stays open until its owner ends it: the abandonment rule does not
+    /// apply to it.
     public internal(set) var missedCheckInAt: Int64?
+    /// When that escalation was sent (`missedCheckIn`'s `sentAt`, at or after `missedCheckInAt`);
+    /// set together with it.
+    public internal(set) var missedCheckInSentAt: Int64?
 
     /// Digest of the owner token (resume, and steering from a connection that does not own the stream).
     let ownerDigest: TokenDigest
@@ -93,10 +97,11 @@ public struct PanicStream: Sendable {
             dueAt = nil
         case .timer(let due):
             dueAt = due
-        case .missedCheckIn:
+        case .missedCheckIn(_, _, let sentAt):
             status = .red
             dueAt = nil
             missedCheckInAt = now
+            missedCheckInSentAt = sentAt
         }
         history.append(event)
         return event

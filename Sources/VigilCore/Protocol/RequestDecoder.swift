@@ -3,7 +3,8 @@ import VigilGeo
 /// Turns a client's text message into a validated `ClientRequest`, or the error to answer with.
 ///
 /// Pure code over bytes: the message is parsed by `JSONParser` (strict RFC 8259, bounded depth),
-/// then each operation's fields are checked in one place, each failure naming its field.
+/// then any member the operation does not define is refused (`RequestDecoder+Fields`), and each
+/// operation's fields are checked in one place, each failure naming its field.
 public struct RequestDecoder: Sendable {
     public let settings: PinSettings
     public let panic: PanicSettings
@@ -40,6 +41,8 @@ public struct RequestDecoder: Sendable {
             return .failure(RejectedRequest(ref: ref, error: RequestError("bad_message", field: "op", "op must be a string")))
         }
         do {
+            guard let fields = Self.operationFields[op] else { throw RequestError.unknownOp(op) }
+            try Self.refuseUnknownFields(object, allowed: fields)
             let operation = try decodeOperation(op, object)
             return .success(ClientRequest(ref: ref, operation: operation))
         } catch let error as RequestError {
@@ -79,7 +82,7 @@ public struct RequestDecoder: Sendable {
         default:
             if op.hasPrefix("panic."), let operation = try decodePanic(op, o) { return operation }
             if op.hasPrefix("checkin."), let operation = try decodeCheckin(op, o) { return .checkin(operation) }
-            throw RequestError("unknown_op", field: "op", "unknown op \"\(op.prefix(64))\"")
+            throw RequestError.unknownOp(op)
         }
     }
 

@@ -25,6 +25,11 @@ public struct RequestError: Error, Equatable, Sendable {
         RequestError("missing_field", field: field, "\(field) is required")
     }
 
+    /// The op is echoed cut to 64 characters: it is the client's text.
+    static func unknownOp(_ op: String) -> RequestError {
+        RequestError("unknown_op", field: "op", "unknown op \"\(op.prefix(64))\"")
+    }
+
     static func unknownField(_ field: String) -> RequestError {
         RequestError("unknown_field", field: field, "\(field) is not a field of this operation")
     }

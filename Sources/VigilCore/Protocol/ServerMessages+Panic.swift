@@ -27,7 +27,7 @@ extension ServerMessages {
         case .timer(let due):
             w.key("due_at")
             if let due { w.int(due) } else { w.null() }
-        case .missedCheckIn(let due, let last):
+        case .missedCheckIn(let due, let last, _):
             w.key("status"); w.string(PanicStatus.red.rawValue)
             w.key("reason"); w.string(missedCheckInReason)
             w.key("due_at"); w.int(due)
@@ -38,6 +38,8 @@ extension ServerMessages {
             w.endObject()
         }
         w.key("at"); w.int(e.at)
+        // After `at`, whose meaning it leaves as it was: when the alarm went out (at or after `at`).
+        if case .missedCheckIn(_, _, let sentAt) = e.kind { w.key("sent_at"); w.int(sentAt) }
         w.endObject()
     }
 
@@ -136,6 +138,7 @@ extension ServerMessages {
             w.beginObject()
             w.key("reason"); w.string(missedCheckInReason)
             w.key("at"); w.int(at)
+            w.key("sent_at"); w.int(s.missedCheckInSentAt ?? at)
             w.endObject()
         }
         if let ended = s.ended {

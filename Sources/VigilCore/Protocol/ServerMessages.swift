@@ -4,16 +4,36 @@
 /// written into is the caller's (the server reuses one), so steady-state encoding allocates only
 /// where Swift strings do.
 public enum ServerMessages {
-    /// Limits announced in the welcome message.
+    /// Limits announced in the welcome message, besides the pin rules (`PinSettings`): the
+    /// session's message caps, and the caps on the texts of panic streams and check-in circles,
+    /// so that a client can check a note or a label before sending it.
     public struct Limits: Sendable {
         public var maxMessageBytes: Int
         public var messagesPerSecond: Int
         public var messageBurst: Int
-        public init(maxMessageBytes: Int, messagesPerSecond: Int, messageBurst: Int) {
+        /// A panic stream's `note` (`panic.start`).
+        public var panicNote: TextCap
+        /// A check-in member's label (`checkin.create`'s `members`, `checkin.invite`'s `label`).
+        public var checkinLabel: TextCap
+        /// A check-in answer's `note` (`checkin.answer`).
+        public var checkinNote: TextCap
+
+        public init(maxMessageBytes: Int, messagesPerSecond: Int, messageBurst: Int,
+                    panic: PanicSettings = PanicSettings(), checkin: CheckinSettings = CheckinSettings()) {
             self.maxMessageBytes = maxMessageBytes
             self.messagesPerSecond = messagesPerSecond
             self.messageBurst = messageBurst
+            self.panicNote = TextCap(characters: panic.noteMaxCharacters, bytes: panic.noteMaxBytes)
+            self.checkinLabel = TextCap(characters: checkin.labelMaxCharacters, bytes: checkin.labelMaxBytes)
+            self.checkinNote = TextCap(characters: checkin.noteMaxCharacters, bytes: checkin.noteMaxBytes)
         }
+    }
+
+    /// A text's caps: characters (extended grapheme clusters) and bytes of UTF-8, both after
+    /// trimming surrounding white space (`RequestDecoder.fits`).
+    public struct TextCap: Equatable, Sendable {
+        public var characters: Int
+        public var bytes: Int
     }
 
     public static func welcome(session: String, settings: PinSettings, limits: Limits, into w: inout JSONWriter) {
@@ -25,7 +45,9 @@ public enum ServerMessages {
         w.beginObject()
         w.key("max_message_bytes"); w.int(Int64(limits.maxMessageBytes))
         w.key("title_max_chars"); w.int(Int64(settings.titleMaxCharacters))
+        w.key("title_max_bytes"); w.int(Int64(settings.titleMaxBytes))
         w.key("description_max_chars"); w.int(Int64(settings.descriptionMaxCharacters))
+        w.key("description_max_bytes"); w.int(Int64(settings.descriptionMaxBytes))
         w.key("categories")
         w.beginArray()
         for c in settings.categories { w.string(c) }
@@ -43,6 +65,12 @@ public enum ServerMessages {
         w.key("message_burst"); w.int(Int64(limits.messageBurst))
         w.key("max_subscribe_pins"); w.int(Int64(settings.maxSubscribePins))
         w.key("max_range_m"); w.int(Int64(settings.maxRangeMeters))
+        w.key("panic_note_max_chars"); w.int(Int64(limits.panicNote.characters))
+        w.key("panic_note_max_bytes"); w.int(Int64(limits.panicNote.bytes))
+        w.key("checkin_label_max_chars"); w.int(Int64(limits.checkinLabel.characters))
+        w.key("checkin_label_max_bytes"); w.int(Int64(limits.checkinLabel.bytes))
+        w.key("checkin_note_max_chars"); w.int(Int64(limits.checkinNote.characters))
+        w.key("checkin_note_max_bytes"); w.int(Int64(limits.checkinNote.bytes))
         w.endObject()
         w.endObject()
     }

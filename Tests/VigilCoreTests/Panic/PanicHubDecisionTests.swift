@@ -35,16 +35,28 @@ import VigilTestSupport
         _ = Self.localTick(&hub, due + 1)
         let stream = try #require(hub.stream(id))
         #expect(stream.status == .amber && stream.seq == 1 && stream.dueAt == due)     // not taken
-        let expected = StreamEvent(stream: id, event: PanicEvent(seq: 2, at: due, kind: .missedCheckIn(dueAt: due, last: stream.last)))
+        let expected = StreamEvent(stream: id, event: PanicEvent(seq: 2, at: due, kind: .missedCheckIn(dueAt: due, last: stream.last, sentAt: due + 1)))
         #expect(hub.dueDecisions(now: due + 1) == [expected])
         _ = Self.localTick(&hub, due + 5_000)
-        #expect(hub.dueDecisions(now: due + 5_000) == [expected])                      // the same event, however late
+        // The same event however late, timed at the deadline; sent when decided.
+        let later = try #require(hub.dueDecisions(now: due + 5_000).first)
+        #expect(later.event.isSameChange(as: expected.event) && later.event.kind.sentAt == due + 5_000 && later.event.at == due)
         var out: [PanicDelivery] = []
         #expect(hub.applyReplicatedEvent(id, expected.event, out: &out) == .applied)
         #expect(out.map(\.recipients) == [[1, 7]] && hub.stream(id)?.status == .red)  // the owner hears it too
         #expect(hub.dueDecisions(now: due + 5_000).isEmpty)
-        // Another node published it too: a duplicate.
+        // Another node published it too, deciding on its own clock: a duplicate, and the first
+        // record's sent_at holds.
+        out = []
         #expect(hub.applyReplicatedEvent(id, expected.event, out: &out) == .duplicate)
+        #expect(hub.applyReplicatedEvent(id, later.event, out: &out) == .duplicate && out.isEmpty)
+        #expect(hub.stream(id)?.missedCheckInSentAt == due + 1)
+        // Not the same change: another deadline, or a record sent before its time.
+        var other = later.event
+        other.kind = .missedCheckIn(dueAt: due + 1, last: stream.last, sentAt: due + 5_000)
+        #expect(hub.applyReplicatedEvent(id, other, out: &out) == .conflict("the stream moved on"))
+        let early = PanicEvent(seq: 3, at: due + 6_000, kind: .missedCheckIn(dueAt: due, last: stream.last, sentAt: due + 5_999))
+        #expect(hub.applyReplicatedEvent(id, early, out: &out) == .conflict("the escalation was sent before its time"))
         _ = Self.localTick(&hub, due + 900_000)
         #expect(hub.dueDecisions(now: due + 900_000).isEmpty)                          // escalated: never abandoned
     }

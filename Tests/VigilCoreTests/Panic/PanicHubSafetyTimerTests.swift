@@ -45,10 +45,11 @@ import VigilTestSupport
         let (event, recipients) = escalations[0]
         #expect(recipients == [1, 7], "every watcher, and the owner's connection")
         #expect(event.seq == 3 && event.at == Self.due)
-        #expect(event.kind == .missedCheckIn(dueAt: Self.due, last: LastLocation(location: PanicRig.at(3), at: 200_000)))
+        #expect(event.kind == .missedCheckIn(dueAt: Self.due, last: LastLocation(location: PanicRig.at(3), at: 200_000), sentAt: Self.due))
         #expect(changed == [StreamEvent(stream: id, event: event)], "returned for the journal")
         let stream = try #require(rig.hub.stream(id))
         #expect(stream.status == .red && stream.dueAt == nil && stream.missedCheckInAt == Self.due && stream.isActive)
+        #expect(stream.missedCheckInSentAt == Self.due, "noticed at its deadline: sent then")
 
         // Exactly once: later ticks, however far, do not repeat it, nor end the stream.
         #expect(rig.tick(Self.due + 1).isEmpty)
@@ -131,14 +132,25 @@ import VigilTestSupport
     }
 
     /// The event's time never goes back before the stream's last event (a location that came
-    /// between the deadline and the tick).
-    @Test func aLateTickKeepsEventTimesInOrder() {
+    /// between the deadline and the tick); it is sent when the tick noticed it, and never before
+    /// its time, even on a clock that went back since the last event.
+    @Test func aLateTickKeepsEventTimesInOrder() throws {
         var rig = PanicRig()
         let (id, _) = walk(&rig)
         rig.update(id, 2, now: Self.due + 30)
         _ = rig.take()
         rig.tick(Self.due + 50)
-        #expect(Self.escalations(rig.take()).map(\.0.at) == [Self.due + 30])
+        let escalations = Self.escalations(rig.take())
+        #expect(escalations.map(\.0.at) == [Self.due + 30])
+        #expect(escalations.map(\.0.kind.sentAt) == [Self.due + 50])
+        #expect(rig.hub.stream(id)?.missedCheckInAt == Self.due + 30 && rig.hub.stream(id)?.missedCheckInSentAt == Self.due + 50)
+
+        let (behind, _) = walk(&rig)
+        rig.update(behind, 2, now: Self.due + 30)
+        _ = rig.take()
+        rig.tick(Self.due + 20)                                  // the clock went back 10 ms
+        let late = Self.escalations(rig.take())
+        #expect(late.map(\.0.at) == [Self.due + 30] && late.map(\.0.kind.sentAt) == [Self.due + 30])
     }
 
     @Test func restoredTimersFireOnTimeOrAtOnceIfTheyPassedWhileDown() throws {
@@ -161,6 +173,9 @@ import VigilTestSupport
         afterDowntime.hub.restoreStreams(saved, now: 90_000_000)
         let fired = afterDowntime.tick(90_000_000)
         #expect(fired.map(\.event.at) == [Self.due, 2 * Self.due])
+        // Their time is the deadline; when they went out is the first tick after the restart.
+        #expect(fired.map(\.event.kind.sentAt) == [90_000_000, 90_000_000])
+        #expect(afterDowntime.hub.stream(early)?.missedCheckInSentAt == 90_000_000)
         #expect(fired.allSatisfy { if case .missedCheckIn = $0.event.kind { true } else { false } })
         #expect(afterDowntime.hub.activeCount == 2)
         #expect(afterDowntime.tick(200_000_000).isEmpty)
@@ -169,6 +184,7 @@ import VigilTestSupport
         var escalatedAgain = PanicRig()
         escalatedAgain.hub.restoreStreams(afterDowntime.hub.exportStreams(), now: 300_000_000)
         #expect(escalatedAgain.tick(400_000_000).isEmpty && escalatedAgain.hub.activeCount == 2)
+        #expect(escalatedAgain.hub.stream(late)?.missedCheckInSentAt == 90_000_000, "kept, not the restart's clock")
     }
 
     @Test func anUndoneExtensionPutsTheOldDeadlineBack() {
@@ -221,10 +237,11 @@ import VigilTestSupport
                     models[c.stream]?.ended = true
                     continue
                 }
-                guard case .missedCheckIn(let due, _) = c.event.kind else { continue }
+                guard case .missedCheckIn(let due, _, let sentAt) = c.event.kind else { continue }
                 let first = fired.insert(c.stream).inserted
                 #expect(first, "once per tick")
                 #expect(models[c.stream]?.due == due && due <= now)
+                #expect(sentAt == max(now, c.event.at), "sent at the tick, never before its time")
                 models[c.stream]?.due = nil
                 models[c.stream]?.red = true
                 models[c.stream]?.escalations += 1
@@ -305,5 +322,13 @@ import VigilTestSupport
         for (id, m) in models where m.escalations > 0 && !m.ended {
             #expect(rig.hub.stream(id)?.isActive == true, "escalated streams are never abandoned")
         }
+    }
+}
+
+extension PanicEventKind {
+    /// An escalation's `sentAt` (nil for any other kind), for the assertions on it.
+    var sentAt: Int64? {
+        if case .missedCheckIn(_, _, let sentAt) = self { return sentAt }
+        return nil
     }
 }

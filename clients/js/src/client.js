@@ -558,7 +558,7 @@ export class Owner extends Emitter {
     this.status = reply.status ?? null;
     /** The safety timer's deadline (ms) as the server keeps it, or null. */
     this.dueAt = reply.due_at ?? null;
-    /** `{reason, at}` once the server raised the alarm for a missed check-in, else null. */
+    /** `{reason, at, sent_at}` once the server raised the alarm for a missed check-in, else null. */
     this.escalated = null;
   }
 
@@ -566,7 +566,7 @@ export class Owner extends Emitter {
     if (msg.reason === 'missed_check_in') {
       this.status = 'red';
       this.dueAt = null;
-      this.escalated = { reason: msg.reason, at: msg.at };
+      this.escalated = { reason: msg.reason, at: msg.at, sent_at: msg.sent_at };
       if (msg.seq > this.seq) this.seq = msg.seq;
       this.emit('missedCheckIn', msg);
       return;

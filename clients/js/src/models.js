@@ -109,7 +109,7 @@ export class WatchModel extends Emitter {
       watch.on('status', (m) => {
         this.status = m.status;
         if (m.reason === 'missed_check_in') {
-          this.escalated = { reason: m.reason, at: m.at };
+          this.escalated = { reason: m.reason, at: m.at, sent_at: m.sent_at };
           this.dueAt = null;
           this.last = m.last;
         }

@@ -84,18 +84,22 @@ test('Safety timer: moved by the owner, then missed: the model and the owner lea
   await owner.update({ lat: 21, lon: 22, accuracy_m: 7 });
   const missed = waitFor(owner, 'missedCheckIn', () => true, 5000);
   await until(model, 'change', () => model.escalated !== null, 5000);
-  assert.deepEqual(model.escalated, { reason: 'missed_check_in', at: dueAt });
+  // `at` is the deadline; `sent_at` when the server raised the alarm (a tick later, at most).
+  const sentAt = model.escalated.sent_at;
+  assert.ok(sentAt >= dueAt && sentAt <= Date.now(), `sent_at ${sentAt}, due ${dueAt}`);
+  assert.deepEqual(model.escalated, { reason: 'missed_check_in', at: dueAt, sent_at: sentAt });
   assert.equal(model.status, 'red');
   assert.equal(model.dueAt, null);
   assert.deepEqual([model.last.lat, model.last.lon, model.last.accuracy_m], [21, 22, 7]);
-  assert.equal((await missed).due_at, dueAt);
+  const event = await missed;
+  assert.deepEqual([event.due_at, event.at, event.sent_at], [dueAt, dueAt, sentAt]);
   assert.equal(owner.status, 'red');
   assert.equal(owner.dueAt, null);
-  assert.deepEqual(owner.escalated, { reason: 'missed_check_in', at: dueAt });
+  assert.deepEqual(owner.escalated, { reason: 'missed_check_in', at: dueAt, sent_at: sentAt });
   // A new tab of the same phone resumes the stream and learns that the alarm was raised.
   const tab = await client();
   const resumed = await tab.resumePanic(owner.stream, owner.ownerToken);
-  assert.deepEqual(resumed.escalated, { reason: 'missed_check_in', at: dueAt });
+  assert.deepEqual(resumed.escalated, { reason: 'missed_check_in', at: dueAt, sent_at: sentAt });
   assert.equal(resumed.status, 'red');
   tab.close();
   await owner.end('safe');
