@@ -89,6 +89,38 @@ public final class Connection: ByteStream {
         return queueFrame(opcode, payload, traffic)
     }
 
+    /// Sends one text message made of `prefix`, the bytes of `shared` and `suffix`: the middle
+    /// part, the same for many connections (a stream's `state` in the replies of a contact group
+    /// watching again), is queued by reference on an uncompressed connection, so a hundred such
+    /// replies hold it once; a compressing connection compresses the whole message as `send` does.
+    @discardableResult
+    public func send(prefix: UnsafeRawBufferPointer, shared: ByteChunk, suffix: UnsafeRawBufferPointer,
+                     traffic: TrafficClass = .reply) -> SendResult {
+        guard lifecycle.isOpen else { return .dropped }
+        let middle = shared.bytes
+        if compressionSlot != 0 {
+            var whole = [UInt8]()
+            whole.reserveCapacity(prefix.count + middle.count + suffix.count)
+            whole.append(contentsOf: prefix)
+            whole.append(contentsOf: middle)
+            whole.append(contentsOf: suffix)
+            return whole.withUnsafeBytes { send(.text, payload: $0, traffic: traffic) }
+        }
+        let payload = prefix.count + middle.count + suffix.count
+        let header = FrameEncoder.headerSize(payloadCount: payload, masked: false)
+        guard queuedBytes + header + payload <= server.policies.budget(traffic, totalQueued: server.loop.queuedBytes) else {
+            return overflow(traffic)
+        }
+        let p = reserve(header + prefix.count)
+        let written = FrameEncoder.writeHeader(into: p, opcode: .text, fin: true, rsv1: false, payloadCount: payload, maskKey: nil)
+        if let src = prefix.baseAddress, prefix.count > 0 { (p + written).copyMemory(from: src, byteCount: prefix.count) }
+        commit(header + prefix.count)
+        append(shared: shared)
+        if suffix.count > 0 { append(suffix) }
+        server.counters.framesOut += 1
+        return .queued
+    }
+
     /// Queues a frame encoded once for many connections (`SharedFrame`), by reference. `tag`
     /// names what the frame supersedes (a panic stream's locations) for a conflating policy.
     @discardableResult

@@ -16,7 +16,10 @@ extension V1Application {
     func fanOut() {
         precondition(!fanningOut, "the fan-out may not re-enter itself")
         fanningOut = true
-        defer { fanningOut = false }
+        defer {
+            fanningOut = false
+            stateCache = nil  // a turn's: the next turn's changes come before its fan-out
+        }
         while !outbox.isEmpty {
             var batch = outbox.takeBatch()
             for item in batch { send(item) }
@@ -35,6 +38,15 @@ extension V1Application {
             if case .error(let error) = reply { stats.errors[error.code, default: 0] += 1 }
             guard let connection = server.connection(fd: fd) else { return }
             replyWriter.reset()
+            if case .panicState(let stream, let gap) = reply {
+                let state = encodedState(stream)
+                ServerMessages.stateReplyPrefix(ref: ref, into: &replyWriter)
+                let suffix = ServerMessages.stateReplySuffix(gap: gap)
+                replyWriter.withUnsafeBytes { prefix in
+                    suffix.withUnsafeBytes { _ = connection.send(prefix: prefix, shared: state, suffix: $0, traffic: .reply) }
+                }
+                return
+            }
             ServerMessages.reply(reply, ref: ref, maxBytes: maxReplyBytes, into: &replyWriter)
             replyWriter.withUnsafeBytes { _ = connection.send(.text, payload: $0, traffic: .reply) }
         case .pins(let delivery):
@@ -98,6 +110,22 @@ extension V1Application {
         case .replay(let fd, let stream, let seqs):
             startReplay(fd, stream, seqs: seqs)
         }
+    }
+
+    /// A stream's `state` JSON, encoded once per turn for every reply that shows the same state:
+    /// a hundred contacts watching again at once cost one encoding of the trail (up to 1 MiB,
+    /// ~10 ms), not a hundred, and the loop is not held that long meanwhile; uncompressed, the
+    /// replies queue these bytes by reference (`Connection.send(prefix:shared:suffix:)`). The cache holds the
+    /// turn's last stream only (the common case is one stream's contact group) and is dropped at
+    /// the end of the fan-out, so a stale state can never be shown.
+    func encodedState(_ stream: PanicStream) -> ByteChunk {
+        if let cached = stateCache, cached.stream.hasTheSameState(as: stream) { return cached.json }
+        var w = JSONWriter(capacity: 1024)
+        // Room for the reply around it (type, ref, gap): a ref is a client's short id.
+        ServerMessages.panicState(stream, maxBytes: maxReplyBytes - 256, into: &w)
+        let json = w.withUnsafeBytes { ByteChunk(copying: $0) }
+        stateCache = (stream, json)
+        return json
     }
 
     /// Counts one event's deliveries (once per event, not per recipient: the hot loop stays plain).

@@ -25,6 +25,11 @@ extension V1Application {
     /// hundred replays at once hold a few MiB.
     static let replayWindowBytes = 65_536
 
+    /// Replay bytes all connections together may queue in one loop turn: with a hundred replays
+    /// under way, a turn still takes a few milliseconds, so every other client's answer waits at
+    /// most that long (benchmarks/replay_reconnect.py's probe); the rest go on next turn, in turn.
+    static let replayTurnBytes = 262_144
+
     /// The close reason when a replay cannot be finished (at most 123 bytes, RFC 6455 §5.5).
     static let replayLostReason = "replay fell behind the stream's history: watch again with since"
 
@@ -64,8 +69,10 @@ extension V1Application {
         server.loop.requestTurn()
     }
 
-    /// The end-of-turn step after the fan-out: the replays whose connections drained go on.
+    /// The end-of-turn step after the fan-out: the replays whose connections drained go on, in
+    /// the order they drained, until the turn's replay budget is spent.
     func continueReplays() {
+        defer { replayBytesThisTurn = 0 }
         guard !replays.isEmpty else { return }
         for fd in replays.takeReady() {
             for stream in replays.streams(of: fd) { stepReplay(fd, stream) }
@@ -88,6 +95,12 @@ extension V1Application {
             return
         }
         while true {
+            guard replayBytesThisTurn < Self.replayTurnBytes else {
+                // This turn's share is spent: next turn, after those waiting already.
+                replays.drained(fd)
+                server.loop.requestTurn()
+                return
+            }
             switch replays.step(fd, id, queuedBytes: connection.queuedBytes, window: Self.replayWindowBytes) {
             case .done:
                 replays.remove(fd, id)
@@ -102,6 +115,7 @@ extension V1Application {
                 }
                 replyWriter.reset()
                 ServerMessages.panicEvent(id, event, into: &replyWriter)
+                replayBytesThisTurn += replyWriter.count
                 let result = replyWriter.withUnsafeBytes { connection.send(.text, payload: $0, traffic: .panicNotice) }
                 guard result == .queued else {
                     replays.remove(fd, id)  // not open, or closed by its send policy

@@ -1,4 +1,5 @@
 import Glibc
+import VigilBytes
 import VigilCore
 import VigilGeo
 import VigilLoop
@@ -71,6 +72,10 @@ public final class V1Application: WebSocketApplication {
     public static func makeEventWriter() -> JSONWriter { JSONWriter(arenaCapacity: eventArenaBytes, headroom: 4) }
     /// `since` replays in progress, paced by each watcher's reading (`V1Application+Replay`).
     var replays = PanicReplays()
+    /// Replay bytes queued in this turn so far (`replayTurnBytes` bounds them).
+    var replayBytesThisTurn = 0
+    /// The last `state` encoded for a reply in this turn's fan-out (`encodedState`).
+    var stateCache: (stream: PanicStream, json: ByteChunk)?
     /// True while `fanOut` walks a batch (it may not re-enter).
     var fanningOut = false
     /// The largest reply (a subscribe's pin list is cut to fit, and says `truncated`): half a

@@ -14,7 +14,9 @@ import VigilCore
         let stream: String
         let token: String
 
-        init(_ h: ServerHarness, events: Int) throws {
+        /// With `statuses`, the events after the start alternate amber and red: the trail (and so
+        /// the watch reply) stays one point long.
+        init(_ h: ServerHarness, events: Int, statuses: Bool = false) throws {
             self.h = h
             owner = try h.open()
             owner.send(#"{"op":"panic.start","ref":0,"status":"red","lat":10.00001,"lon":20.0,"watchers":1}"#)
@@ -22,7 +24,15 @@ import VigilCore
             let started = owner.messages.removeFirst()
             stream = try #require(started["stream"]?.string)
             token = try #require(started["watch_tokens"]?.array?.first?.string)
-            try update(through: events)
+            if statuses {
+                owner.write((2...events).flatMap { seq in
+                    owner.frame(.text, Array(#"{"op":"panic.status","ref":\#(seq),"stream":"\#(stream)","status":"\#(seq % 2 == 0 ? "amber" : "red")"}"#.utf8))
+                })
+                try h.run(maxTurns: 5_000, until: { owner.poll(); return owner.all("ok").count >= events - 1 })
+                #expect(owner.all("ok").last?["seq"]?.int == events)
+            } else {
+                try update(through: events)
+            }
         }
 
         /// Updates until the stream's seq is `last` (pipelined, every `ok` awaited).
@@ -132,6 +142,57 @@ import VigilCore
         #expect(seqs == Array(1..<seqs.count + 1))  // a prefix (here the reply filled the window), in order, then the close
         #expect(h.v1.stats.replaysCut == 1 && h.v1.replays.isEmpty)
         #expect(h.server.counters.conflations == 0)
+    }
+
+    /// The fan-out encodes a stream's state once for the replies of a turn that show it (a contact
+    /// group watching again at once), and a reply never shows another moment's state: here one
+    /// connection's watch, update and watch are read in one turn with two more watchers'.
+    @Test func repliesOfOneTurnShareTheStateEncodingAndEachShowsItsOwnMoment() throws {
+        let h = try ServerHarness { $0.panic.historyEvents = 1_000 }
+        let rig = try Rig(h, events: 1_000)
+        let others = try (0..<2).map { _ in try h.open() }
+        rig.owner.messages.removeAll()
+        let watch = #"{"op":"panic.watch","ref":"w","stream":"\#(rig.stream)","watch_token":"\#(rig.token)"}"#
+        let update = #"{"op":"panic.update","ref":"u","stream":"\#(rig.stream)","lat":\#(Rig.lat(1_001)),"lon":20.0}"#
+        rig.owner.write([watch, update, watch].flatMap { rig.owner.frame(.text, Array($0.utf8)) })
+        for o in others { o.send(watch) }
+        try h.run(until: {
+            rig.owner.poll(); others.forEach { $0.poll() }
+            return rig.owner.all("ok").count == 3 && others.allSatisfy { !$0.all("ok").isEmpty }
+        })
+        let mine = rig.owner.all("ok").filter { $0["ref"]?.string == "w" }
+        #expect(mine.map { $0["state"]?.object?["seq"]?.int } == [1_000, 1_001])
+        for reply in mine + others.flatMap({ $0.all("ok") }) {
+            let state = try #require(reply["state"]?.object)
+            #expect(state["trail"]?.array?.last?.object?["seq"]?.int == state["seq"]?.int)  // each its own moment
+        }
+        // Replies showing one moment are the same bytes around their ref.
+        let texts = (mine + others.flatMap { $0.all("ok") }).map { $0.text }
+        for a in texts { for b in texts where a.contains(#""seq":1001,"#) == b.contains(#""seq":1001,"#) { #expect(a == b) } }
+    }
+
+    /// Twenty contacts ask for the whole history in one turn: no turn queues more than its replay
+    /// budget (so every other client's answer waits one short turn at most), and each replay is
+    /// whole. (Status events: the replies stay small, so the replays start in the watches' turn.)
+    @Test func aTurnQueuesAtMostItsReplayBudgetAndEveryReplayIsWhole() throws {
+        let h = try ServerHarness { $0.panic.historyEvents = 1_000 }
+        let rig = try Rig(h, events: 1_000, statuses: true)
+        let watchers = try (0..<20).map { _ in try h.open() }
+        for w in watchers { rig.watch(w, since: 0) }
+        var most = 0
+        for _ in 0..<5_000 where !watchers.allSatisfy({ $0.messages.count >= 1_001 }) {
+            let before = h.v1.stats.replayedEvents
+            try h.turn()
+            most = max(most, h.v1.stats.replayedEvents - before)
+            for w in watchers { w.poll() }
+        }
+        // Every event here is over 80 bytes: a turn's share is at most budget / 80 events, and one more.
+        #expect(most > 0 && most <= V1Application.replayTurnBytes / 80 + 1, "\(most) events in one turn")
+        for w in watchers {
+            Self.expectReplay(w.messages, seqs: 1..<1_001, statuses: Set(2...1_000))
+            #expect(w.messages.last?["status"]?.string == "amber")
+        }
+        #expect(h.v1.replays.isEmpty && h.v1.stats.replayedEvents == 20_000)
     }
 
     /// Unwatching ends the replay; a new watch replaces the one in progress.

@@ -79,6 +79,17 @@ public struct PanicHistory: Sendable {
         return self[Int(seq - first)]
     }
 
+    /// Whether both hold the same events in the same order: O(1) for two copies of one history
+    /// (the same storage), else one comparison per event.
+    public func holdsTheSameEvents(as other: PanicHistory) -> Bool {
+        guard storage.count == other.storage.count, firstSeq == other.firstSeq else { return false }
+        if head == other.head && storage.withUnsafeBufferPointer({ a in other.storage.withUnsafeBufferPointer { a.baseAddress == $0.baseAddress } }) {
+            return true
+        }
+        for offset in 0..<storage.count where self[offset] != other[offset] { return false }
+        return true
+    }
+
     /// Every held event, oldest first.
     public var all: [PanicEvent] {
         (0..<storage.count).map { self[$0] }

@@ -118,6 +118,17 @@ public struct PanicStream: Sendable {
         return history.events(after: seq)
     }
 
+    /// Whether `other` would be encoded as the same `state` (`ServerMessages.panicState`): every
+    /// field that encoder reads is compared, the rest (owner, watchers, tokens, the stale flags)
+    /// is not. Two copies of a stream taken with no event between them compare in O(1). Keep this
+    /// list and the encoder's in step (`PanicStateMessageTests` checks it).
+    public func hasTheSameState(as other: PanicStream) -> Bool {
+        id == other.id && seq == other.seq && status == other.status && startedAt == other.startedAt
+            && updatedAt == other.updatedAt && note == other.note && last == other.last && ended == other.ended
+            && dueAt == other.dueAt && missedCheckInAt == other.missedCheckInAt
+            && missedCheckInSentAt == other.missedCheckInSentAt && history.holdsTheSameEvents(as: other.history)
+    }
+
     /// The held event with this seq, or nil when the history no longer (or not yet) holds it.
     public func event(seq: UInt64) -> PanicEvent? { history.event(seq: seq) }
 

@@ -46,6 +46,22 @@ extension ServerMessages {
     /// The `reason` of a status event the server made because a safety timer passed.
     public static let missedCheckInReason = "missed_check_in"
 
+    /// The bytes of a `panic.watch` or `panic.resume` reply before its `state`: the server encodes
+    /// a stream's state once for all the replies of a turn that show it (a contact group watching
+    /// again at once) and sends each reply as this prefix, those shared bytes and
+    /// `stateReplySuffix`, which together are what `reply(.panicState…)` writes.
+    public static func stateReplyPrefix(ref: JSONValue?, into w: inout JSONWriter) {
+        w.beginObject()
+        w.key("type"); w.string("ok")
+        if let ref { w.key("ref"); w.value(ref) }
+        w.key("state")
+    }
+
+    /// The bytes after the `state` (`stateReplyPrefix`).
+    public static func stateReplySuffix(gap: Bool) -> [UInt8] {
+        gap ? Array(#","gap":true}"#.utf8) : [UInt8(ascii: "}")]
+    }
+
     /// One point of a state's `trail` (a location event; other events are not points).
     private static func trailPoint(_ e: PanicEvent, into w: inout JSONWriter) {
         guard case .location(let l) = e.kind else { return }
