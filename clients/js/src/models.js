@@ -97,7 +97,9 @@ export class WatchModel extends Emitter {
     this.lastSeq = 0;
     if (watch.state) this.#state(watch.state);
     this.#offs = [
-      watch.on('state', ({ state, gap }) => { if (gap) this.gaps++; if (gap || this.lastSeq === 0) this.#state(state); }),
+      // A reply followed by a replay (since given, no gap): the trail takes the points up to
+      // `since` from the state, the rest comes with the replay (else each would be there twice).
+      watch.on('state', ({ state, gap }) => { if (gap) this.gaps++; if (gap || this.lastSeq === 0) this.#state(state, watch.lastSeq); }),
       watch.on('location', (m) => {
         const point = { seq: m.seq, lat: m.lat, lon: m.lon, accuracy_m: m.accuracy_m, at: m.at };
         this.trail.push(point);
@@ -131,15 +133,15 @@ export class WatchModel extends Emitter {
     return model;
   }
 
-  #state(state) {
+  #state(state, through = state.seq) {
     this.status = state.status;
     this.note = state.note ?? null;
     this.last = state.last ?? null;
-    this.trail = (state.trail ?? []).slice(-this.maxTrail);
+    this.trail = (state.trail ?? []).filter((p) => p.seq <= through).slice(-this.maxTrail);
     this.ended = state.ended ?? null;
     this.dueAt = state.timer?.due_at ?? null;
     this.escalated = state.escalated ?? null;
-    this.lastSeq = state.seq;
+    this.lastSeq = through;  // a replay still to come brings the model up to state.seq
     this.emit('change', this);
   }
 

@@ -71,6 +71,20 @@ test('WatchModel: position, trail, status, signal lost (stale), end', async () =
   contact.close();
 });
 
+test('WatchModel.open with since 0: every point of the trail once, from the replay', async () => {
+  const phone = await client();
+  const contact = await client();
+  const owner = await phone.startPanic({ status: 'red', lat: 40, lon: 40 });
+  for (let i = 1; i <= 5; i++) await owner.update({ lat: 40 + i / 1000, lon: 40 });
+  const model = await WatchModel.open(contact, owner.stream, owner.watchTokens[0], { since: 0 });
+  await until(model, 'change', () => model.watch.lastSeq === 6);  // the replay's last event
+  assert.deepEqual(model.trail.map((p) => p.seq), [1, 2, 3, 4, 5, 6]);
+  assert.equal(model.lastSeq, 6);
+  assert.equal(model.last.lat, 40.005);
+  phone.close();
+  contact.close();
+});
+
 test('Safety timer: moved by the owner, then missed: the model and the owner learn of the escalation', async () => {
   const phone = await client();
   const contact = await client();
