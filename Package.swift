@@ -159,6 +159,10 @@ let package = Package(
         .testTarget(name: "VigilClusterTests", dependencies: ["VigilCluster", "VigilNATS", "VigilLoop", "COpenSSL", "VigilTestSupport"]),
         .testTarget(name: "VigilLoadTests", dependencies: ["VigilLoad", "VigilCore", "VigilGeo"]),
         .testTarget(name: "VigilPushTests", dependencies: ["VigilPush", "VigilWire", "COpenSSL"]),
+        // VigilPush from the command line, for the end-to-end tests' independent checks in Python
+        // (Tests/e2e/test_push_crypto.py: their push service decrypts and verifies what it makes).
+        // Test-only; not a product.
+        .executableTarget(name: "vigil-push-probe", dependencies: ["VigilPush"], path: "Tests/VigilPushProbe"),
     ],
     swiftLanguageModes: [.v6]
 )
