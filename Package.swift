@@ -100,7 +100,7 @@ let package = Package(
         .executableTarget(
             name: "vigild",
             dependencies: [
-                "VigilServer", "VigilState", "VigilLoop", "VigilCluster", "VigilNATS",
+                "VigilServer", "VigilState", "VigilLoop", "VigilCluster", "VigilNATS", "VigilPush",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -8,7 +8,8 @@ bodies encrypted here are decrypted by the probe.
 
 The stand-ins must be able to fail: a forged or tampered JWT, a wrong ``aud``, an expired or too
 distant ``exp``, a body for another key, bad headers, a stale, tampered or replayed webhook are
-each refused with their reason, and nothing of them is recorded as delivered.  No daemon runs here.
+each refused with their reason, and nothing of them is recorded as delivered.  No daemon runs here;
+``vigild push keygen`` and ``public-key`` are run as commands.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -507,3 +508,38 @@ def test_a_retry_after_a_failure_keeps_its_id_and_is_welcome(probe):
         assert post(receiver.url, headers, body)[0] == 200
         assert [a.status for a in receiver.attempts] == [500, 429, None, 200]
         assert len(receiver.deliveries) == 1 and not receiver.rejections
+
+
+# --- vigild push keygen / public-key -------------------------------------------------------------
+
+def test_vigild_push_keygen_makes_a_key_a_push_service_accepts(vigild_binary, probe, tmp_path, service):
+    path = tmp_path / "keys" / "vapid.pem"
+    path.parent.mkdir()
+    p = subprocess.run([str(vigild_binary), "push", "keygen", str(path)], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    public = p.stdout.strip()
+    assert len(public) == 87 and public.startswith("B")  # base64url of 0x04 || X || Y
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert sorted(x.name for x in path.parent.iterdir()) == ["vapid.pem"], "a temporary file was left"
+    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    assert isinstance(key.curve, ec.SECP256R1) and b64url(point(key)) == public
+    # The printed key is the one a browser subscribes with: requests signed with the file pass.
+    subscription = service.subscribe(application_server_key=public)
+    url, headers, body = swift_request(probe, path, subscription, b'{"hello":1}')
+    assert post(url, headers, body)[0] == 201, service.rejections
+    # public-key prints it again; a second keygen refuses and leaves the file alone.
+    again = subprocess.run([str(vigild_binary), "push", "public-key", str(path)], capture_output=True, text=True, timeout=30)
+    assert (again.returncode, again.stdout.strip()) == (0, public)
+    before = path.read_bytes()
+    second = subprocess.run([str(vigild_binary), "push", "keygen", str(path)], capture_output=True, text=True, timeout=30)
+    assert second.returncode == 1 and "exists already" in second.stderr
+    assert path.read_bytes() == before
+
+
+def test_vigild_push_public_key_refuses_what_is_not_a_p256_key(vigild_binary, tmp_path):
+    ed25519_key = tmp_path / "ed25519.pem"
+    ed25519_key.write_bytes(ed25519.Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    for path, reason in ((ed25519_key, "not a P-256"), (tmp_path / "missing.pem", "No such file")):
+        p = subprocess.run([str(vigild_binary), "push", "public-key", str(path)], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 1 and reason in p.stderr, p.stderr
