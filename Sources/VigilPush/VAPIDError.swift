@@ -15,6 +15,8 @@ public enum VAPIDError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The key file exists already: generating over it would orphan every subscription made for
     /// its public key.
     case fileExists(String)
+    /// The key file is open to every user of the machine, or not a regular file.
+    case notPrivate(path: String, why: String)
 
     public var description: String {
         switch self {
@@ -24,6 +26,7 @@ public enum VAPIDError: Error, Equatable, Sendable, CustomStringConvertible {
         case .signature(let error): return "VAPID signature: \(error)"
         case .file(let operation, let code): return "\(operation): \(errnoText(code)) (errno \(code))"
         case .fileExists(let path): return "\(path) exists already; a new key would orphan every subscription made for the old one"
+        case .notPrivate(let path, let why): return "\(path): \(why); it holds a private key: chmod 600 (or 640 for a service group)"
         }
     }
 

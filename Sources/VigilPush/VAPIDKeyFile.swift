@@ -12,11 +12,19 @@ public enum VAPIDKeyFile {
     /// A PEM private key is a few hundred bytes; the bound keeps a wrong path from reading much.
     static let maxByteCount = 16 * 1024
 
-    /// The key in `path` (PKCS#8 or SEC1 PEM).
+    /// The key in `path` (PKCS#8 or SEC1 PEM). Like the cluster's nkey seed, a file that every
+    /// user of the machine may read or write is refused (mode 600, or 640 for a service group), as
+    /// is anything but a regular file.
     public static func read(_ path: String) throws(VAPIDError) -> P256PrivateKey {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .file(operation: "open \(path)", errno: errno) }
         defer { Glibc.close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw .file(operation: "fstat \(path)", errno: errno) }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw .notPrivate(path: path, why: "not a regular file") }
+        guard info.st_mode & (S_IROTH | S_IWOTH) == 0 else {
+            throw .notPrivate(path: path, why: "readable or writable by every user (mode \(String(info.st_mode & 0o777, radix: 8)))")
+        }
         var bytes = [UInt8](repeating: 0, count: maxByteCount + 1)
         // The buffer held a private key: cleared whatever the outcome.
         defer { bytes.withUnsafeMutableBytes { _ = memset($0.baseAddress!, 0, $0.count) } }

@@ -52,6 +52,19 @@ import Testing
         #expect(try VAPIDKeyFile.read(path).publicKey.bytes == TestKeys.sec1Public)
     }
 
+    @Test func refusesAFileOpenToEveryUser() throws {
+        let dir = try directory()
+        let path = dir + "/vapid.pem"
+        _ = try VAPIDKeyFile.create(path)
+        chmod(path, 0o640)
+        _ = try VAPIDKeyFile.read(path)  // a service group may read it
+        chmod(path, 0o644)
+        #expect(throws: VAPIDError.notPrivate(path: path, why: "readable or writable by every user (mode 644)")) { try VAPIDKeyFile.read(path) }
+        chmod(path, 0o602)
+        #expect(throws: VAPIDError.notPrivate(path: path, why: "readable or writable by every user (mode 602)")) { try VAPIDKeyFile.read(path) }
+        #expect(throws: VAPIDError.notPrivate(path: dir, why: "not a regular file")) { try VAPIDKeyFile.read(dir) }
+    }
+
     @Test func errorsNameTheOperation() throws {
         let dir = try directory()
         #expect(throws: VAPIDError.file(operation: "open \(dir)/missing.pem", errno: ENOENT)) { try VAPIDKeyFile.read(dir + "/missing.pem") }

@@ -219,6 +219,7 @@ def test_sec1_key_files_work_too(probe, tmp_path, service):
     path = tmp_path / "sec1.pem"
     path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
                                        serialization.NoEncryption()))
+    path.chmod(0o600)
     subscription = service.subscribe(application_server_key=point(key))
     url, headers, body = swift_request(probe, path, subscription, b"{}")
     assert post(url, headers, body)[0] == 201
@@ -536,10 +537,14 @@ def test_vigild_push_keygen_makes_a_key_a_push_service_accepts(vigild_binary, pr
     assert path.read_bytes() == before
 
 
-def test_vigild_push_public_key_refuses_what_is_not_a_p256_key(vigild_binary, tmp_path):
+def test_vigild_push_public_key_refuses_what_is_not_a_private_p256_key(vigild_binary, key_file, tmp_path):
     ed25519_key = tmp_path / "ed25519.pem"
     ed25519_key.write_bytes(ed25519.Ed25519PrivateKey.generate().private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-    for path, reason in ((ed25519_key, "not a P-256"), (tmp_path / "missing.pem", "No such file")):
+    ed25519_key.chmod(0o600)
+    open_key = key_file[0]
+    open_key.chmod(0o644)
+    for path, reason in ((ed25519_key, "not a P-256"), (tmp_path / "missing.pem", "No such file"),
+                         (open_key, "readable or writable by every user (mode 644)")):
         p = subprocess.run([str(vigild_binary), "push", "public-key", str(path)], capture_output=True, text=True, timeout=30)
         assert p.returncode == 1 and reason in p.stderr, p.stderr
