@@ -80,6 +80,10 @@ let package = Package(
         // Durable state: snapshot and journal codecs (pure), the state directory's files, recovery,
         // the state digest (SHA-256 from libcrypto: a hash function, nothing of sockets or TLS).
         .target(name: "VigilState", dependencies: ["VigilCore", "VigilGeo", "COpenSSL"]),
+        // Web Push and webhook cryptography over bytes, no sockets: RFC 8291 message encryption (aes128gcm,
+        // RFC 8188), RFC 8292 VAPID (ES256 JWTs, the application server's P-256 key and its PEM file),
+        // Standard Webhooks signatures. Every primitive is libcrypto's; base64 and RAND_bytes from VigilWire.
+        .target(name: "VigilPush", dependencies: ["COpenSSL", "VigilWire"]),
         // Glue: connection state machine, routing, configuration.
         .target(
             name: "VigilServer",
@@ -96,7 +100,7 @@ let package = Package(
         .executableTarget(
             name: "vigild",
             dependencies: [
-                "VigilServer", "VigilState", "VigilLoop", "VigilCluster", "VigilNATS",
+                "VigilServer", "VigilState", "VigilLoop", "VigilCluster", "VigilNATS", "VigilPush",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -154,6 +158,11 @@ let package = Package(
         // Against a real `nats-server -js` the tests start on loopback ports (Tests/setup-deps installs it).
         .testTarget(name: "VigilClusterTests", dependencies: ["VigilCluster", "VigilNATS", "VigilLoop", "COpenSSL", "VigilTestSupport"]),
         .testTarget(name: "VigilLoadTests", dependencies: ["VigilLoad", "VigilCore", "VigilGeo"]),
+        .testTarget(name: "VigilPushTests", dependencies: ["VigilPush", "VigilWire", "COpenSSL"]),
+        // VigilPush from the command line, for the end-to-end tests' independent checks in Python
+        // (Tests/e2e/test_push_crypto.py: their push service decrypts and verifies what it makes).
+        // Test-only; not a product.
+        .executableTarget(name: "vigil-push-probe", dependencies: ["VigilPush"], path: "Tests/VigilPushProbe"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -6,6 +6,12 @@
 #include <openssl/crypto.h>
 #include <openssl/ssl.h>
 #include <openssl/err.h>
+#include <openssl/ec.h>
+#include <openssl/pem.h>
+#include <openssl/kdf.h>
+#include <openssl/hmac.h>
+#include <openssl/core_names.h>
+#include <openssl/param_build.h>
 #include <string.h>
 
 // OpenSSL's setters below are macros over SSL_CTX_ctrl, which Swift cannot import: these
@@ -25,6 +31,10 @@ static const uint64_t VIGIL_SSL_OP_NO_COMPRESSION = SSL_OP_NO_COMPRESSION;
 static const uint64_t VIGIL_SSL_OP_CIPHER_SERVER_PREFERENCE = SSL_OP_CIPHER_SERVER_PREFERENCE;
 static const uint64_t VIGIL_SSL_OP_NO_RENEGOTIATION = SSL_OP_NO_RENEGOTIATION;
 static const int VIGIL_SSL_FILETYPE_PEM = SSL_FILETYPE_PEM;
+// HKDF's modes are expressions over other macros, which Swift does not import (VigilPush runs
+// HKDF's two steps apart, for RFC 8291's intermediate values).
+static const int VIGIL_HKDF_MODE_EXTRACT_ONLY = EVP_PKEY_HKDEF_MODE_EXTRACT_ONLY;
+static const int VIGIL_HKDF_MODE_EXPAND_ONLY = EVP_PKEY_HKDEF_MODE_EXPAND_ONLY;
 
 /// SHA-256 of `count` bytes into `out` (32 bytes), through the low-level calls: OpenSSL 3's
 /// one-shot `SHA256()` fetches the algorithm on every call, which made a short input's digest about
@@ -42,6 +52,41 @@ static inline void vigil_sha256(const void *data, size_t count, unsigned char *o
 #if defined(__clang__)
 #pragma clang diagnostic pop
 #endif
+
+/// An EC key on P-256 from its uncompressed public point (`pub`, 65 bytes) and, for a key pair, its
+/// private scalar (`priv`, big-endian; NULL for a public key alone) into `*out`. 1 on success, 0
+/// when OpenSSL refuses (a point off the curve among others). In C because OSSL_PARAM_BLD keeps the
+/// parameter names' and values' pointers until OSSL_PARAM_BLD_to_param: Swift's bridged strings and
+/// buffers would be gone by then.
+static inline int vigil_p256_key_from_octets(const unsigned char *pub, size_t publen,
+                                             const unsigned char *priv, size_t privlen, EVP_PKEY **out) {
+    int ok = 0;
+    *out = NULL;
+    OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
+    OSSL_PARAM *params = NULL;
+    BIGNUM *number = NULL;
+    EVP_PKEY_CTX *ctx = NULL;
+    if (bld == NULL) goto done;
+    if (!OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0)) goto done;
+    if (!OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, pub, publen)) goto done;
+    if (priv != NULL) {
+        // A secure BIGNUM: its copy in the params sits in OpenSSL's secure heap, cleared on free.
+        number = BN_secure_new();
+        if (number == NULL || BN_bin2bn(priv, (int)privlen, number) == NULL) goto done;
+        if (!OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_PRIV_KEY, number)) goto done;
+    }
+    params = OSSL_PARAM_BLD_to_param(bld);
+    if (params == NULL) goto done;
+    ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+    if (ctx == NULL || EVP_PKEY_fromdata_init(ctx) != 1) goto done;
+    ok = EVP_PKEY_fromdata(ctx, out, priv != NULL ? EVP_PKEY_KEYPAIR : EVP_PKEY_PUBLIC_KEY, params) == 1;
+done:
+    EVP_PKEY_CTX_free(ctx);
+    OSSL_PARAM_free(params);
+    BN_clear_free(number);
+    OSSL_PARAM_BLD_free(bld);
+    return ok;
+}
 
 /// ALPN (RFC 7301) for a server that speaks HTTP/1.1 only: selects "http/1.1" when the client
 /// offers it; otherwise the handshake goes on without ALPN (SSL_TLSEXT_ERR_NOACK), and the

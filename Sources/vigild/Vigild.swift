@@ -20,8 +20,9 @@ struct Vigild: ParsableCommand {
         and watchdog pings on $NOTIFY_SOCKET.
         `vigild state inspect DIR` prints a state directory's snapshots and journal as JSON lines.
         `vigild cluster check FILE` connects to the config's NATS servers and reports its stream.
+        `vigild push keygen FILE` makes the Web Push (VAPID) key and prints its public key.
         """,
-        subcommands: [StateCommand.self, ClusterCommand.self]
+        subcommands: [StateCommand.self, ClusterCommand.self, PushCommand.self]
     )
 
     @Option(name: .long, help: ArgumentHelp("YAML config file (see config/vigild.yaml).", valueName: "file"))

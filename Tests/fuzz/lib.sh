@@ -5,7 +5,7 @@
 # Corpora persist in .build/fuzz-corpus-TARGET; targets with seeds in Tests/fuzz/seeds/TARGET start
 # from them.
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-FUZZ_TARGETS=(wire json hub deflate decoder snapshot journal nats)
+FUZZ_TARGETS=(wire json hub deflate decoder snapshot journal nats push)
 OUT="$ROOT/.build/fuzz"
 # Swift's own crash backtracer would take over a trap (and can sit for minutes symbolicating a
 # sanitizer-sized process); libFuzzer's handler reports it and writes the input instead.
@@ -44,6 +44,9 @@ fuzz_build() {
   # The NATS codec: a second target in the same scratch directory (VigilCore's objects are shared).
   quietly nats-modules swift build --package-path "$ROOT" -c release --target VigilNATS --scratch-path "$ROOT/.build/fuzz-spm" \
       -Xswiftc -sanitize=fuzzer,address
+  # VigilPush (and VigilWire, which it imports): a third target in the same scratch directory.
+  quietly push-modules swift build --package-path "$ROOT" -c release --target VigilPush --scratch-path "$ROOT/.build/fuzz-spm" \
+      -Xswiftc -sanitize=fuzzer,address
   local BIN OBJECTS=() STATE_OBJECTS=() module
   BIN="$("${SPM[@]}" --show-bin-path)"
   for module in VigilCore VigilGeo VigilBytes HeapModule InternalCollectionsUtilities; do OBJECTS+=("$BIN/$module.build"/*.o); done
@@ -59,6 +62,9 @@ fuzz_build() {
       "$ROOT/Tests/fuzz/SnapshotFuzz.swift" "${STATE_OBJECTS[@]}" -lcrypto -o "$OUT/snapshotfuzz"
   quietly nats-build swiftc "${FLAGS[@]}" -I "$BIN/Modules" -I "$BIN" -module-name NATSFuzz \
       "$ROOT/Tests/fuzz/FuzzChunks.swift" "$ROOT/Tests/fuzz/NATSFuzz.swift" "${OBJECTS[@]}" "$BIN/VigilNATS.build"/*.o -o "$OUT/natsfuzz"
+  quietly push-build swiftc "${FLAGS[@]}" -I "$BIN/Modules" -I "$BIN" -I "$ROOT/Sources/COpenSSL" -I "$ROOT/Sources/CZlib" \
+      -module-name PushFuzz "$ROOT/Tests/fuzz/PushFuzz.swift" "$BIN/VigilPush.build"/*.o "$BIN/VigilWire.build"/*.o \
+      "$BIN/VigilBytes.build"/*.o -lcrypto -lz -o "$OUT/pushfuzz"
   quietly journal-build swiftc "${FLAGS[@]}" -I "$BIN/Modules" -I "$BIN" -I "$ROOT/Sources/COpenSSL" -module-name JournalFuzz \
       "$ROOT/Tests/fuzz/JournalFuzz.swift" "${STATE_OBJECTS[@]}" -lcrypto -o "$OUT/journalfuzz"
 }
