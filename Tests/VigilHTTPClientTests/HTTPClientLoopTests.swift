@@ -45,6 +45,7 @@ import VigilLoop
         #expect(worstTurns <= 2, "an echo took \(worstTurns) turns")
         #expect(worstMs < 50, "an echo took \(worstMs) ms")
         #expect(rounds > 100)
+        print("echo beside two stalled requests: \(rounds) round trips in 1 s, worst \(worstTurns) turns, \(worstMs) ms")
         // And the stalled requests end at their deadline, as requests.
         #expect(try rig.wait(for: 2))
         #expect(rig.outcomes.failure(0) == .timeout(.awaitingResponse) && rig.outcomes.failure(1) == .timeout(.awaitingResponse))
