@@ -77,6 +77,17 @@ let package = Package(
         // signature and the TLS client context). Knows the loop and the NATS codec, nothing of
         // WebSocket or the hubs.
         .target(name: "VigilCluster", dependencies: ["VigilLoop", "VigilNATS", "COpenSSL"]),
+        // The outgoing HTTP/1.1 client on the loop (Web Push, webhooks): keep-alive connections per
+        // origin, bounded queues, deadlines, TLS verified through VigilLoop's OpenSSL context, names
+        // resolved off the loop. Knows the loop and the HTTP codec (VigilWire), nothing of WebSocket.
+        .target(
+            name: "VigilHTTPClient",
+            dependencies: [
+                "VigilLoop", "VigilWire",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Durable state: snapshot and journal codecs (pure), the state directory's files, recovery,
         // the state digest (SHA-256 from libcrypto: a hash function, nothing of sockets or TLS).
         .target(name: "VigilState", dependencies: ["VigilCore", "VigilGeo", "COpenSSL"]),
@@ -157,6 +168,9 @@ let package = Package(
         .testTarget(name: "VigilNATSTests", dependencies: ["VigilNATS", "VigilCore"]),
         // Against a real `nats-server -js` the tests start on loopback ports (Tests/setup-deps installs it).
         .testTarget(name: "VigilClusterTests", dependencies: ["VigilCluster", "VigilNATS", "VigilLoop", "COpenSSL", "VigilTestSupport"]),
+        // Pure pieces (the pool, the lifecycle) without sockets; the rest against a Python HTTP(S)
+        // server the tests start on loopback (Tests/http-test-server).
+        .testTarget(name: "VigilHTTPClientTests", dependencies: ["VigilHTTPClient", "VigilLoop", "VigilWire", "VigilTestSupport"]),
         .testTarget(name: "VigilLoadTests", dependencies: ["VigilLoad", "VigilCore", "VigilGeo"]),
         .testTarget(name: "VigilPushTests", dependencies: ["VigilPush", "VigilWire", "COpenSSL"]),
         // VigilPush from the command line, for the end-to-end tests' independent checks in Python

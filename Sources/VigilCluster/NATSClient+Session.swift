@@ -23,18 +23,18 @@ extension NATSClient {
     private func resolve(_ url: NATSServerURL) {
         if resolver == nil {
             do {
-                resolver = try NATSResolver(loop: loop) { [weak self] in self?.resolved($0) }
+                resolver = try NameResolver(threadName: "vigil-nats-dns", loop: loop) { [weak self] in self?.resolved($0) }
             } catch {
                 return lose(reason: "no resolver: \(error)")
             }
         }
         resolvingID = nextResolveID
         nextResolveID += 1
-        resolver?.resolve(NATSResolver.Request(id: resolvingID, host: url.host, port: url.port))
+        resolver?.resolve(NameResolver.Request(id: resolvingID, host: url.host, port: url.port))
     }
 
     /// The resolver's answer, on the loop; an answer the attempt no longer waits for is dropped.
-    func resolved(_ answer: NATSResolver.Answer) {
+    func resolved(_ answer: NameResolver.Answer) {
         guard answer.id == resolvingID, resolvingID != 0, case .handshaking = phase else { return }
         resolvingID = 0
         switch answer.result {

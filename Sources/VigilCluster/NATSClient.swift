@@ -40,7 +40,7 @@ public final class NATSClient {
     let tls: NATSTLS?
     var stream: NATSStream?
     /// Host names are resolved off the loop (created at the first name).
-    var resolver: NATSResolver?
+    var resolver: NameResolver?
     /// The lookup the current attempt waits for (0: none).
     var resolvingID: UInt64 = 0
     var nextResolveID: UInt64 = 1

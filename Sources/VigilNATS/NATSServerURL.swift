@@ -1,6 +1,6 @@
 /// One server of a cluster's URL list: `nats://host:port`, `tls://host:port`, `host:port`,
 /// `[v6]:port`, or a bare host (port 4222). The host is a numeric address or a DNS name (resolved
-/// off the loop, `NATSResolver`). `tls://` asks for TLS with that server (a `cluster.tls` section
+/// off the loop, `NameResolver`). `tls://` asks for TLS with that server (a `cluster.tls` section
 /// asks it for all). Credentials inside the URL are refused (they belong in the `cluster:`
 /// section, where they are not logged), as are other schemes, with the reason.
 public struct NATSServerURL: Equatable, Sendable, CustomStringConvertible {

@@ -36,11 +36,14 @@ struct HTTPLineReader {
             line.removeAll(keepingCapacity: true)
             lineComplete = false
         }
-        let count = bytes.count
         let start = index
+        // Bytes past the limit are not looked at, so that the first problem in byte order is the
+        // one reported however the input is split (a bare CR beyond the limit is "too long" whole
+        // or in pieces; it was a bare CR when it arrived in the same chunk as the limit's edge).
+        let end = min(bytes.count, start + (maxBytes - total))
         var i = start
         var crAt = -1
-        while i < count {
+        while i < end {
             let b = bytes[i]
             if b == 0x0A { break }
             if b == 0x0D {
@@ -52,7 +55,7 @@ struct HTTPLineReader {
             }
             i += 1
         }
-        let found = i < count
+        let found = i < end
         let segment = i - start
         if pendingCR && segment > 0 { return .bareCR }
         let consumed = segment + (found ? 1 : 0)

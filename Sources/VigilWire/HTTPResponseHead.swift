@@ -1,6 +1,6 @@
 /// A parsed HTTP/1.1 response head (status line and fields, RFC 9112 §4), as the
 /// load-test client sees the server's answer to its upgrade request.
-public struct HTTPResponseHead: HTTPHeaderFields {
+public struct HTTPResponseHead: HTTPHeaderFields, Sendable {
     public var versionMajor: Int
     public var versionMinor: Int
     public var statusCode: Int

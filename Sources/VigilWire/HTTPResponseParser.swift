@@ -1,6 +1,7 @@
 /// An incremental HTTP/1.1 response head parser (RFC 9112 §4) for the client
-/// side of the WebSocket handshake. Same line discipline and limits as
-/// `HTTPRequestParser`; it reads only the head (a 101 has no body).
+/// side of the WebSocket handshake, and for the head of every response the HTTP
+/// client reads (`HTTPResponseReader` goes on with the body). Same line discipline
+/// and limits as `HTTPRequestParser`; it reads only the head (a 101 has no body).
 public struct HTTPResponseParser {
     /// Where in the head the parser is.
     private enum State {
@@ -13,6 +14,8 @@ public struct HTTPResponseParser {
     private var lines: HTTPLineReader
     private let maxHeaderCount: Int
     private var state = State.statusLine
+    /// The failure was a limit passed (the head's size or field count), not a syntax error.
+    public private(set) var exceededLimit = false
 
     public init(maxHeadBytes: Int = 8192, maxHeaderCount: Int = 100) {
         lines = HTTPLineReader(maxBytes: maxHeadBytes)
@@ -34,6 +37,7 @@ public struct HTTPResponseParser {
             case .needMore:
                 return .needMore
             case .tooLong:
+                exceededLimit = true
                 return fail("response head larger than \(lines.maxBytes) bytes")
             case .bareCR:
                 return fail("bare CR in response head")
@@ -58,6 +62,7 @@ public struct HTTPResponseParser {
             } else if line[0] == 0x20 || line[0] == 0x09 {
                 state = .failed("obsolete line folding in header")
             } else if head.headers.count >= maxHeaderCount {
+                exceededLimit = true
                 state = .failed("more than \(maxHeaderCount) header fields")
             } else {
                 switch HTTPSyntax.parseField(line) {

@@ -35,6 +35,14 @@ enum HTTPSyntax {
         c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") ? Int(c - UInt8(ascii: "0")) : nil
     }
 
+    /// The value of a hex digit (either case), nil for any other byte.
+    @inline(__always)
+    static func hexValue(_ c: UInt8) -> Int? {
+        if let d = digit(c) { return d }
+        let lower = HTTPHeaderSearch.lowerASCII(c)
+        return lower >= UInt8(ascii: "a") && lower <= UInt8(ascii: "f") ? Int(lower - UInt8(ascii: "a")) + 10 : nil
+    }
+
     /// Parses `field-name ":" OWS field-value OWS` (RFC 9112 §5). Returns the field
     /// or the reason it is malformed. Callers reject obs-fold before calling.
     static func parseField(_ line: [UInt8]) -> Result<(name: String, value: String), FieldError> {

@@ -3,7 +3,8 @@ import Foundation
 /// The throwaway PKI of the TLS tests, made once per test process by Tests/make-test-pki (the
 /// `openssl` command) in a temporary directory: a CA (`ca.pem`), a server certificate for
 /// `localhost` and 127.0.0.1 (`server.pem`, `server.key`), a client certificate (`client.pem`,
-/// `client.key`) and a CA that signed none of them (`other-ca.pem`).
+/// `client.key`), a server certificate for a name no test connects to (`elsewhere.pem`,
+/// `elsewhere.key`) and a CA that signed none of them (`other-ca.pem`).
 ///
 /// Several suites of the process share it (they may run at once), so no suite removes it: the
 /// process does as it exits, and one made by a test process that died before that is removed

@@ -43,4 +43,15 @@ import Testing
         #expect(lines(["ab\ncd"], max: 5) == ["ab", "<tooLong>"])
         #expect(lines(["ab\ncd"], max: 6) == ["ab"])
     }
+
+    /// The first problem in byte order is reported, however the input is split: a bare CR past
+    /// the budget is past the point where the head became too long (found by the response fuzzer).
+    @Test func theFirstProblemWinsWhateverTheSplit() {
+        for split in [["ab\r\u{0}"], ["ab", "\r\u{0}"], ["ab\r", "\u{0}"]] {
+            #expect(lines(split, max: 2) == ["<tooLong>"], "\(split)")
+        }
+        for split in [["a\rb"], ["a", "\rb"], ["a\r", "b"]] {
+            #expect(lines(split, max: 4) == ["<bareCR>"], "\(split)")
+        }
+    }
 }

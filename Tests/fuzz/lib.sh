@@ -5,7 +5,7 @@
 # Corpora persist in .build/fuzz-corpus-TARGET; targets with seeds in Tests/fuzz/seeds/TARGET start
 # from them.
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-FUZZ_TARGETS=(wire json hub deflate decoder snapshot journal nats push)
+FUZZ_TARGETS=(wire json hub deflate decoder snapshot journal nats response push)
 OUT="$ROOT/.build/fuzz"
 # Swift's own crash backtracer would take over a trap (and can sit for minutes symbolicating a
 # sanitizer-sized process); libFuzzer's handler reports it and writes the input instead.
@@ -28,6 +28,7 @@ fuzz_build() {
         "$ROOT/Tests/fuzz/FuzzChunks.swift" "$OUT/VigilBytes.o" -lcrypto -lz)
   quietly wire-build swiftc "${FLAGS[@]}" -module-name WireFuzz "${WIRE[@]}" "$ROOT/Tests/fuzz/WireFuzz.swift" -o "$OUT/wirefuzz"
   quietly deflate-build swiftc "${FLAGS[@]}" -module-name DeflateFuzz "${WIRE[@]}" "$ROOT/Tests/fuzz/DeflateFuzz.swift" -o "$OUT/deflatefuzz"
+  quietly response-build swiftc "${FLAGS[@]}" -module-name ResponseFuzz "${WIRE[@]}" "$ROOT/Tests/fuzz/ResponseFuzz.swift" -o "$OUT/responsefuzz"
   quietly json-build swiftc "${FLAGS[@]}" -I "$OUT/modules" -module-name JSONFuzz \
       "$ROOT"/Sources/VigilCore/JSON/*.swift "$ROOT/Tests/fuzz/JSONFuzz.swift" "$ROOT/Tests/fuzz/JSONFuzzMain.swift" \
       "$OUT/VigilBytes.o" -o "$OUT/jsonfuzz"
