@@ -89,13 +89,36 @@ def _ip_literals(line: str) -> list[str]:
     return found
 
 
+def _windows_in(text: str, values: set[str], lengths: list[int]) -> list[str]:
+    """The values of ``values`` that occur in ``text`` as substrings: every window of each length
+    a value has, looked up in the set (O(len(text) x distinct lengths), not O(values): a run
+    records hundreds of thousands of coordinates)."""
+    found = []
+    for n in lengths:
+        for i in range(len(text) - n + 1):
+            w = text[i:i + n]
+            if w in values:
+                found.append(w)
+    return found
+
+
+# A recorded value can only occur inside a run of the characters it is made of: base64url for
+# tokens and ids, digits, '.' and '-' for coordinates.
+_SECRET_RUN_RE = re.compile(r"[A-Za-z0-9_-]{8,}")
+_COORD_RUN_RE = re.compile(r"[-0-9.]{5,}")
+
+
 def scan_lines(lines: list[str], secrets: set[str], coords: set[str]) -> list[str]:
     """Every offending line, with why."""
     problems = []
+    secret_lengths = sorted({len(s) for s in secrets})
+    coord_lengths = sorted({len(c) for c in coords})
     for line in lines:
         why = []
-        why += [f"secret {s[:6]}…" for s in secrets if s in line]
-        why += [f"coordinate {c}" for c in coords if c in line]
+        hits = {w for run in _SECRET_RUN_RE.findall(line) for w in _windows_in(run, secrets, secret_lengths)}
+        why += [f"secret {s[:6]}…" for s in sorted(hits)]
+        hits = {w for run in _COORD_RUN_RE.findall(line) for w in _windows_in(run, coords, coord_lengths)}
+        why += [f"coordinate {c}" for c in sorted(hits)]
         if not _OWN_ADDRESS_RE.search(line):
             why += [f"IP address {ip}" for ip in _ip_literals(line)]
         for key in _KEY_RE.findall(line):
