@@ -40,13 +40,6 @@ public struct PanicWatch: Sendable {
         self.replay = replay
         self.gap = gap
     }
-
-    /// The replayed events, read from `stream` (empty when there is no replay). For tests and
-    /// small replays: the server reads them one at a time instead (`PanicStream.event(seq:)`).
-    public var events: [PanicEvent] {
-        guard let replay else { return [] }
-        return replay.compactMap { stream.event(seq: $0) }
-    }
 }
 
 /// Why a panic operation was refused.

@@ -57,20 +57,6 @@ public struct PanicHistory: Sendable {
         }
     }
 
-    /// The events with seq > `seq`, oldest first; nil unless every one of them is held
-    /// (`seq + 1` dropped already). `seq` at or past the newest event gives [].
-    public func events(after seq: UInt64) -> [PanicEvent]? {
-        guard let first = firstSeq else { return seq == 0 ? [] : nil }
-        let last = first + UInt64(storage.count) - 1
-        if seq >= last { return [] }
-        guard seq + 1 >= first else { return nil }
-        let skip = Int(seq + 1 - first)
-        var out: [PanicEvent] = []
-        out.reserveCapacity(storage.count - skip)
-        for offset in skip..<storage.count { out.append(self[offset]) }
-        return out
-    }
-
     /// The held event with this seq (nil when it was dropped already, or is not there yet): what a
     /// replay reads one event at a time, so that a watcher catching up never costs a copy of the
     /// history.

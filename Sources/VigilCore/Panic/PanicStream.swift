@@ -107,17 +107,6 @@ public struct PanicStream: Sendable {
         return event
     }
 
-    /// The events after `seq`, oldest first, for a watcher catching up.
-    ///
-    /// - `[]` when `seq` is the current seq (up to date).
-    /// - nil when some event after `seq` is no longer held (a gap: the caller sends state, no replay),
-    ///   and also when `seq` is ahead of the stream: there is no such seq to continue from. The hub
-    ///   reports that case as `PanicFailure.sinceAhead` before asking.
-    public func events(after seq: UInt64) -> [PanicEvent]? {
-        guard seq <= self.seq else { return nil }
-        return history.events(after: seq)
-    }
-
     /// Whether `other` would be encoded as the same `state` (`ServerMessages.panicState`): every
     /// field that encoder reads is compared, the rest (owner, watchers, tokens, the stale flags)
     /// is not. Two copies of a stream taken with no event between them compare in O(1). Keep this

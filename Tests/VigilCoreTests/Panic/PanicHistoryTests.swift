@@ -1,5 +1,6 @@
 import Testing
 @testable import VigilCore
+import VigilTestSupport
 
 @Suite struct PanicHistoryTests {
     func event(_ seq: UInt64) -> PanicEvent {

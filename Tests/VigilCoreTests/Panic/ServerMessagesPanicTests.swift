@@ -1,5 +1,6 @@
 import Testing
 @testable import VigilCore
+import VigilTestSupport
 
 /// The escalation of a missed safety timer on the wire (docs/PROTOCOL.md, "Safety timer"):
 /// `at` stays the deadline, `sent_at` says when the alarm went out, in the event, in its replay
