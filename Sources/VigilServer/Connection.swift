@@ -106,19 +106,7 @@ public final class Connection: ByteStream {
             whole.append(contentsOf: suffix)
             return whole.withUnsafeBytes { send(.text, payload: $0, traffic: traffic) }
         }
-        let payload = prefix.count + middle.count + suffix.count
-        let header = FrameEncoder.headerSize(payloadCount: payload, masked: false)
-        guard queuedBytes + header + payload <= server.policies.budget(traffic, totalQueued: server.loop.queuedBytes) else {
-            return overflow(traffic)
-        }
-        let p = reserve(header + prefix.count)
-        let written = FrameEncoder.writeHeader(into: p, opcode: .text, fin: true, rsv1: false, payloadCount: payload, maskKey: nil)
-        if let src = prefix.baseAddress, prefix.count > 0 { (p + written).copyMemory(from: src, byteCount: prefix.count) }
-        commit(header + prefix.count)
-        append(shared: shared)
-        if suffix.count > 0 { append(suffix) }
-        server.counters.framesOut += 1
-        return .queued
+        return queueFrame(.text, prefix, traffic, then: (shared, suffix))
     }
 
     /// Queues a frame encoded once for many connections (`SharedFrame`), by reference. `tag`
@@ -381,19 +369,27 @@ public final class Connection: ByteStream {
         }
     }
 
-    /// Encodes one frame straight into the output queue, if the traffic class's policy admits it.
+    /// Encodes one frame straight into the output queue, if the traffic class's policy admits it:
+    /// the header and `payload` copied in, then (`then`) a shared chunk by reference and more
+    /// bytes copied, all one payload.
     @discardableResult
-    private func queueFrame(_ opcode: Opcode, _ payload: UnsafeRawBufferPointer, _ traffic: TrafficClass, compressed: Bool = false) -> SendResult {
-        let total = FrameEncoder.headerSize(payloadCount: payload.count, masked: false) + payload.count
-        guard queuedBytes + total <= server.policies.budget(traffic, totalQueued: server.loop.queuedBytes) else {
+    private func queueFrame(_ opcode: Opcode, _ payload: UnsafeRawBufferPointer, _ traffic: TrafficClass, compressed: Bool = false,
+                            then rest: (shared: ByteChunk, suffix: UnsafeRawBufferPointer)? = nil) -> SendResult {
+        let count = payload.count + (rest.map { $0.shared.bytes.count + $0.suffix.count } ?? 0)
+        let header = FrameEncoder.headerSize(payloadCount: count, masked: false)
+        guard queuedBytes + header + count <= server.policies.budget(traffic, totalQueued: server.loop.queuedBytes) else {
             return overflow(traffic)
         }
-        let p = reserve(total)
-        let header = FrameEncoder.writeHeader(into: p, opcode: opcode, fin: true, rsv1: compressed, payloadCount: payload.count, maskKey: nil)
+        let p = reserve(header + payload.count)
+        let written = FrameEncoder.writeHeader(into: p, opcode: opcode, fin: true, rsv1: compressed, payloadCount: count, maskKey: nil)
         if let src = payload.baseAddress, payload.count > 0 {
-            (p + header).copyMemory(from: src, byteCount: payload.count)
+            (p + written).copyMemory(from: src, byteCount: payload.count)
         }
-        commit(total)
+        commit(header + payload.count)
+        if let rest {
+            append(shared: rest.shared)
+            if rest.suffix.count > 0 { append(rest.suffix) }
+        }
         if opcode == .text || opcode == .binary { server.counters.framesOut += 1 }
         return .queued
     }
