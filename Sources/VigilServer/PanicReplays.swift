@@ -1,3 +1,4 @@
+import OrderedCollections
 import VigilCore
 
 /// The `since` replays in progress: for each connection that asked a stream for the events it
@@ -38,8 +39,7 @@ struct PanicReplays {
     private var byConnection: [Int32: [Cursor]] = [:]
     /// Connections whose queue drained while a replay of theirs waited, to step at the end of the
     /// next turn (in the order they drained; a connection at most once).
-    private var ready: [Int32] = []
-    private var readySet: Set<Int32> = []
+    private var ready = OrderedSet<Int32>()
     /// Replays in progress, all connections together.
     private(set) var count = 0
 
@@ -106,16 +106,13 @@ struct PanicReplays {
 
     /// `fd`'s queue drained: its replays go on at the end of the next turn (`takeReady`).
     mutating func drained(_ fd: Int32) {
-        guard byConnection[fd] != nil, readySet.insert(fd).inserted else { return }
+        guard byConnection[fd] != nil else { return }
         ready.append(fd)
     }
 
     /// The connections to step now, each once; the list starts empty again.
     mutating func takeReady() -> [Int32] {
-        defer {
-            ready.removeAll(keepingCapacity: true)
-            readySet.removeAll(keepingCapacity: true)
-        }
-        return ready
+        defer { ready.removeAll(keepingCapacity: true) }
+        return ready.elements
     }
 }
