@@ -49,6 +49,16 @@ import VigilCore
 
         static func lat(_ seq: Int) -> Double { 10 + Double(seq) / 100_000 }
 
+        /// A watcher whose server end takes 4 KiB at a time, asking for every event after `since`;
+        /// returns once its replay has started (it stays stalled until the test reads).
+        func stalledWatcher(since: Int = 0) throws -> TestClient {
+            let watcher = try h.open(serverSendBuffer: 4_096)
+            let started = h.v1.stats.replays
+            watch(watcher, since: since)
+            try h.run(until: { h.v1.stats.replays > started })
+            return watcher
+        }
+
         func watch(_ client: TestClient, since: Int?) {
             let s = since.map { #","since":\#($0)"# } ?? ""
             client.send(#"{"op":"panic.watch","ref":"w","stream":"\#(stream)","watch_token":"\#(token)"\#(s)}"#)
@@ -100,9 +110,7 @@ import VigilCore
     @Test func liveEventsDuringAReplayFollowItInOrderAndTheWindowBoundsTheQueue() throws {
         let h = try ServerHarness { $0.panic.historyEvents = 2_000 }
         let rig = try Rig(h, events: 1_000)
-        let watcher = try h.open(serverSendBuffer: 4_096)
-        rig.watch(watcher, since: 0)
-        try h.run(until: { h.v1.stats.replays == 1 })
+        let watcher = try rig.stalledWatcher()
         for _ in 0..<5 { try h.turn() }
         #expect(h.v1.replays.count == 1)  // stalled: the watcher reads nothing
         var held = [h.server.loop.queuedBytes]
@@ -132,9 +140,7 @@ import VigilCore
     @Test func aReplayTheHistoryMovedPastClosesTheWatcherWith1013() throws {
         let h = try ServerHarness { $0.panic.historyEvents = 1_000 }
         let rig = try Rig(h, events: 1_000)
-        let watcher = try h.open(serverSendBuffer: 4_096)
-        rig.watch(watcher, since: 0)
-        try h.run(until: { h.v1.stats.replays == 1 })
+        let watcher = try rig.stalledWatcher()
         try rig.update(through: 2_500)  // seq 1 ... 1,500 leave the history meanwhile
         try h.run(maxTurns: 5_000, until: { watcher.poll(); return !watcher.closes.isEmpty })
         #expect(watcher.closes == [1013])
@@ -195,13 +201,33 @@ import VigilCore
         #expect(h.v1.replays.isEmpty && h.v1.stats.replayedEvents == 20_000)
     }
 
+    /// The stream is deleted while the watcher still owes most of its replay (ended, and its grace
+    /// over): what it is owed is gone, and it is told so with the same close, not left with less.
+    @Test func aReplayWhoseStreamIsDeletedClosesTheWatcherWith1013() throws {
+        let h = try ServerHarness {
+            $0.panic.historyEvents = 1_000
+            $0.panic.endedGraceMs = 0
+        }
+        let rig = try Rig(h, events: 1_000)
+        let watcher = try rig.stalledWatcher()
+        rig.owner.messages.removeAll()
+        rig.owner.send(#"{"op":"panic.end","ref":"e","stream":"\#(rig.stream)","reason":"safe"}"#)
+        try h.read(rig.owner, count: 1)
+        let id = try #require(StreamID(rig.stream))
+        try h.run(until: { h.v1.panic.stream(id) == nil })  // the next tick removes it
+        #expect(h.v1.replays.count == 1)
+        try h.run(maxTurns: 5_000, until: { watcher.poll(); return !watcher.closes.isEmpty })
+        #expect(watcher.closes == [1013])
+        let seqs = watcher.messages.dropFirst().compactMap { $0["seq"]?.int }
+        #expect(seqs == Array(1..<seqs.count + 1) && seqs.count < 1_001)
+        #expect(h.v1.stats.replaysCut == 1 && h.v1.replays.isEmpty)
+    }
+
     /// Unwatching ends the replay; a new watch replaces the one in progress.
     @Test func unwatchOrANewWatchEndsTheReplayInProgress() throws {
         let h = try ServerHarness { $0.panic.historyEvents = 1_000 }
         let rig = try Rig(h, events: 1_000)
-        let watcher = try h.open(serverSendBuffer: 4_096)
-        rig.watch(watcher, since: 0)
-        try h.run(until: { h.v1.replays.count == 1 })
+        let watcher = try rig.stalledWatcher()
         rig.watch(watcher, since: 990)  // the client changed its mind: the reply, then 991 ... 1,000
         try h.run(until: { watcher.poll(); return watcher.messages.count(where: { $0.type == "ok" }) == 2 })
         try h.run(maxTurns: 5_000, until: { watcher.poll(); return watcher.messages.last?["seq"]?.int == 1_000 && h.v1.replays.isEmpty })
@@ -210,9 +236,7 @@ import VigilCore
         let first = watcher.messages[..<second].dropFirst().compactMap { $0["seq"]?.int }
         #expect(first == Array(1..<first.count + 1) && first.count < 1_000)
 
-        let other = try h.open(serverSendBuffer: 4_096)
-        rig.watch(other, since: 0)
-        try h.run(until: { h.v1.replays.count == 1 })
+        let other = try rig.stalledWatcher()
         other.send(#"{"op":"panic.unwatch","ref":"u","stream":"\#(rig.stream)"}"#)
         try h.run(maxTurns: 5_000, until: { other.poll(); return other.all("ok").count == 2 })
         try h.run(until: { other.poll(); return h.v1.replays.isEmpty })
