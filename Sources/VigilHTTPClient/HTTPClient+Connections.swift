@@ -114,6 +114,7 @@ extension HTTPClient {
     }
 
     private func connect(to address: String, _ origin: HTTPOrigin, for id: Int32) {
+        if let scope = settings.destinations.refusal(of: address) { return lose(id, .destinationRefused(scope)) }
         let fd: Int32
         do {
             fd = try Socket.connect(to: ListenAddress(host: address, port: origin.port))

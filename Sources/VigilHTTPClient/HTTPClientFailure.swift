@@ -9,6 +9,9 @@ public enum HTTPClientFailure: Error, Equatable, Sendable, CustomStringConvertib
     case dns(String)
     /// No TCP connection (the system's reason, for the last address tried).
     case connect(String)
+    /// Every address of the host is one `HTTPClientSettings.destinations` refuses (the scope of
+    /// the last one tried).
+    case destinationRefused(AddressScope)
     /// The TLS handshake failed: OpenSSL's reasons and the certificate check's verdict
     /// (`certificate verify failed`, `hostname mismatch`…).
     case tls(String)
@@ -40,7 +43,8 @@ public enum HTTPClientFailure: Error, Equatable, Sendable, CustomStringConvertib
 
     /// The failure's kind without its detail: the label of a metric.
     public enum Kind: String, Sendable, CaseIterable {
-        case invalidRequest = "invalid_request", queueFull = "queue_full", dns, connect, tls, timeout
+        case invalidRequest = "invalid_request", queueFull = "queue_full", dns, connect
+        case destinationRefused = "destination_refused", tls, timeout
         case closedEarly = "closed_early", tooLarge = "too_large", malformed, shutDown = "shut_down"
     }
 
@@ -50,6 +54,7 @@ public enum HTTPClientFailure: Error, Equatable, Sendable, CustomStringConvertib
         case .queueFull: return .queueFull
         case .dns: return .dns
         case .connect: return .connect
+        case .destinationRefused: return .destinationRefused
         case .tls: return .tls
         case .timeout: return .timeout
         case .closedEarly: return .closedEarly
@@ -65,6 +70,7 @@ public enum HTTPClientFailure: Error, Equatable, Sendable, CustomStringConvertib
         case .queueFull(let bound): return bound == .origin ? "the origin's queue is full" : "the client's queue is full"
         case .dns(let why): return "resolving the host name: \(why)"
         case .connect(let why): return "connecting: \(why)"
+        case .destinationRefused(let scope): return "refused to connect to a \(scope.rawValue) address"
         case .tls(let why): return "TLS: \(why)"
         case .timeout(.connecting): return "timed out connecting"
         case .timeout(.waitingForConnection): return "timed out waiting for a connection"

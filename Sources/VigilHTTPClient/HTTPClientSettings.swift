@@ -29,6 +29,8 @@ public struct HTTPClientSettings: Equatable, Sendable {
     public var caFile: String?
     /// What a response may hold (head, body, trailers), and how much of its body is kept.
     public var response = HTTPResponseReader.Limits()
+    /// Which addresses may be connected to (checked after resolution); `.any` by default.
+    public var destinations = DestinationPolicy.any
 
     public init() {}
 }

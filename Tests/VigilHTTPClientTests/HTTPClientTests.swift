@@ -43,6 +43,19 @@ import VigilWire
         #expect((0..<6).allSatisfy { rig.outcomes.response($0)?.status == 200 })
     }
 
+    @Test func aDestinationPolicyRefusesAnAddressLiteralAndANameThatResolvesToIt() throws {
+        let rig = try Rig { $0.destinations = .publicOnly() }
+        rig.send("/ok")                       // 127.0.0.1 as written
+        rig.send("/ok", host: "localhost")    // a name: refused after resolution, every address of it
+        #expect(try rig.wait(for: 2))
+        #expect(rig.outcomes.failure(0) == .destinationRefused(.loopback))
+        #expect(rig.outcomes.failure(1) == .destinationRefused(.loopback))
+        #expect(rig.client.snapshot.failures[.destinationRefused] == 2 && rig.client.snapshot.responsesByClass.reduce(0, +) == 0)
+        let allowed = try Rig { $0.destinations = .publicOnly(allowLoopback: true) }
+        #expect(try allowed.exchange("/ok"))
+        #expect(allowed.outcomes.response(0)?.status == 200)
+    }
+
     @Test func pastTheQueueBoundRequestsAreRefused() throws {
         let rig = try Rig {
             $0.maxConnectionsPerOrigin = 1
