@@ -1,4 +1,5 @@
 import VigilCore
+import VigilPush
 import VigilState
 
 /// The `checkin.*` operations (docs/PROTOCOL.md, "Check-in circles").
@@ -40,14 +41,27 @@ extension V1Application {
         case .revoke(let circle, let token, let member):
             guard let circle else { return Self.circleForbidden }
             let before = checkin.checkpoint(circle)
-            switch checkin.revoke(circle, ownerToken: token, member: member, secrets: secrets, now: now, out: &scratch.checkin) {
-            case .success(let changed?):
-                return Outcome(.ok, record: .circlePut(changed), undo: .circle(before))
-            case .success(nil):
-                return Outcome(.ok)  // not a live member: nothing changed, nothing to journal
+            // Not a live member: nothing changed, nothing to journal.
+            return Self.okIfChanged(checkin.revoke(circle, ownerToken: token, member: member, secrets: secrets, now: now,
+                                                   out: &scratch.checkin), before)
+        case .register(let circle, let credential, let target):
+            if let refused = refuseUnusable(target) { return refused }
+            guard let circle else { return Self.circleForbidden }
+            let before = checkin.checkpoint(circle)
+            switch checkin.register(circle, credential: credential, target: target, secrets: secrets, now: now) {
+            case .success(let registered):
+                let reply = Reply.checkin(.registered(registered.subscription))
+                guard let changed = registered.circle else { return Outcome(reply) }  // held already, unchanged
+                return Outcome(reply, record: .circlePut(changed), undo: .circle(before))
             case .failure(let failure):
                 return Outcome(.error(.from(failure)))
             }
+        case .unregister(let circle, let credential, let subscription):
+            guard let circle else { return Self.circleForbidden }
+            let before = checkin.checkpoint(circle)
+            // Not one of the caller's: nothing changed, nothing to journal.
+            return Self.okIfChanged(checkin.unregister(circle, credential: credential, subscription: subscription, secrets: secrets,
+                                                       now: now), before)
         case .request(let circle, let token):
             guard let circle else { return Self.circleForbidden }
             let before = checkin.checkpoint(circle)
@@ -106,6 +120,48 @@ extension V1Application {
         case .failure(let failure):
             if failure == .capacityExceeded { stats.refused(.checkinCapacity) }
             return Outcome(.error(.from(failure)))
+        }
+    }
+
+    /// `ok` for a change that may have been none: journaled when the circle changed.
+    private static func okIfChanged(_ result: Result<CheckinCircle?, CheckinFailure>, _ before: CheckinHub.Checkpoint) -> Outcome {
+        switch result {
+        case .success(let changed?): return Outcome(.ok, record: .circlePut(changed), undo: .circle(before))
+        case .success(nil): return Outcome(.ok)
+        case .failure(let failure): return Outcome(.error(.from(failure)))
+        }
+    }
+
+    /// A subscription the server could not use, refused before the circle is looked at (it says
+    /// nothing of the circle): a channel not configured (`unsupported`), an endpoint the daemon
+    /// may not POST to or a key that is not a point of P-256 (`invalid_push`). The endpoint's
+    /// address is judged again when a notice is sent (private addresses, docs/design/alerts.md).
+    /// Messages never echo the values.
+    func refuseUnusable(_ target: CheckinSubscription.Target) -> Outcome? {
+        switch target {
+        case .webPush(let endpoint, let p256dh, _):
+            guard alertChannels.webPush else {
+                return Outcome(.error(RequestError("unsupported", field: "push", "this server sends no Web Push (no push.vapid_key_file)")))
+            }
+            do {
+                _ = try PushEndpoint(endpoint, allowLoopbackHTTP: alertChannels.allowLoopbackHTTP)
+            } catch {
+                let why: String
+                switch error {
+                case .schemeNotAllowed: why = alertChannels.allowLoopbackHTTP ? "https (or http to a loopback host)" : "https"
+                default: why = "a URL: https://HOST[:PORT]/PATH, without user information or fragment"
+                }
+                return Outcome(.error(RequestError("invalid_push", field: "push.endpoint", "push.endpoint must be \(why)")))
+            }
+            guard (try? P256PublicKey(bytes: p256dh)) != nil else {
+                return Outcome(.error(RequestError("invalid_push", field: "push.keys.p256dh", "push.keys.p256dh is not a point of P-256")))
+            }
+            return nil
+        case .relay:
+            guard alertChannels.relay else {
+                return Outcome(.error(RequestError("unsupported", field: "relay", "this server has no webhook relay (no push.relay_url)")))
+            }
+            return nil
         }
     }
 

@@ -40,6 +40,9 @@ public final class V1Application: WebSocketApplication {
     private let decoder: RequestDecoder
     let secrets: any Secrets
     let limits: ServerMessages.Limits
+    /// The ways of reaching people this server is configured for (`push:`): what
+    /// `checkin.register` accepts subscriptions for.
+    public let alertChannels: AlertChannels
     /// The server outlives the application it builds and mounts (it holds it in its table for the
     /// application's whole life), so the reference is not counted: `unowned(unsafe)` spares the strong-retain check plain `unowned`
     /// does on every use (1.3% of the daemon's samples at fan-out saturation, all in `send`).
@@ -97,6 +100,7 @@ public final class V1Application: WebSocketApplication {
         self.checkin = CheckinHub(settings: server.config.checkin)
         self.decoder = RequestDecoder(settings: settings, panic: panic, checkin: server.config.checkin)
         self.secrets = secrets
+        self.alertChannels = server.config.push.channels
         self.maxReplyBytes = min(server.config.maxOutputBufferBytes / 2, 1 << 20)
         self.limits = ServerMessages.Limits(maxMessageBytes: server.config.maxMessageBytes,
                                             messagesPerSecond: server.config.messagesPerSecond,

@@ -22,8 +22,14 @@ import VigilCore
 ///             10 pinPut       as 1, then range_m u32 > 0 (a pin with a reach; one without is
 ///                  with range                  still written as 1, so a journal without ranged
 ///                                              pins stays readable by older builds)
-///             20 circlePut    circle (see `CircleFields`)
+///             20 circlePut    circle (see `CircleFields`), without subscriptions
 ///             21 circleRemove circle id 16
+///             22 circlePut    as 20, then the circle's subscriptions (u32 count ≥ 1 ×
+///                  with subscriptions          subscription, see `CircleFields`); a circle
+///                                              without any is still written as 20, so a journal
+///                                              without subscriptions stays readable by older
+///                                              builds (and a 22 with none is refused: one form
+///                                              per value)
 ///
 /// A kind is only ever added (a build that meets a kind it does not know stops there and says so,
 /// see `JournalStop.undecodable`, rather than skipping it), so the version stays 1.
@@ -185,8 +191,9 @@ public enum JournalCodec {
             w.u64(voter)
             w.u8(UInt8(bitPattern: value))
         case .circlePut(let circle):
-            w.u8(20)
+            w.u8(circle.subscriptions.isEmpty ? 20 : 22)
             CircleFields.write(circle, to: &w)
+            if !circle.subscriptions.isEmpty { CircleFields.writeSubscriptions(circle.subscriptions, to: &w) }
         case .circleRemove(let id):
             w.u8(21)
             w.circleID(id)
@@ -236,9 +243,11 @@ public enum JournalCodec {
             let value = Int8(bitPattern: try r.u8())
             guard value == 1 || value == -1 else { throw r.invalid("vote value \(value) is not ±1", at: at) }
             record = .pinVote(id, voter: voter, value: value)
-        case 20:
+        case let kind where kind == 20 || kind == 22:
             r.what = "circlePut record"
-            record = .circlePut(try CircleFields.read(&r))
+            let circle = try CircleFields.read(&r, subscriptions: kind == 22)
+            if kind == 22 && circle.subscriptions.isEmpty { throw r.invalid("a circlePut with subscriptions holds none", at: 0) }
+            record = .circlePut(circle)
         case 21:
             record = .circleRemove(try r.circleID())
         case let kind:

@@ -98,6 +98,18 @@ import VigilGeo
         ]),
     ]
 
+    /// A version 6 snapshot as the build before version 7 wrote it (the fuzz seed `circles.vgs` of
+    /// commit f0779b7): one check-in circle, from before circles kept subscriptions.
+    static let snapshotV6 = hex([
+        "895647530d0a1a0a060000000068e5cf8b01000005000000000000000000000000000000000000000000000000010000",
+        "000357eec96e9c319f1228144c5bf316bb0068e5cf8b0100000568e5cf8b01000013a2316ba22fe9c8490448e84ecfa1",
+        "541674523355f64f05f571b4044df7279204000000020000000100000001030000004d756d0068e5cf8b0100006c9c2a",
+        "38627190c758d59088744cc2e279df04d3a912498517bb3eb3b45d1a9d02000000000068e5cf8b010000a2c05f1051b6",
+        "3295803e98b2d5ad9ae97aecd26a6b8e08795d84b6c5ca1372af0100000002000000000368e5cf8b010000010268e5cf",
+        "8b010000010b000000686f6d652022736f6f6e22010000000100000001030000004d756d0168e5cf8b010000010568e5",
+        "cf8b01000035dde5cf8b010000c5912c95",
+    ])
+
     static func hex(_ lines: [String]) -> [UInt8] {
         let text = Array(lines.joined().utf8)
         func nibble(_ c: UInt8) -> UInt8 { c <= UInt8(ascii: "9") ? c - UInt8(ascii: "0") : c - UInt8(ascii: "a") + 10 }
@@ -118,14 +130,14 @@ import VigilGeo
         #expect(stream.ended == PanicEnd(reason: .safe, at: 1_795_000_007_000))
         #expect(stream.history.all.map(\.seq) == [1, 2, 3, 4] && stream.watchTokenDigests.count == 2)
         // Version 1 has no timer fields: its streams read as without a timer, and are written
-        // back as version 6 (the same bytes but for the version, two absent timer fields, the
+        // back as version 7 (the same bytes but for the version, two absent timer fields, the
         // pin's absent range (4 bytes, since version 3), the count of an empty circle list
         // (4 bytes, since version 4), the cluster fields (9 bytes, since version 5) and the
         // absent escalation's sent_at (1 byte, since version 6)).
         #expect(stream.dueAt == nil && stream.missedCheckInAt == nil && pin.rangeMeters == nil && snapshot.circles.isEmpty)
         #expect(snapshot.clusterSequence == nil)
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 6 && again.count == Self.snapshot.count + 2 + 4 + 4 + 9 + 1)
+        #expect(again[8] == 7 && again.count == Self.snapshot.count + 2 + 4 + 4 + 9 + 1)
         expectSameStreams(try SnapshotCodec.decode(again).streams, snapshot.streams)
 
         // Votes kept by session number are votes by voter number now; new voters number on above them.
@@ -136,7 +148,8 @@ import VigilGeo
     }
 
     /// Version 4 reads as a standalone node's snapshot (no cluster sequence), and is written back
-    /// as version 6: the same bytes but for the version and the 9 bytes of the cluster fields.
+    /// as version 7: the same bytes but for the version, the 9 bytes of the cluster fields and
+    /// the circle's empty subscription list (4 bytes, since version 7).
     @Test func aVersion4SnapshotReadsAsStandalone() throws {
         let snapshot = try SnapshotCodec.decode(Self.snapshotV4)
         #expect(Self.snapshotV4[8] == 4 && snapshot.clusterSequence == nil)
@@ -144,12 +157,13 @@ import VigilGeo
         let circle = try #require(snapshot.circles.first)
         #expect(snapshot.circles.count == 1 && circle.members.count == 2 && circle.home != nil)
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 6 && again.count == Self.snapshotV4.count + 9)
-        #expect(Array(again[45..<(again.count - 4)]) == Array(Self.snapshotV4[36..<(Self.snapshotV4.count - 4)]))
+        #expect(again[8] == 7 && again.count == Self.snapshotV4.count + 9 + 4)
+        #expect(Array(again[45..<(again.count - 8)]) == Array(Self.snapshotV4[36..<(Self.snapshotV4.count - 4)]))
+        #expect(Array(again[(again.count - 8)..<(again.count - 4)]) == [0, 0, 0, 0])
     }
 
     /// An escalation from before sent_at was kept reads as sent at its time (the deadline), in
-    /// the stream and in its history, and is written back as version 6: one byte more per
+    /// the stream and in its history, and is written back as version 7: one byte more per
     /// stream (sent_at absent or present), 8 more for the escalated stream's sent_at, and 8 more
     /// for its event, now kind 6 with the sent_at.
     @Test func aVersion5SnapshotsEscalationReadsAsSentAtItsTime() throws {
@@ -165,7 +179,7 @@ import VigilGeo
         #expect(due == 1_700_000_900_000 && event.at == due && sentAt == event.at)
         #expect(snapshot.streams.allSatisfy { $0.missedCheckInAt != nil || $0.missedCheckInSentAt == nil })
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 6 && again.count == Self.snapshotV5.count + 2 + 8 + 8)
+        #expect(again[8] == 7 && again.count == Self.snapshotV5.count + 2 + 8 + 8)
         expectSameStreams(try SnapshotCodec.decode(again).streams, snapshot.streams)
     }
 

@@ -56,6 +56,13 @@ import VigilTestSupport
         out.append(("snapshot", "circles.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 5, pins: [],
                                                                                     streams: [], circles: [circle]))))
         records += [.circlePut(circle), .circleRemove(circle.id)]
+        // Circles with subscriptions (snapshot version 7, record kind 22), and a version 6
+        // snapshot's circle from before them.
+        let subscribed = try! CircleStateTests.circle(seed: 12, subscribed: true)
+        out.append(("snapshot", "subscriptions.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 5, pins: [],
+                                                                                        streams: [], circles: [subscribed]))))
+        out.append(("snapshot", "v6-format.vgs", FormatFixtureTests.snapshotV6))
+        records.append(.circlePut(subscribed))
         var segment = JournalCodec.header(segment: 3)
         for (index, record) in records.enumerated() {
             // One payload on its own per record (the fuzzer's `decodeRecord` path) ...

@@ -88,12 +88,12 @@ import VigilTestSupport
 
     @Test func unknownVersionIsRefusedByName() {
         var bytes = SnapshotCodec.encode(Self.sample())
-        bytes[8] = 7
-        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 7, supported: 6)) { try SnapshotCodec.decode(bytes) }
+        bytes[8] = 8
+        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 8, supported: 7)) { try SnapshotCodec.decode(bytes) }
         bytes[8] = 0
-        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 0, supported: 6)) { try SnapshotCodec.decode(bytes) }
-        let message = StateError.unsupportedVersion(kind: "snapshot", found: 7, supported: 6).description
-        #expect(message == "snapshot format version 7 is not supported (this build reads version 6)")
+        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 0, supported: 7)) { try SnapshotCodec.decode(bytes) }
+        let message = StateError.unsupportedVersion(kind: "snapshot", found: 8, supported: 7).description
+        #expect(message == "snapshot format version 8 is not supported (this build reads version 7)")
     }
 
     @Test func wrongMagicAndChecksumAreNamed() {

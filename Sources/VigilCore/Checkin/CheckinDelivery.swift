@@ -62,4 +62,6 @@ public enum CheckinFailure: Error, Equatable, Sendable {
     case rateLimited(retryAfterMs: Int64)
     /// A home-safe time not in the future, or further ahead than `maxHomeMs`.
     case invalidHome
+    /// The caller holds `maxSubscriptionsPerHolder` subscriptions in the circle already.
+    case tooManySubscriptions
 }

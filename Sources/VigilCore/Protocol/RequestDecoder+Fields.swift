@@ -39,6 +39,8 @@ extension RequestDecoder {
         "checkin.join": ["circle", "member_token"],
         "checkin.request": ["circle", "member_token"],
         "checkin.leave": ["circle"],
+        "checkin.register": ["circle", "owner_token", "member_token", "push", "relay"],
+        "checkin.unregister": ["circle", "owner_token", "member_token", "subscription"],
     ]
 
     /// Throws `unknown_field` for the first member of `o`, in document order, that is neither

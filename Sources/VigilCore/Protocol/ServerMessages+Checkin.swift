@@ -12,6 +12,8 @@ public enum CheckinReply: Sendable {
     case answered(CheckinAnswer)
     /// `checkin.home`: home safe as it now is (nil: none).
     case home(CheckinHome?)
+    /// `checkin.register`: the subscription's id (the same for the same destination again).
+    case registered(SubscriptionID)
 }
 
 extension ServerMessages {
@@ -44,6 +46,8 @@ extension ServerMessages {
         case .home(let home):
             w.key("home")
             if let home { checkinHome(home, into: &w) } else { w.null() }
+        case .registered(let id):
+            w.field("subscription", id.description)
         }
     }
 
@@ -165,6 +169,8 @@ extension RequestError {
         case .rateLimited(let retry):
             return RequestError("rate_limited", "this member asked too often; retry after \(retry) ms", retryAfterMs: retry)
         case .invalidHome: return RequestError("invalid_home", "home safe must end in the future and within the longest home safe")
+        case .tooManySubscriptions:
+            return RequestError("too_many_subscriptions", "you hold the most subscriptions allowed in this circle; unregister one first")
         }
     }
 }
