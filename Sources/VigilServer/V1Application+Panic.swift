@@ -140,8 +140,9 @@ extension V1Application {
     /// registers the watcher under it (so revoking the member cuts it). A stream of no circle, a
     /// circle closed since, a revoked or wrong token: `forbidden`, as a wrong watch token.
     func watchStreamAsMember(_ stream: StreamID?, watcher me: Int32, token: String, since: UInt64?) -> Outcome {
-        guard let stream, let circle = panic.stream(stream)?.circle,
-              let member = checkin.liveMember(circle, memberToken: token, secrets: secrets) else { return Self.forbidden }
+        let circle = stream.flatMap { panic.stream($0)?.circle }
+        let member = checkin.liveMember(circle, memberToken: token, secrets: secrets)   // hashed whatever the stream
+        guard let stream, let circle, let member else { return Self.forbidden }
         return watched(stream, watcher: me, panic.watch(stream, watcher: me, asMember: member.tokenDigest, of: circle, since: since,
                                                           out: &scratch.panic))
     }

@@ -51,10 +51,13 @@ extension CheckinHub {
         return circle.ownerDigest.matches(digest)
     }
 
-    /// The live member of circle `id` whose token is `memberToken` (nil: none, or no such circle),
-    /// without listening: a member watching one of the circle's streams.
-    public func liveMember(_ id: CircleID, memberToken: String, secrets: Secrets) -> CheckinMember? {
+    /// The live member of circle `id` whose token is `memberToken` (nil: none, no such circle, or
+    /// `id` nil: a stream of no circle), without listening: a member watching one of the circle's
+    /// streams. The token is hashed first whatever `id` is, so the time taken does not tell a
+    /// stream of a circle from one of none (or from no stream).
+    public func liveMember(_ id: CircleID?, memberToken: String, secrets: Secrets) -> CheckinMember? {
         let digest = secrets.digest(ofToken: memberToken)
+        guard let id else { return nil }
         return circles[id]?.member(matching: digest)
     }
 }

@@ -131,6 +131,7 @@ import VigilTestSupport
         #expect(!hub.isOwner(Self.other, ownerToken: created.ownerToken, secrets: secrets))
         #expect(hub.liveMember(id, memberToken: created.memberTokens[1], secrets: secrets)?.id == 2)
         #expect(hub.liveMember(id, memberToken: created.ownerToken, secrets: secrets) == nil)
+        #expect(hub.liveMember(nil, memberToken: created.memberTokens[1], secrets: secrets) == nil)
         let news = CirclePanic(stream: StreamID(high: 1, low: 2), event: .started, status: .red, at: 1_500)
         var out: [CheckinDelivery] = []
         hub.tell(news, of: id, out: &out)
