@@ -18,12 +18,12 @@ extension V1Application {
         case .open(let circle, let token):
             guard let circle else { return Self.circleForbidden }
             return Self.checkinReply(checkin.open(circle, by: me, ownerToken: token, secrets: secrets).map {
-                .state($0, role: .owner, settings: checkin.settings)
+                .state($0, role: .owner, settings: checkin.settings, panics: panic.streams(of: circle))
             })
         case .join(let circle, let token):
             guard let circle else { return Self.circleForbidden }
             return Self.checkinReply(checkin.join(circle, by: me, memberToken: token, secrets: secrets).map {
-                .state($0.circle, role: .member($0.member.id), settings: checkin.settings)
+                .state($0.circle, role: .member($0.member.id), settings: checkin.settings, panics: panic.streams(of: circle))
             })
         case .leave(let circle):
             if let circle { checkin.leave(circle, by: me) }
@@ -40,10 +40,7 @@ extension V1Application {
             }
         case .revoke(let circle, let token, let member):
             guard let circle else { return Self.circleForbidden }
-            let before = checkin.checkpoint(circle)
-            // Not a live member: nothing changed, nothing to journal.
-            return Self.okIfChanged(checkin.revoke(circle, ownerToken: token, member: member, secrets: secrets, now: now,
-                                                   out: &scratch.checkin), before)
+            return revokeMember(member, of: circle, ownerToken: token, now: now)
         case .register(let circle, let credential, let target):
             if let refused = refuseUnusable(target) { return refused }
             guard let circle else { return Self.circleForbidden }
@@ -102,6 +99,26 @@ extension V1Application {
             case .failure(let failure):
                 return Outcome(.error(.from(failure)))
             }
+        }
+    }
+
+    /// A member revoked loses both what its token opened, in one step that asks both hubs: the
+    /// circle (its listening connections get `checkin.revoked`) and its watching of the circle's
+    /// streams (those watchers get `panic.revoked`). Taken back together if not recorded.
+    private func revokeMember(_ member: UInt32, of circle: CircleID, ownerToken: String, now: Int64) -> Outcome {
+        let before = checkin.checkpoint(circle)
+        let digest = before.before?.members.first { $0.id == member }?.tokenDigest
+        let streams = panic.streams(of: circle).compactMap { panic.checkpoint($0.id, keepingWatchers: true) }
+        switch checkin.revoke(circle, ownerToken: ownerToken, member: member, secrets: secrets, now: now, out: &scratch.checkin) {
+        case .success(let changed?):
+            if let digest {
+                for id in panic.cutMember(digest, of: circle, out: &scratch.panic) { cluster?.presence.changed.insert(id) }
+            }
+            return Outcome(.ok, record: .circlePut(changed), undo: streams.isEmpty ? .circle(before) : .memberRevoked(before, streams: streams))
+        case .success(nil):
+            return Outcome(.ok)  // not a live member: nothing changed, nothing to journal
+        case .failure(let failure):
+            return Outcome(.error(.from(failure)))
         }
     }
 

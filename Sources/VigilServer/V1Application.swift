@@ -296,8 +296,9 @@ public final class V1Application: WebSocketApplication {
             return deletePin(id, token: token, caller: caller)
         case .pinVote(let id, let value):
             return votePin(id, value: value, caller: caller)
-        case .panicStart(let status, let location, let note, let watchers, let timer):
-            return startStream(caller, status: status, location: location, note: note, watchers: watchers, timer: timer, now: now)
+        case .panicStart(let status, let location, let note, let watchers, let timer, let circle):
+            return startStream(caller, status: status, location: location, note: note, watchers: watchers, timer: timer,
+                               circle: circle, now: now)
         case .panicUpdate(let stream, let token, let location):
             return updateStream(stream, by: me, token: token, location: location, now: now)
         case .panicStatus(let stream, let token, let status):
@@ -308,6 +309,8 @@ public final class V1Application: WebSocketApplication {
             return resumeStream(stream, by: me, token: token)
         case .panicWatch(let stream, let token, let since):
             return watchStream(stream, watcher: me, token: token, since: since)
+        case .panicWatchAsMember(let stream, let token, let since):
+            return watchStreamAsMember(stream, watcher: me, token: token, since: since)
         case .panicUnwatch(let stream):
             return unwatchStream(stream, watcher: me)
         case .panicInvite(let stream, let token):
@@ -369,6 +372,9 @@ public final class V1Application: WebSocketApplication {
             panic.revert(to: checkpoint, connected: { [sessions] in sessions[$0] != nil })
         case .circle(let checkpoint):
             checkin.revert(to: checkpoint, connected: { [sessions] in sessions[$0] != nil })
+        case .memberRevoked(let circle, let streams):
+            checkin.revert(to: circle, connected: { [sessions] in sessions[$0] != nil })
+            for checkpoint in streams { panic.revert(to: checkpoint, connected: { [sessions] in sessions[$0] != nil }) }
         }
     }
 
@@ -388,6 +394,7 @@ public final class V1Application: WebSocketApplication {
         for changed in panic.tick(now: now, out: &scratch.panic, removed: &removed, deciding: cluster == nil) {
             log?.append(.panicEvent(changed.stream, changed.event))
             if case .ended = changed.event.kind { budgets.streamEnded(changed.stream, now: monotonic) }
+            if let stream = panic.stream(changed.stream) { tellCircle(changed.event, of: stream) }
         }
         for id in removed { log?.append(.panicRemove(id)) }
         for id in checkin.tick(now: now, out: &scratch.checkin) { log?.append(.circleRemove(id)) }

@@ -22,6 +22,9 @@ import VigilCore
 ///             10 pinPut       as 1, then range_m u32 > 0 (a pin with a reach; one without is
 ///                  with range                  still written as 1, so a journal without ranged
 ///                                              pins stays readable by older builds)
+///             11 panicStart   as 3, then the safety timer (u8 0/1 + due i64), then the check-in
+///                  for a circle               circle's id 16 (a start for a circle; one for none
+///                                              is still written as 3 or 9)
 ///             20 circlePut    circle (see `CircleFields`), without subscriptions
 ///             21 circleRemove circle id 16
 ///             22 circlePut    as 20, then the circle's subscriptions (u32 count ≥ 1 ×
@@ -160,7 +163,7 @@ public enum JournalCodec {
             w.u8(2)
             w.pinID(id)
         case .panicStart(let start):
-            w.u8(start.dueAt == nil ? 3 : 9)
+            w.u8(start.circle != nil ? 11 : start.dueAt == nil ? 3 : 9)
             w.streamID(start.id)
             w.u8(PanicFields.code(start.status))
             PanicFields.write(start.location, to: &w)
@@ -169,7 +172,12 @@ public enum JournalCodec {
             w.digest(start.ownerDigest)
             PanicFields.writeDigests(start.watchTokens, to: &w)
             w.u32(UInt32(truncatingIfNeeded: start.historyCapacity))
-            if let due = start.dueAt { w.i64(due) }
+            if let circle = start.circle {
+                PanicFields.writeOptionalTime(start.dueAt, to: &w)
+                w.circleID(circle)
+            } else if let due = start.dueAt {
+                w.i64(due)
+            }
         case .panicEvent(let id, let event):
             w.u8(4)
             w.streamID(id)
@@ -212,7 +220,7 @@ public enum JournalCodec {
             record = .pinPut(pin)
         case 2:
             record = .pinRemove(try r.pinID())
-        case let kind where kind == 3 || kind == 9:
+        case let kind where kind == 3 || kind == 9 || kind == 11:
             r.what = "panicStart record"
             let id = try r.streamID()
             let status = try PanicFields.readStatus(&r)
@@ -222,10 +230,17 @@ public enum JournalCodec {
             let ownerDigest = try r.digest()
             let watchTokens = try PanicFields.readDigests(&r)
             let historyCapacity = try PanicFields.readHistoryCapacity(&r)
-            let dueAt = kind == 9 ? try r.time() : nil
+            var dueAt: Int64?, circle: CircleID?
+            switch kind {
+            case 9: dueAt = try r.time()
+            case 11:
+                dueAt = try PanicFields.readOptionalTime(&r)
+                circle = try r.circleID()
+            default: break
+            }
             record = .panicStart(PanicStartRecord(id: id, status: status, location: location, note: note, startedAt: startedAt,
                                                   ownerDigest: ownerDigest, watchTokens: watchTokens, historyCapacity: historyCapacity,
-                                                  dueAt: dueAt))
+                                                  dueAt: dueAt, circle: circle))
         case 4:
             r.what = "panicEvent record"
             record = .panicEvent(try r.streamID(), try PanicFields.readEvent(&r))

@@ -6,8 +6,8 @@ import VigilCore
 ///     version         u16      7 (1 to 6 are read too: 1's streams lack the safety timer's
 ///                              fields, the pins of 1 and 2 lack range_m, before 4 there are no
 ///                              circles, before 5 no cluster sequence, before 6 the streams
-///                              lack their escalation's sent_at, and before 7 the circles lack
-///                              their subscriptions)
+///                              lack their escalation's sent_at, and before 7 their circle
+///                              and the circles their subscriptions)
 ///     flags           u16      0 (reserved: a reader refuses what it does not know)
 ///     takenAt         i64      unix ms
 ///     journalSegment  u64

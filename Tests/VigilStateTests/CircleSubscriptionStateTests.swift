@@ -69,7 +69,7 @@ import VigilTestSupport
 
         // The build before wrote version 6: its circle reads with no subscriptions, and is written
         // back as version 7, the same bytes but for the version and the empty list's count.
-        let old = FormatFixtureTests.snapshotV6
+        let old = FormatFixtureTests.snapshotV6Circle
         let read = try SnapshotCodec.decode(old)
         let circle = try #require(read.circles.first)
         #expect(old[8] == 6 && read.circles.count == 1 && circle.subscriptions.isEmpty && circle.members.count == 2)

@@ -18,6 +18,8 @@ public struct CheckinDelivery: Sendable {
         case revoked(member: UInt32)
         /// The circle is gone (its owner closed it, or it was idle too long): nobody listens any more.
         case closed(CheckinCloseReason)
+        /// A panic stream of the circle started, was escalated or ended: to everyone listening.
+        case panic(CirclePanic)
     }
 
     public var circle: CircleID
