@@ -11,7 +11,9 @@ enum P256KeyData {
 
     /// An EVP_PKEY (owned by the caller: `EVP_PKEY_free`) for `publicKey` (65 bytes, uncompressed)
     /// and, for a key pair, its private scalar (32 bytes, big-endian).
-    static func makeKey(publicKey: [UInt8], scalar: [UInt8]?) throws(PushKeyError) -> OpaquePointer {
+    /// `fullCheck: false` skips `EVP_PKEY_public_check` for a point validated before (a
+    /// `P256PublicKey`, which can only be made by validation); the import still decodes it.
+    static func makeKey(publicKey: [UInt8], scalar: [UInt8]?, fullCheck: Bool = true) throws(PushKeyError) -> OpaquePointer {
         var key: OpaquePointer?
         let imported = publicKey.withUnsafeBufferPointer { point in
             if let scalar {
@@ -24,7 +26,7 @@ enum P256KeyData {
             OpenSSLFailure.discard()
             throw .notOnCurve
         }
-        guard publicCheck(made) else {
+        guard !fullCheck || publicCheck(made) else {
             EVP_PKEY_free(made)
             throw .notOnCurve
         }

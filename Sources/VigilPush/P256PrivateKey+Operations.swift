@@ -5,7 +5,8 @@ import COpenSSL
 /// context, so calls on one key from several threads do not meet.
 extension P256PrivateKey {
     /// The ECDH shared secret with `peer`: the X coordinate of the shared point (32 bytes), as
-    /// RFC 8291 §3.1 uses it. The peer key is validated again by OpenSSL as it is set.
+    /// RFC 8291 §3.1 uses it. The peer is a `P256PublicKey`, checked in full when it was made
+    /// (an invalid-curve point never gets this far), so it is not validated a third time here.
     public func sharedSecret(with peer: P256PublicKey) throws(PushKeyError) -> [UInt8] {
         try peer.withKey { peerKey throws(PushKeyError) in
             guard let context = EVP_PKEY_CTX_new_from_pkey(nil, key, nil) else {
@@ -13,7 +14,7 @@ extension P256PrivateKey {
             }
             defer { EVP_PKEY_CTX_free(context) }
             guard EVP_PKEY_derive_init(context) == 1 else { throw .openSSL(call: OpenSSLFailure.describe("EVP_PKEY_derive_init")) }
-            guard EVP_PKEY_derive_set_peer_ex(context, peerKey, 1) == 1 else {
+            guard EVP_PKEY_derive_set_peer_ex(context, peerKey, 0) == 1 else {
                 OpenSSLFailure.discard()
                 throw .notOnCurve
             }

@@ -35,9 +35,10 @@ public struct P256PublicKey: Hashable, Sendable {
     /// Unpadded base64url: the text form browsers give and take (`applicationServerKey`, `k=`).
     public var base64URL: String { Base64URLCoding.encode(bytes) }
 
-    /// Runs `body` with an OpenSSL key object for this point, freed afterwards.
+    /// Runs `body` with an OpenSSL key object for this point, freed afterwards. The point was
+    /// checked in full when this value was made: it is decoded, not checked again.
     func withKey<T>(_ body: (OpaquePointer) throws(PushKeyError) -> T) throws(PushKeyError) -> T {
-        let key = try P256KeyData.makeKey(publicKey: bytes, scalar: nil)
+        let key = try P256KeyData.makeKey(publicKey: bytes, scalar: nil, fullCheck: false)
         defer { EVP_PKEY_free(key) }
         return try body(key)
     }

@@ -16,14 +16,23 @@ public struct WebPushRequest: Sendable {
 
     public init(notice: [UInt8], subscription: PushSubscriptionKeys, endpoint: PushEndpoint, signer: VAPIDSigner,
                 now: Int64, ttl: Int, urgency: PushUrgency? = nil, topic: String? = nil) throws(WebPushRequestError) {
+        let authorization: String
+        do { authorization = try signer.authorization(for: endpoint, now: now) } catch { throw .vapid(error) }
+        try self.init(notice: notice, subscription: subscription, endpoint: endpoint, authorization: authorization, ttl: ttl,
+                      urgency: urgency, topic: topic)
+    }
+
+    /// With the `Authorization` value made already (`VAPIDSigner.authorization`): a sender that
+    /// sends many messages to one push service signs one token for that origin and reuses it
+    /// until shortly before it expires, as RFC 8292 §2 allows.
+    public init(notice: [UInt8], subscription: PushSubscriptionKeys, endpoint: PushEndpoint, authorization: String,
+                ttl: Int, urgency: PushUrgency? = nil, topic: String? = nil) throws(WebPushRequestError) {
         guard ttl >= 0 else { throw .badTTL(ttl) }
         if let topic {
             guard (1...Self.maxTopicLength).contains(topic.utf8.count),
                   topic.utf8.allSatisfy({ Self.isBase64URLCharacter($0) })
             else { throw .badTopic(topic) }
         }
-        let authorization: String
-        do { authorization = try signer.authorization(for: endpoint, now: now) } catch { throw .vapid(error) }
         do { body = try WebPushEncryption.encrypt(notice, for: subscription) } catch { throw .encryption(error) }
         var headers: [(name: String, value: String)] = [
             ("Authorization", authorization),

@@ -7,7 +7,16 @@ import VigilWire
 
 /// The counts `/metrics` shows for notices (docs/OPERATIONS.md).
 struct AlertCounters {
-    enum Channel: String, CaseIterable { case webpush, relay }
+    enum Channel: String, CaseIterable {
+        case webpush, relay
+
+        init(_ target: CheckinSubscription.Target) {
+            switch target {
+            case .webPush: self = .webpush
+            case .relay: self = .relay
+            }
+        }
+    }
     /// Every label `failed` can have.
     static let failureReasons = ["gone", "throttled", "http_4xx", "http_5xx", "unbuildable", "client"]
         + HTTPClientFailure.Kind.allCases.map(\.rawValue)
@@ -22,6 +31,9 @@ struct AlertCounters {
     var refusedPending = 0
     /// From the change that caused a notice to the service's acceptance, summed over deliveries.
     var deliveredDelayMs: Int64 = 0
+    /// Ladder steps that came due, by what became of them (`escalationOutcomes`).
+    var escalations: [String: Int] = [:]
+    static let escalationOutcomes = ["sent", "acknowledged", "ended", "expired"]
 }
 
 /// Sends notices to subscriptions on the loop, never blocking it: a `NoticeBoard` decides what
@@ -36,9 +48,14 @@ struct AlertCounters {
 final class AlertSender {
     typealias Board = NoticeBoard<SubscriptionID>
 
-    static let maxStartsPerTurn = 64
-    /// Requests sent and not yet answered, in all (the HTTP client bounds each origin too).
-    static let maxInFlight = 512
+    static let maxStartsPerTurn = 32
+    /// Requests sent and not yet answered, in all: enough to keep every origin's connections busy,
+    /// few enough that requests are built shortly before a connection can take them (a request
+    /// built long before waits in the client's queue, and one past its queue bound is refused).
+    static let maxInFlight = 64
+    /// A VAPID token is signed once per push service origin and reused until this long before
+    /// it expires (tokens live `VAPIDSigner.defaultLifetime`, 12 h).
+    static let tokenRenewalSeconds: Int64 = 3_600
     static let requestTimeoutMs: Int64 = 30_000
 
     private(set) var board: Board
@@ -46,9 +63,15 @@ final class AlertSender {
     private let loop: EventLoop
     private let logger: Logger
     private var client: HTTPClient?
-    private(set) var counters = AlertCounters()
+    var counters = AlertCounters()
     /// Circles of the notices on the board (the board keeps notices; subscriptions live in circles).
     var lookup: (CircleID, SubscriptionID) -> CheckinSubscription? = { _, _ in nil }
+    /// Subscriptions' keys as validated for encryption, by subscription (a key is checked in full
+    /// once, not at every message); dropped whole past `maxCachedKeys`.
+    private var keys: [SubscriptionID: (p256dh: [UInt8], auth: [UInt8], keys: PushSubscriptionKeys)] = [:]
+    static let maxCachedKeys = 100_000
+    /// The VAPID `Authorization` value per push service origin, and when it must be renewed.
+    private var tokens: [String: (value: String, renewAt: Int64)] = [:]
     var settled: (NoticeSettlement) -> Void = { _ in }
     var gone: (CircleID, SubscriptionID) -> Void = { _, _ in }
 
@@ -77,6 +100,14 @@ final class AlertSender {
     /// A settlement recovered from the journal or a snapshot, before the notices are posted again.
     func restore(_ settlement: NoticeSettlement) {
         board.settle(settlement.key, as: settlement.settlement)
+    }
+
+    /// An acknowledgement: the holder's deliveries of the notice, at every escalation step, are
+    /// cancelled (its other devices stop being told).
+    func acknowledged(_ ack: NoticeAck, steps: Int) {
+        for step in 0...steps {
+            counters.settled[.cancelled, default: 0] += board.cancel(ack.notice.atStep(UInt8(clamping: step)), for: ack.by).count
+        }
     }
 
     /// The subscription is gone from its circle: nothing more is sent to it.
@@ -175,12 +206,12 @@ final class AlertSender {
         case .webPush(let endpoint, let p256dh, let auth):
             guard let signer = push.vapid else { throw AlertBuildError.channelOff }
             let url = try PushEndpoint(endpoint, allowLoopbackHTTP: push.allowLoopbackHTTP)
-            let keys = try PushSubscriptionKeys(p256dh: P256PublicKey(bytes: p256dh), authSecret: auth)
-            let push = try WebPushRequest(notice: NoticePayload.push(notice), subscription: keys, endpoint: url, signer: signer,
-                                          now: now / 1000, ttl: ttlSeconds,
+            let keys = try subscriptionKeys(subscription.id, p256dh: p256dh, auth: auth)
+            let message = try WebPushRequest(notice: NoticePayload.push(notice), subscription: keys, endpoint: url,
+                                          authorization: try authorization(signer, for: url, now: now / 1000), ttl: ttlSeconds,
                                           urgency: NoticePayload.isUrgent(notice) ? .high : .normal, topic: Self.topic(notice))
             let target = try OutgoingURL(parsing: url.url)
-            return (OutgoingRequest(method: "POST", target: target.target, headers: push.headers, body: push.body), target.origin, .webpush)
+            return (OutgoingRequest(method: "POST", target: target.target, headers: message.headers, body: message.body), target.origin, .webpush)
         case .relay(let handle):
             guard let relay = push.relay else { throw AlertBuildError.channelOff }
             let url = try OutgoingURL(parsing: relay.endpoint.url)
@@ -189,6 +220,22 @@ final class AlertSender {
             headers.append(("Content-Type", "application/json"))
             return (OutgoingRequest(method: "POST", target: url.target, headers: headers, body: body), url.origin, .relay)
         }
+    }
+
+    private func subscriptionKeys(_ id: SubscriptionID, p256dh: [UInt8], auth: [UInt8]) throws -> PushSubscriptionKeys {
+        if let held = keys[id], held.p256dh == p256dh, held.auth == auth { return held.keys }
+        let made = try PushSubscriptionKeys(p256dh: P256PublicKey(bytes: p256dh), authSecret: auth)
+        if keys.count >= Self.maxCachedKeys { keys.removeAll() }
+        keys[id] = (p256dh, auth, made)
+        return made
+    }
+
+    private func authorization(_ signer: VAPIDSigner, for endpoint: PushEndpoint, now: Int64) throws -> String {
+        if let held = tokens[endpoint.origin], now < held.renewAt { return held.value }
+        let value = try signer.authorization(for: endpoint, now: now)
+        if tokens.count >= Self.maxCachedKeys { tokens.removeAll() }
+        tokens[endpoint.origin] = (value, now + VAPIDSigner.defaultLifetime - Self.tokenRenewalSeconds)
+        return value
     }
 
     /// RFC 8030 §5.4: a newer message with the same topic replaces one the push service still
@@ -229,6 +276,8 @@ final class AlertSender {
     static func result(of failure: HTTPClientFailure) -> (DeliveryResult, String?) {
         switch failure {
         case .invalidRequest, .destinationRefused: return (.refused(status: 0), failure.kind.rawValue)
+        // Nothing was sent: tried again soon, not after a backoff meant for a failing service.
+        case .queueFull: return (.throttled(retryAfterMs: 100), failure.kind.rawValue)
         default: return (.failed, failure.kind.rawValue)
         }
     }
@@ -237,7 +286,9 @@ final class AlertSender {
         if let client { return client }
         var settings = HTTPClientSettings()
         settings.destinations = .publicOnly(allowLoopback: push.allowLoopbackHTTP, allowPrivate: push.allowPrivateAddresses)
-        let made = try HTTPClient(settings: settings, loop: loop, logger: logger)
+        // No logger: the client's debug lines name origins (a push service's host and port), which
+        // vigild never logs; what became of a request is logged here, without them.
+        let made = try HTTPClient(settings: settings, loop: loop, logger: nil)
         client = made
         return made
     }

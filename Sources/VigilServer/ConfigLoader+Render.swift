@@ -42,6 +42,9 @@ extension ConfigLoader {
         case .prefixes(let path), .names(_, let path), .natsURLs(let path):
             "[" + c[keyPath: path].map(quoted).joined(separator: ", ") + "]"
         case .coordinate(let latitude, let longitude): "[\(c[keyPath: latitude]), \(c[keyPath: longitude])]"
+        case .escalation(let path):
+            "[" + c[keyPath: path].map { "{after_s: \($0.afterSeconds), channels: [\($0.channels.joined(separator: ", "))]}" }
+                .joined(separator: ", ") + "]"
         case .natsTLS, .unsupported: nil
         }
     }

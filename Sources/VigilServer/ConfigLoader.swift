@@ -60,6 +60,8 @@ public enum ConfigLoader {
         case clusterName(Path<String>)
         /// A position, `[latitude, longitude]` in degrees (-90...90, -180...180).
         case coordinate(Path<Double>, Path<Double>)
+        /// `push.escalation`: a list of `{after_s: N, channels: [webpush, relay]}`.
+        case escalation(Path<[PushConfig.EscalationStep]>)
         /// A key that is known but whose feature is not built yet: always an error, with the reason.
         case unsupported(String)
     }
@@ -179,6 +181,8 @@ public enum ConfigLoader {
             ("max_pending", .integer(1...100_000_000, \.push.maxPending)),
             // At most four weeks, the longest TTL push services keep a message for.
             ("ttl_s", .integer(1...2_419_200, \.push.ttlSeconds)),
+            ("first_channels", .names(1...2, \.push.firstChannels)),
+            ("escalation", .escalation(\.push.escalation)),
         ]),
         ("state", [
             ("directory", .path(\.stateDirectory)),
@@ -317,6 +321,7 @@ public enum ConfigLoader {
         if case .coordinate(let latitude, let longitude) = kind {
             return applyCoordinate(node, to: &config, latitude, longitude)
         }
+        if case .escalation(let path) = kind { return applyEscalation(node, to: &config, path) }
         if case .unsupported(let reason) = kind { return reason }
         guard let scalar = node.scalar else { return "must be a single value, not a list or mapping" }
         let text = scalar.string
@@ -368,7 +373,7 @@ public enum ConfigLoader {
                 return "must be 1 to 32 characters A-Z, a-z, 0-9, '_' or '-' (it names the JetStream stream and leads its subjects)"
             }
             config[keyPath: path] = text
-        case .names, .prefixes, .natsURLs, .natsTLS, .coordinate, .unsupported:
+        case .names, .prefixes, .natsURLs, .natsTLS, .coordinate, .escalation, .unsupported:
             break  // handled above
         }
         return nil
@@ -446,5 +451,41 @@ public enum ConfigLoader {
 
     static func line(_ node: Node) -> Int? {
         node.mark.map { $0.line }
+    }
+}
+
+extension ConfigLoader {
+    /// `push.escalation`: each step a mapping with `after_s` (1 to 30 days, in seconds) and
+    /// `channels` (a non-empty list of webpush and relay), at most `maxEscalationSteps`.
+    static func applyEscalation(_ node: Node, to config: inout ServerConfig, _ path: Path<[PushConfig.EscalationStep]>) -> String? {
+        let shape = "must be a list of steps {after_s: SECONDS, channels: [webpush, relay]}"
+        guard let items = node.sequence else { return shape }
+        guard items.count <= PushConfig.maxEscalationSteps else { return "lists at most \(PushConfig.maxEscalationSteps) steps" }
+        var steps: [PushConfig.EscalationStep] = []
+        for (i, item) in items.enumerated() {
+            guard let mapping = item.mapping else { return shape }
+            var after: Int?
+            var channels: [String]?
+            for (key, value) in mapping {
+                switch key.scalar?.string {
+                case "after_s":
+                    guard let n = value.scalar.flatMap({ Int($0.string) }), (1...2_592_000).contains(n) else {
+                        return "step \(i + 1): after_s must be whole seconds from 1 to 2592000"
+                    }
+                    after = n
+                case "channels":
+                    guard let list = value.sequence?.compactMap({ $0.scalar?.string }), list.count == value.sequence?.count,
+                          !list.isEmpty, Set(list).count == list.count, list.allSatisfy(PushConfig.channelNames.contains)
+                    else { return "step \(i + 1): channels must list webpush, relay or both, once each" }
+                    channels = list
+                default:
+                    return "step \(i + 1): unknown key \"\(key.scalar?.string ?? "?")\" (after_s and channels)"
+                }
+            }
+            guard let after, let channels else { return "step \(i + 1): needs after_s and channels" }
+            steps.append(PushConfig.EscalationStep(afterSeconds: after, channels: channels))
+        }
+        config[keyPath: path] = steps
+        return nil
     }
 }

@@ -28,6 +28,29 @@ public struct PushConfig: Equatable, Sendable {
     public var maxPending = 100_000
     /// How long a notice is retried before it expires (the push request's TTL).
     public var ttlSeconds = 86_400
+    /// The channels a notice is first sent through (`webpush`, `relay`): both by default. An
+    /// operator whose relay is an SMS gateway keeps it for the ladder's later steps.
+    public var firstChannels = ["webpush", "relay"]
+    /// The escalation ladder: a danger notice (a panic's start or escalation, a member's
+    /// question) that nobody it went to has acknowledged `afterSeconds` after it was made is
+    /// sent again through `channels` (docs/OPERATIONS.md, "Push"). In order of time; empty: none.
+    public var escalation: [EscalationStep] = []
+
+    /// One step of the ladder.
+    public struct EscalationStep: Equatable, Sendable {
+        public var afterSeconds: Int
+        public var channels: [String]
+
+        public init(afterSeconds: Int, channels: [String]) {
+            self.afterSeconds = afterSeconds
+            self.channels = channels
+        }
+    }
+
+    /// The most steps a ladder may have.
+    public static let maxEscalationSteps = 8
+    /// The channel names the keys take.
+    public static let channelNames = ["webpush", "relay"]
 
     /// The loaded key and its contact (nil: Web Push off).
     public internal(set) var vapid: VAPIDSigner?
@@ -53,6 +76,7 @@ public struct PushConfig: Equatable, Sendable {
         a.vapidKeyFile == b.vapidKeyFile && a.vapidSubject == b.vapidSubject && a.relayURL == b.relayURL
             && a.relaySecretFile == b.relaySecretFile && a.allowLoopbackHTTP == b.allowLoopbackHTTP
             && a.allowPrivateAddresses == b.allowPrivateAddresses && a.maxPending == b.maxPending && a.ttlSeconds == b.ttlSeconds
+            && a.firstChannels == b.firstChannels && a.escalation == b.escalation
             && a.vapid?.applicationServerKey == b.vapid?.applicationServerKey && a.vapid?.subject == b.vapid?.subject
             && a.relay == b.relay
     }
@@ -60,6 +84,15 @@ public struct PushConfig: Equatable, Sendable {
     /// The rules between the section's keys, checked before any file is read; each issue names its key.
     func issues() -> [ConfigIssue] {
         var issues: [ConfigIssue] = []
+        if let unknown = firstChannels.first(where: { !Self.channelNames.contains($0) }) {
+            issues.append(ConfigIssue(key: "push.first_channels", message: "lists \"\(unknown)\": the channels are webpush and relay"))
+        }
+        for (i, step) in escalation.enumerated() where i > 0 && step.afterSeconds <= escalation[i - 1].afterSeconds {
+            issues.append(ConfigIssue(key: "push.escalation", message: "step \(i + 1) comes at \(step.afterSeconds) s, not after step \(i)'s \(escalation[i - 1].afterSeconds) s: list the steps in order of time"))
+        }
+        if let last = escalation.last, last.afterSeconds >= ttlSeconds {
+            issues.append(ConfigIssue(key: "push.escalation", message: "its last step (\(last.afterSeconds) s) comes after a notice's time to live (push.ttl_s, \(ttlSeconds) s): it would never be sent"))
+        }
         if !vapidKeyFile.isEmpty && vapidSubject.isEmpty {
             issues.append(ConfigIssue(key: "push.vapid_subject", message: "is required with push.vapid_key_file: the push services' contact, mailto:ADDRESS or https://HOST/…"))
         }

@@ -113,6 +113,7 @@ final class SnapshotSchedule {
         let streams = panic.exportStreams()
         let circles = checkin.exportCircles()
         let settlements = checkin.exportSettlements()
+        let acks = checkin.exportAcks()
         let writer = current.writer
         let directory = self.directory, outcomes = self.outcomes
         let segment = current.segment, startedMs = current.startedMs, pins = writer.pinsWritten, takeBacks = current.takeBacks
@@ -125,6 +126,7 @@ final class SnapshotSchedule {
             for stream in streams { writer.append(stream) }
             for circle in circles { writer.append(circle) }
             for settlement in settlements { writer.append(settlement) }
+            for ack in acks { writer.append(ack) }
             let bytes = writer.finish()
             let result: Result<Int, StateError>
             do throws(StateError) {

@@ -1,3 +1,4 @@
+import HeapModule
 import VigilCore
 import VigilState
 
@@ -39,14 +40,92 @@ extension V1Application {
     /// when the turn was recorded), and what is due is started.
     func sendNotices(recorded: Bool) {
         guard let alerts else { return }
-        if !recorded { turnNotices.removeAll(keepingCapacity: true) }
+        if !recorded {
+            turnNotices.removeAll(keepingCapacity: true)
+            turnAcks.removeAll(keepingCapacity: true)
+        }
         let now = Self.wallClockMs()
+        for ack in turnAcks { alerts.acknowledged(ack, steps: escalationSteps.count) }
+        let posted = !tickNotices.isEmpty || !turnNotices.isEmpty
         for notices in [tickNotices, turnNotices] {
-            for notice in notices { alerts.post(notice, subscriptions: checkin.circle(notice.circle)?.subscriptions ?? [], now: now) }
+            for notice in notices { post(notice, now: now) }
         }
         tickNotices.removeAll(keepingCapacity: true)
         turnNotices.removeAll(keepingCapacity: true)
-        alerts.pump(now: now)
+        turnAcks.removeAll(keepingCapacity: true)
+        // Requests are built in a turn of their own: this turn's replies and news (the `ok` to
+        // panic.start, the members' checkin.panic) go out first, not after a circle's encryptions.
+        if posted { server.loop.requestTurn() } else { alerts.pump(now: now) }
+    }
+
+    /// The ladder's steps (`push.escalation`).
+    var escalationSteps: [PushConfig.EscalationStep] { server.config.push.escalation }
+
+    /// Queues a notice for its circle's subscriptions of the step's channels (`push.first_channels`
+    /// for the notice as first sent), less those of holders who acknowledged it; a danger notice
+    /// as first sent also starts its ladder.
+    func post(_ notice: Notice, now: Int64) {
+        guard let alerts, let circle = checkin.circle(notice.circle) else { return }
+        let step = Int(notice.id.step)
+        let channels = Set((step == 0 ? server.config.push.firstChannels : escalationSteps[step - 1].channels)
+            .compactMap(AlertCounters.Channel.init(rawValue:)))
+        let acked = Set(checkin.acks(of: notice.circle).filter { $0.notice == notice.id.base }.map(\.by))
+        let subscriptions = circle.subscriptions.filter { !acked.contains($0.holder) && channels.contains(AlertCounters.Channel($0.target)) }
+        alerts.post(notice, subscriptions: subscriptions, now: now)
+        if step == 0, Self.climbs(notice), let first = escalationSteps.first {
+            ladder.insert(LadderEntry(at: PanicHub.saturatingSum(notice.at, Int64(first.afterSeconds) * 1000), order: nextLadderOrder,
+                                      notice: notice, step: 1))
+            nextLadderOrder &+= 1
+        }
+    }
+
+    /// Danger: a panic's start or escalation, a member's question. An end or an answer is news,
+    /// not a call for help, and has no ladder.
+    static func climbs(_ notice: Notice) -> Bool {
+        switch notice.kind {
+        case .panicStarted, .panicEscalated, .checkinRequested: return true
+        case .panicEnded, .checkinAnswered: return false
+        }
+    }
+
+    /// From the tick: each ladder step that came due is sent, unless someone the notice went to
+    /// acknowledged it, its stream ended, its circle is gone or its time to live passed; then
+    /// the next step is scheduled. Derived from the notice, the acknowledgements and the time
+    /// alone, so a restart (which posts the notices again) neither loses a step nor repeats one
+    /// whose deliveries were settled.
+    func climbLadder(now: Int64) {
+        while let top = ladder.min, top.at <= now {
+            ladder.removeMin()
+            let notice = top.notice
+            let outcome: String
+            if now >= notice.expiresAt || checkin.circle(notice.circle) == nil {
+                outcome = "expired"
+            } else if checkin.isAcknowledged(notice.id, in: notice.circle) {
+                outcome = "acknowledged"
+            } else if let stream = notice.stream, panic.stream(stream)?.isActive != true {
+                outcome = "ended"
+            } else {
+                outcome = "sent"
+            }
+            alerts?.counters.escalations[outcome, default: 0] += 1
+            guard outcome == "sent" else { continue }
+            post(Notice(id: notice.id.atStep(UInt8(top.step)), circle: notice.circle, stream: notice.stream, status: notice.status,
+                        audience: notice.audience, expiresAt: notice.expiresAt), now: now)
+            if top.step < escalationSteps.count {
+                let next = escalationSteps[top.step]
+                ladder.insert(LadderEntry(at: PanicHub.saturatingSum(notice.at, Int64(next.afterSeconds) * 1000), order: nextLadderOrder,
+                                          notice: notice, step: top.step + 1))
+                nextLadderOrder &+= 1
+            }
+        }
+    }
+
+    /// Whether `notice` is about circle `id`: the circle itself, or one of the circle's streams.
+    func noticeBelongs(_ notice: NoticeID, to id: CircleID) -> Bool {
+        if notice.kind.isAboutStream {
+            return panic.stream(StreamID(high: notice.subjectHigh, low: notice.subjectLow))?.circle == id
+        }
+        return notice.subjectHigh == id.high && notice.subjectLow == id.low
     }
 
     /// After a restart: every notice the restored state implies, less what the journal says was
@@ -57,13 +136,11 @@ extension V1Application {
         for settlement in checkin.exportSettlements() { alerts.restore(settlement) }
         let now = Self.wallClockMs()
         for circle in checkin.exportCircles() {
-            for notice in Notice.implied(by: circle, ttlMs: noticeTTLMs) { alerts.post(notice, subscriptions: circle.subscriptions, now: now) }
+            for notice in Notice.implied(by: circle, ttlMs: noticeTTLMs) { post(notice, now: now) }
         }
         for stream in panic.exportStreams() {
-            guard let id = stream.circle, let circle = checkin.circle(id) else { continue }
-            for notice in Notice.implied(by: stream, circle: id, ttlMs: noticeTTLMs) {
-                alerts.post(notice, subscriptions: circle.subscriptions, now: now)
-            }
+            guard let id = stream.circle else { continue }
+            for notice in Notice.implied(by: stream, circle: id, ttlMs: noticeTTLMs) { post(notice, now: now) }
         }
     }
 }
@@ -72,10 +149,13 @@ extension V1Application {
     /// Once a second, from the tick: deliveries past their notice's time to live are settled as
     /// expired, and settlements too old for any restart to need are forgotten.
     func pruneNotices(now: Int64) {
-        guard let alerts, now >= nextNoticePruneMs else { return }
+        guard let alerts else { return }
+        climbLadder(now: now)
+        guard now >= nextNoticePruneMs else { return }
         nextNoticePruneMs = now + 1000
         alerts.prune(now: now)
         checkin.forgetSettlements(before: now - noticeTTLMs)
+        checkin.forgetAcks(before: now - noticeTTLMs)
     }
 }
 
@@ -98,6 +178,10 @@ extension V1Application {
             sync.counter("vigil_notice_deliveries_total", labels: ["result": settlement.name], c.settled[settlement, default: 0],
                          help: "Deliveries of a notice to one subscription that are done, by how they ended.")
         }
+        for outcome in AlertCounters.escalationOutcomes {
+            sync.counter("vigil_notice_escalations_total", labels: ["outcome": outcome], c.escalations[outcome, default: 0],
+                         help: "Ladder steps (push.escalation) that came due: sent, or not sent because the notice was acknowledged, its stream ended, or it expired.")
+        }
         sync.counter("vigil_notice_deliveries_refused_total", c.refusedPending,
                      help: "Deliveries not queued because push.max_pending were waiting.")
         sync.counter("vigil_notice_delay_seconds_total", seconds: Double(c.deliveredDelayMs) / 1000,
@@ -109,4 +193,16 @@ extension V1Application {
             sync.gauge("vigil_notice_http_queued", http.queued, help: "Notice requests waiting for a connection.")
         }
     }
+}
+
+/// A ladder step waiting for its time (`V1Application.climbLadder`).
+struct LadderEntry: Comparable {
+    let at: Int64
+    let order: UInt64
+    let notice: Notice
+    /// The step to send (1: the ladder's first).
+    let step: Int
+
+    static func < (a: LadderEntry, b: LadderEntry) -> Bool { (a.at, a.order) < (b.at, b.order) }
+    static func == (a: LadderEntry, b: LadderEntry) -> Bool { a.at == b.at && a.order == b.order }
 }

@@ -18,12 +18,13 @@ extension V1Application {
         case .open(let circle, let token):
             guard let circle else { return Self.circleForbidden }
             return Self.checkinReply(checkin.open(circle, by: me, ownerToken: token, secrets: secrets).map {
-                .state($0, role: .owner, settings: checkin.settings, panics: panic.streams(of: circle))
+                .state($0, role: .owner, settings: checkin.settings, panics: panic.streams(of: circle), acks: checkin.acks(of: circle))
             })
         case .join(let circle, let token):
             guard let circle else { return Self.circleForbidden }
             return Self.checkinReply(checkin.join(circle, by: me, memberToken: token, secrets: secrets).map {
-                .state($0.circle, role: .member($0.member.id), settings: checkin.settings, panics: panic.streams(of: circle))
+                .state($0.circle, role: .member($0.member.id), settings: checkin.settings, panics: panic.streams(of: circle),
+                       acks: checkin.acks(of: circle))
             })
         case .leave(let circle):
             if let circle { checkin.leave(circle, by: me) }
@@ -50,6 +51,20 @@ extension V1Application {
                 let reply = Reply.checkin(.registered(registered.subscription))
                 guard let changed = registered.circle else { return Outcome(reply) }  // held already, unchanged
                 return Outcome(reply, record: .circlePut(changed), undo: .circle(before))
+            case .failure(let failure):
+                return Outcome(.error(.from(failure)))
+            }
+        case .ack(let circle, let credential, let notice):
+            guard let circle else { return Self.circleForbidden }
+            let before = checkin.checkpoint(circle)
+            let belongs = notice.map { noticeBelongs($0, to: circle) } ?? false
+            switch checkin.acknowledge(circle, credential: credential, notice: notice, belongs: belongs, ttlMs: noticeTTLMs,
+                                       secrets: secrets, now: now, out: &scratch.checkin) {
+            case .success(let ack?):
+                turnAcks.append(ack)
+                return Outcome(.ok, record: .noticeAcked(ack), undo: .circle(before))
+            case .success(nil):
+                return Outcome(.ok)  // acknowledged already: nothing changed
             case .failure(let failure):
                 return Outcome(.error(.from(failure)))
             }

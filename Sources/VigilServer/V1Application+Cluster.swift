@@ -260,6 +260,7 @@ final class ClusterNode {
         case .circlePut(let circle): return .circle(circle.id)
         case .circleRemove(let id): return .circle(id)
         case .noticeSettled(let s): return .circle(s.circle)
+        case .noticeAcked(let a): return .circle(a.circle)
         }
     }
 

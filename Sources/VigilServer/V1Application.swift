@@ -1,4 +1,5 @@
 import Glibc
+import HeapModule
 import VigilBytes
 import VigilCore
 import VigilGeo
@@ -97,6 +98,11 @@ public final class V1Application: WebSocketApplication {
     /// changes, posted whatever it did.
     var turnNotices: [Notice] = []
     var tickNotices: [Notice] = []
+    /// Acknowledgements of this turn: their holders' other deliveries are cancelled once recorded.
+    var turnAcks: [NoticeAck] = []
+    /// Danger notices' escalation steps, by when they come due (`climbLadder`).
+    var ladder = Heap<LadderEntry>()
+    var nextLadderOrder: UInt64 = 0
     var nextNoticePruneMs: Int64 = 0
 
     init(server: Server, settings: PinSettings, panic: PanicSettings, secrets: any Secrets) {

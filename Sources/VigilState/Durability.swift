@@ -26,6 +26,9 @@ extension JournalRecord {
         // A circle's requests and answers ("safe"), its home safe and who may read it.
         case .circlePut:
             return .critical
+        // "Mum has seen it": losing it would tell the person in danger nobody has, and escalate.
+        case .noticeAcked:
+            return .critical
         }
     }
 }

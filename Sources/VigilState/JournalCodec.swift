@@ -27,9 +27,11 @@ import VigilCore
 ///                                              is still written as 3 or 9)
 ///             20 circlePut    circle (see `CircleFields`), without subscriptions
 ///             21 circleRemove circle id 16
-///             30 noticeSettled circle id 16, notice id 29 (see `NoticeID.bytes`), subscription id
+///             30 noticeSettled circle id 16, notice id 30 (see `NoticeID.bytes`), subscription id
 ///                              16, settlement u8 (1 delivered, 2 gone, 3 refused, 4 expired,
 ///                              5 cancelled)
+///             31 noticeAcked  circle id 16, notice id 30, by u32 (0 the owner, else the member's
+///                              number), at i64
 ///             22 circlePut    as 20, then the circle's subscriptions (u32 count ≥ 1 ×
 ///                  with subscriptions          subscription, see `CircleFields`); a circle
 ///                                              without any is still written as 20, so a journal
@@ -211,6 +213,9 @@ public enum JournalCodec {
         case .noticeSettled(let s):
             w.u8(30)
             NoticeFields.write(s, to: &w)
+        case .noticeAcked(let a):
+            w.u8(31)
+            NoticeFields.write(a, to: &w)
         }
     }
 
@@ -274,6 +279,9 @@ public enum JournalCodec {
         case 30:
             r.what = "noticeSettled record"
             record = .noticeSettled(try NoticeFields.read(&r))
+        case 31:
+            r.what = "noticeAcked record"
+            record = .noticeAcked(try NoticeFields.readAck(&r))
         case let kind:
             throw r.invalid("unknown record kind \(kind)", at: 0)
         }

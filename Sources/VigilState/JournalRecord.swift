@@ -35,6 +35,8 @@ public enum JournalRecord: Equatable, Sendable {
     case circleRemove(CircleID)
     /// A notice's delivery to one subscription is done: a restart does not send it again.
     case noticeSettled(NoticeSettlement)
+    /// A notice acknowledged by the owner or a member.
+    case noticeAcked(NoticeAck)
 }
 
 /// What `panicStart` keeps: the stream's first state, from which replay rebuilds it exactly.

@@ -79,6 +79,8 @@ public enum ReplicatedApply {
         case .noticeSettled(let settlement):
             // The node that sent the notice settled it; the others keep it, for a restart of theirs.
             return checkin.recordSettlement(settlement) ? .applied : .duplicate
+        case .noticeAcked(let ack):
+            return checkin.recordAck(ack) != nil ? .applied : .duplicate
         }
     }
 }

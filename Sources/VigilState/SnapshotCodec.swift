@@ -20,6 +20,7 @@ import VigilCore
 ///     circle count    u32,  circles (see `CircleFields`)      since version 4,
 ///                              each followed by its subscriptions  since version 7
 ///     settlement count u32, settlements (see `NoticeFields`)  since version 7
+///     ack count       u32,  acknowledgements (see `NoticeFields`)   since version 7
 ///     crc32c          u32      CRC-32C of every byte before it
 ///
 /// Little-endian throughout. The magic's high first byte and CR LF / ^Z / LF catch a file that
@@ -47,13 +48,14 @@ public enum SnapshotCodec {
         for pin in snapshot.pins { capacity += PinFields.size(pin) }
         for stream in snapshot.streams { capacity += PanicFields.estimatedSize(stream) }
         for circle in snapshot.circles { capacity += CircleFields.estimatedSize(circle) }
-        capacity += 4 + snapshot.settlements.count * NoticeFields.byteCount
+        capacity += 4 + snapshot.settlements.count * NoticeFields.byteCount + 4 + snapshot.acks.count * NoticeFields.ackByteCount
         var writer = SnapshotWriter(takenAt: snapshot.takenAt, journalSegment: snapshot.journalSegment,
                                     clusterSequence: snapshot.clusterSequence, capacity: capacity)
         for pin in snapshot.pins { writer.append(pin) }
         for stream in snapshot.streams { writer.append(stream) }
         for circle in snapshot.circles { writer.append(circle) }
         for settlement in snapshot.settlements { writer.append(settlement) }
+        for ack in snapshot.acks { writer.append(ack) }
         return writer.finish()
     }
 
@@ -115,11 +117,18 @@ public enum SnapshotCodec {
             settlements.reserveCapacity(count)
             for _ in 0..<count { settlements.append(try NoticeFields.read(&body)) }
         }
+        var acks: [NoticeAck] = []
+        if found >= 7 {
+            body.what = "notice acknowledgement"
+            let count = try body.count(of: "acknowledgement", minimumElementBytes: NoticeFields.ackByteCount)
+            acks.reserveCapacity(count)
+            for _ in 0..<count { acks.append(try NoticeFields.readAck(&body)) }
+        }
         guard body.isAtEnd else {
             throw .invalid(what: "snapshot", offset: body.offset, reason: "\(body.remaining) bytes after the last stream or circle")
         }
         return StateSnapshot(takenAt: takenAt, journalSegment: journalSegment, pins: pins, streams: streams, circles: circles,
-                             settlements: settlements, clusterSequence: clusterSequence)
+                             settlements: settlements, acks: acks, clusterSequence: clusterSequence)
     }
 
     /// The cluster fields of a version 5 header: a standalone node's sequence must be 0, so that

@@ -35,6 +35,8 @@ public struct StateImage: Sendable {
     public var circles: [CircleID: CheckinCircle] = [:]
     /// Notices' deliveries that are done (`noticeSettled`), by delivery.
     public var settlements: [DeliveryKey<SubscriptionID>: NoticeSettlement] = [:]
+    /// Acknowledgements (`noticeAcked`), in the order recorded.
+    public var acks: [NoticeAck] = []
     /// The first `maxIssuesKept` records that could not be applied, described for the log.
     public private(set) var issues: [String] = []
     /// All such records, including those past `maxIssuesKept`.
@@ -53,6 +55,7 @@ public struct StateImage: Sendable {
         for stream in snapshot.streams { streams[stream.id] = stream }
         for circle in snapshot.circles { circles[circle.id] = circle }
         for s in snapshot.settlements { settlements[s.key] = s }
+        acks = snapshot.acks
     }
 
     /// The pins held, by id.
@@ -108,6 +111,10 @@ public struct StateImage: Sendable {
             count(circles.removeValue(forKey: id) != nil)
         case .noticeSettled(let s):
             count(settlements.updateValue(s, forKey: s.key) != s)
+        case .noticeAcked(let a):
+            let held = acks.contains { $0.circle == a.circle && $0.notice == a.notice && $0.by == a.by }
+            if !held { acks.append(a) }
+            count(!held)
         }
     }
 
@@ -136,7 +143,7 @@ public struct StateImage: Sendable {
     /// The circles as a live hub at `now` (see `CheckinHub.restoreCircles`).
     public func restoreCircles(settings: CheckinSettings, now: Int64) -> CheckinHub {
         var hub = CheckinHub(settings: settings)
-        hub.restoreCircles(Array(circles.values), settlements: Array(settlements.values), now: now)
+        hub.restoreCircles(Array(circles.values), settlements: Array(settlements.values), acks: acks, now: now)
         return hub
     }
 
@@ -147,6 +154,7 @@ public struct StateImage: Sendable {
                       circles: circles.keys.sorted().compactMap { circles[$0] },
                       settlements: settlements.values.filter { circles[$0.circle] != nil }
                           .sorted { ($0.circle, $0.notice, $0.subscription) < ($1.circle, $1.notice, $1.subscription) },
+                      acks: acks.filter { circles[$0.circle] != nil }.sorted { ($0.circle, $0.at) < ($1.circle, $1.at) },
                       clusterSequence: clusterSequence)
     }
 

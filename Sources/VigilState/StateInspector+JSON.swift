@@ -235,6 +235,16 @@ struct InspectorLine {
             w.field("notice", s.notice.description)
             w.field("kind", s.notice.kind.name)
             w.field("settlement", s.settlement.name)
+        case .noticeAcked(let a):
+            w.field("record", "noticeAcked")
+            w.field("circle", a.circle.description)
+            w.field("notice", a.notice.description)
+            w.field("kind", a.notice.kind.name)
+            switch a.by {
+            case .owner: w.field("by", "owner")
+            case .member(let m): w.field("by", Int64(m))
+            }
+            w.field("at", a.at)
         }
     }
 }

@@ -16,6 +16,8 @@ public struct StateSnapshot: Sendable {
     public var circles: [CheckinCircle]
     /// Notices' deliveries that are done, by circle (snapshot version 7 and later).
     public var settlements: [NoticeSettlement]
+    /// Notices acknowledged, by circle, oldest first (snapshot version 7 and later).
+    public var acks: [NoticeAck]
     /// For a cluster node, the last sequence of the replicated stream whose change this snapshot
     /// includes (a node restoring it consumes from the next one); nil for a standalone node
     /// (snapshot version 5 and later; older versions read as nil). 0 is a cluster node that had
@@ -23,8 +25,9 @@ public struct StateSnapshot: Sendable {
     public var clusterSequence: UInt64?
 
     public init(takenAt: Int64, journalSegment: UInt64, pins: [Pin], streams: [PanicStream], circles: [CheckinCircle] = [],
-                settlements: [NoticeSettlement] = [], clusterSequence: UInt64? = nil) {
+                settlements: [NoticeSettlement] = [], acks: [NoticeAck] = [], clusterSequence: UInt64? = nil) {
         self.settlements = settlements
+        self.acks = acks
         self.takenAt = takenAt
         self.journalSegment = journalSegment
         self.pins = pins
@@ -39,6 +42,7 @@ public struct StateSnapshot: Sendable {
                 clusterSequence: UInt64? = nil) {
         self.init(takenAt: takenAt, journalSegment: journalSegment, pins: map.exportPins(), streams: panic.exportStreams(),
                   circles: checkin?.exportCircles() ?? [], settlements: checkin?.exportSettlements() ?? [],
+                  acks: checkin?.exportAcks() ?? [],
                   clusterSequence: clusterSequence)
     }
 }

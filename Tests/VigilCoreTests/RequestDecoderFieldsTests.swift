@@ -42,6 +42,7 @@ import Testing
         "checkin.leave": [#""circle":"c""#],
         "checkin.register": [#""circle":"c""#, #""member_token":"m""#, #""relay":{"handle":"h"}"#],
         "checkin.unregister": [#""circle":"c""#, #""owner_token":"o""#, #""subscription":"s""#],
+        "checkin.ack": [#""circle":"c""#, #""member_token":"m""#, #""notice":"n""#],
     ]
 
     static func message(_ op: String, _ members: [String]) -> String {

@@ -20,7 +20,9 @@ import VigilHTTPClient
         #expect(AlertSender.result(of: .destinationRefused(.privateNetwork)) == (.refused(status: 0), "destination_refused"))
         #expect(AlertSender.result(of: .invalidRequest("x")).0 == .refused(status: 0))
         #expect(AlertSender.result(of: .timeout(.awaitingResponse)) == (.failed, "timeout"))
-        #expect(AlertSender.result(of: .closedEarly).0 == .failed && AlertSender.result(of: .queueFull(.origin)).0 == .failed)
+        #expect(AlertSender.result(of: .closedEarly).0 == .failed)
+        // A full client queue sent nothing: due again soon, not after a failing service's backoff.
+        #expect(AlertSender.result(of: .queueFull(.origin)) == (.throttled(retryAfterMs: 100), "queue_full"))
         // Every label the sender counts is one the metrics declare.
         for failure: HTTPClientFailure in [.dns("x"), .connect("x"), .tls("x"), .closedEarly, .shutDown, .malformed("x"), .tooLarge("x")] {
             #expect(AlertCounters.failureReasons.contains(AlertSender.result(of: failure).1!))

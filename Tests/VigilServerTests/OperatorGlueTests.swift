@@ -41,6 +41,7 @@ import VigilWire
         #"{"op":"checkin.leave","ref":26,"circle":"Vt1f0oY3mN2tW0l1qg9vXw"}"#,
         #"{"op":"checkin.register","ref":27,"circle":"Vt1f0oY3mN2tW0l1qg9vXw","member_token":"m0","relay":{"handle":"h"}}"#,
         #"{"op":"checkin.unregister","ref":28,"circle":"Vt1f0oY3mN2tW0l1qg9vXw","owner_token":"t0","subscription":"s"}"#,
+        #"{"op":"checkin.ack","ref":29,"circle":"Vt1f0oY3mN2tW0l1qg9vXw","member_token":"m0","notice":"n"}"#,
     ]
 
     /// The value of one series in a text exposition (`name{labels}` exactly as written).

@@ -69,15 +69,15 @@ import VigilTestSupport
 
         // The build before wrote version 6: its circle reads with no subscriptions, and is written
         // back as version 7, the same bytes but for the version and the empty lists' counts
-        // (its subscriptions, and the snapshot's settlements).
+        // (its subscriptions, and the snapshot's settlements and acknowledgements).
         let old = FormatFixtureTests.snapshotV6Circle
         let read = try SnapshotCodec.decode(old)
         let circle = try #require(read.circles.first)
         #expect(old[8] == 6 && read.circles.count == 1 && circle.subscriptions.isEmpty && circle.members.count == 2)
         let again = SnapshotCodec.encode(read)
-        #expect(again[8] == 7 && again.count == old.count + 4 + 4)
-        #expect(Array(again[9..<(again.count - 12)]) == Array(old[9..<(old.count - 4)])
-                && Array(again.suffix(12).prefix(8)) == [0, 0, 0, 0, 0, 0, 0, 0])
+        #expect(again[8] == 7 && again.count == old.count + 4 + 4 + 4)
+        #expect(Array(again[9..<(again.count - 16)]) == Array(old[9..<(old.count - 4)])
+                && Array(again.suffix(16).prefix(12)) == [UInt8](repeating: 0, count: 12))
     }
 
     @Test func replayKeepsTheLastRecordsSubscriptions() throws {

@@ -66,10 +66,13 @@ import VigilTestSupport
                                                                      at: 1_700_000_000_000 + Int64(i), member: UInt32(i)),
                              subscription: sub.id, settlement: i == 0 ? .delivered : .gone)
         }
+        let acks = [NoticeAck(circle: subscribed.id, notice: settled[0].notice, by: .member(1), at: 1_700_000_000_500),
+                    NoticeAck(circle: subscribed.id, notice: settled[1].notice, by: .owner, at: 1_700_000_000_600)]
         out.append(("snapshot", "subscriptions.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 5, pins: [],
                                                                                         streams: [], circles: [subscribed],
-                                                                                        settlements: settled))))
+                                                                                        settlements: settled, acks: acks))))
         records += settled.map { .noticeSettled($0) }
+        records += acks.map { .noticeAcked($0) }
         out.append(("snapshot", "v6-circle.vgs", FormatFixtureTests.snapshotV6Circle))
         records.append(.circlePut(subscribed))
         // Streams started for a circle (snapshot version 7, record kind 11 with and without a timer).

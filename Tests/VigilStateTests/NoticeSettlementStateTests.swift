@@ -17,7 +17,7 @@ import VigilTestSupport
         let circle = try CircleStateTests.circle(seed: 5, subscribed: true)
         for s in Self.settlements(of: circle) {
             let payload = Array(JournalCodec.encode(.noticeSettled(s)).dropFirst(JournalCodec.frameBytes))
-            #expect(payload[0] == 30 && payload.count == 1 + 62)
+            #expect(payload[0] == 30 && payload.count == 1 + 63)
             #expect(try JournalCodec.decodeRecord(payload: payload) == .noticeSettled(s))
             for cut in 0..<payload.count {
                 #expect(throws: StateError.self) { try JournalCodec.decodeRecord(payload: Array(payload.prefix(cut))) }

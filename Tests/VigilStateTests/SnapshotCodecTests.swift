@@ -37,8 +37,8 @@ import VigilTestSupport
         let decoded = try roundTrip(StateSnapshot(takenAt: 0, journalSegment: 0, pins: [], streams: []))
         #expect(decoded.pins.isEmpty && decoded.streams.isEmpty)
         // The header (with the cluster fields of version 5), the empty circle list's count (version 4),
-        // the empty settlement list's count (version 7) and the checksum.
-        #expect(SnapshotCodec.encode(decoded).count == SnapshotCodec.headerBytes + 4 + 4 + SnapshotCodec.checksumBytes)
+        // the empty settlement and acknowledgement lists' counts (version 7) and the checksum.
+        #expect(SnapshotCodec.encode(decoded).count == SnapshotCodec.headerBytes + 4 + 4 + 4 + SnapshotCodec.checksumBytes)
     }
 
     @Test func pinsAndStreamsRoundTrip() throws {

@@ -29,9 +29,14 @@ import pinclient as pc
 import privacy
 from httpstandin import STALL, Answer, too_many
 from pushservice import PushService
-from test_circle_panic import Client
+from test_circle_panic import Client as CircleClient
 from test_circle_subscriptions import push_files  # noqa: F401  (a fixture)
 from webhookreceiver import WebhookReceiver
+
+class Client(CircleClient):
+    """test_circle_panic's client, which also takes `checkin.acked`."""
+    EVENTS = CircleClient.EVENTS | {"checkin.acked"}
+
 
 PAYLOAD_KEYS = {"v", "notice", "kind", "circle", "stream", "status", "at", "url"}
 WEBHOOK_KEYS = {"v", "type", "handle", "notice", "kind", "circle", "stream", "status", "at", "urgent", "expires_at"}
@@ -44,6 +49,8 @@ def vapid(push_files) -> dict:
 
 
 def config(vapid: dict, relay_url: str | None = None, state: Path | None = None, **push) -> dict:
+    """vigild's config: push with the VAPID key (plain http to the loopback stand-ins), the relay
+    when given, `push` keys on top (first_channels, escalation…)."""
     cfg = pc.pins_config(session={"messages_per_second": 1000, "message_burst": 2000},
                          panic={"history_events": 100, "stale_after_ms": 600000, "ended_grace_ms": 600000, "max_streams": 1000},
                          checkin={"max_members": 8})
@@ -109,7 +116,7 @@ def test_a_circle_panic_reaches_the_members_and_nobody_else(vigild, vapid, servi
             assert body["stream"] == stream and body["circle"] == created["circle"] and body["status"] == "red"
             assert body["url"] == f"/watch#stream={stream}&circle={created['circle']}"
             assert abs(body["at"] / 1000 - time.time()) < 60
-            assert len(body["notice"]) == 39
+            assert len(body["notice"]) == 40
             # Danger wakes the phone; the topic (one per stream) lets a later notice replace it.
             assert n.urgency == "high" and n.topic and len(n.topic) == 32 and 0 < n.ttl <= 86400
             assert n.claims["sub"] == "mailto:ops@example.org" and n.claims["aud"] == service.origin
@@ -270,3 +277,96 @@ def test_a_stalled_push_service_does_not_hold_up_replies_or_fan_out(vigild, vapi
         assert median < 0.02 and p99 < 0.2, (median, p99)
         assert d.metric("vigil_notice_deliveries_in_flight") >= 4
         service.release_stalled()
+
+
+def wait_metric(d, name: str, value: float, timeout: float = 10.0, **labels) -> float:
+    """Polls a daemon metric until it reaches ``value`` (bounded)."""
+    deadline = time.monotonic() + timeout
+    while (got := d.metric(name, **labels)) < value and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return got
+
+
+def test_an_ack_stops_the_members_other_devices_and_everyone_sees_who_and_when(vigild, vapid, service, tmp_path):
+    state = tmp_path / "state"
+    d = vigild(config(vapid, state=state))
+    with Client(d.port) as owner, Client(d.port) as phone, Client(d.port) as mum:
+        created, subs = circle_with_subscriptions(owner, service, vapid, members=("Mum", "Sam"))
+        circle, mum_token = created["circle"], created["tokens"][0]
+        tablet = subscribe(service, vapid)
+        register(owner, circle, ("member_token", mum_token), tablet)
+        service.answer(tablet, Answer(500), always=Answer(201))   # the tablet's first attempt fails: it waits to retry
+        owner.ok("checkin.open", circle=circle, owner_token=created["owner_token"])
+        mum.ok("checkin.join", circle=circle, member_token=mum_token)
+        stream = phone.start_for(created)["stream"]
+        (seen,) = wait_notices(service, subs["Mum"], "panic_started")
+        assert service.wait(lambda s: any(a.subscription == tablet.id for a in s.attempts), 10)
+        notice = seen.json()["notice"]
+        # Mum says she has seen it, from her phone: the tablet's retry is cancelled, everyone is told.
+        mum.ok("checkin.ack", circle=circle, member_token=mum_token, notice=notice)
+        for listener in (owner, mum):
+            acked = news_of(listener, "checkin.acked")
+            assert acked["notice"] == notice and acked["kind"] == "panic_started" and acked["by"] == "member"
+            assert acked["member"] == 1 and acked["label"] == "Mum" and abs(acked["at"] / 1000 - time.time()) < 60
+        assert wait_metric(d, "vigil_notice_deliveries_total", 1, result="cancelled") == 1
+        assert [a.status for a in service.attempts if a.subscription == tablet.id] == [500]
+        # A second ack changes nothing; a stranger's notice id, a kind not meant for the caller, a bad id are refused.
+        mum.ok("checkin.ack", circle=circle, member_token=mum_token, notice=notice)
+        assert owner.code("checkin.ack", circle=circle, owner_token=created["owner_token"], notice=notice) == "invalid_notice"
+        assert mum.code("checkin.ack", circle=circle, member_token=mum_token, notice="A" * 40) == "invalid_notice"
+        assert mum.code("checkin.ack", circle=circle, member_token="nope", notice=notice) == "forbidden"
+        state_now = owner.ok("checkin.open", circle=circle, owner_token=created["owner_token"])["state"]
+        assert [(a["notice"], a["member"], a["label"]) for a in state_now["acks"]] == [(notice, 1, "Mum")]
+    d.proc.send_signal(signal.SIGKILL)
+    d.wait(10)
+    d.reported = True
+    # After kill -9 the ack is there, and the tablet is not sent the notice again.
+    d2 = vigild(config(vapid, state=state))
+    with Client(d2.port) as sam:
+        joined = sam.ok("checkin.join", circle=circle, member_token=created["tokens"][1])["state"]
+        assert [(a["notice"], a["by"], a["member"]) for a in joined["acks"]] == [(notice, "member", 1)]
+        assert joined["panics"][0]["stream"] == stream
+    assert d2.metric("vigil_notice_deliveries_pending") == 0
+    assert [a.status for a in service.attempts if a.subscription == tablet.id] == [500]
+
+
+def news_of(client: Client, etype: str, timeout: float = 5.0) -> dict:
+    while True:
+        ev = client.event(timeout)
+        if ev["type"] == etype:
+            return ev
+
+
+def test_nobody_acknowledging_climbs_the_ladder_and_an_ack_stops_it(vigild, vapid, service):
+    with WebhookReceiver([Path(vapid["secret"]).read_text().strip()]) as receiver:
+        d = vigild(config(vapid, relay_url=receiver.url, first_channels=["webpush"],
+                          escalation=[{"after_s": 1, "channels": ["webpush"]}, {"after_s": 2, "channels": ["relay"]}]))
+        with Client(d.port) as owner, Client(d.port) as phone, Client(d.port) as sam:
+            created, subs = circle_with_subscriptions(owner, service, vapid, members=("Mum", "Sam"))
+            circle = created["circle"]
+            handle = "sms:" + os.urandom(6).hex()
+            privacy.remember(handle)
+            owner.ok("checkin.register", circle=circle, member_token=created["tokens"][0], relay={"handle": handle})
+            started = time.monotonic()
+            phone.start_for(created)
+            # Step 0 through Web Push only (first_channels); nobody acknowledges.
+            first = wait_notices(service, subs["Mum"], "panic_started")[0]
+            assert receiver.deliveries == []
+            # Step 1 after 1 s: Web Push again, to both, the same topic, a notice id one step on.
+            again = wait_notices(service, subs["Mum"], "panic_started", count=2)[1]
+            wait_notices(service, subs["Sam"], "panic_started", count=2)
+            assert again.topic == first.topic and again.json()["notice"] != first.json()["notice"]
+            assert again.json()["notice"][:-2] == first.json()["notice"][:-2]
+            # Step 2 after 2 s: the relay (an SMS gateway, say) with Mum's handle.
+            assert receiver.wait(lambda r: len(r.deliveries) == 1, 10), receiver.rejections
+            assert receiver.deliveries[0].json()["handle"] == handle
+            assert time.monotonic() - started >= 1.9
+            assert d.metric("vigil_notice_escalations_total", outcome="sent") == 2
+
+            # A second panic: Sam acknowledges step 0, and the ladder stops for everyone.
+            second = phone.start_for(created)["stream"]
+            seen = [n for n in wait_notices(service, subs["Sam"], "panic_started", count=3) if n.json()["stream"] == second]
+            sam.ok("checkin.ack", circle=circle, member_token=created["tokens"][1], notice=seen[0].json()["notice"])
+            assert wait_metric(d, "vigil_notice_escalations_total", 1, outcome="acknowledged") == 1
+            assert [n for n in notices(service, subs["Mum"]) if n.json()["stream"] == second and n.json()["notice"] != seen[0].json()["notice"]] == []
+            assert len(receiver.deliveries) == 1

@@ -39,7 +39,8 @@ def default_binary() -> Path:
 
 
 def yaml_text(cfg: dict, indent: int = 0) -> str:
-    """A minimal YAML writer for the tests' configs: nested dicts, scalars, flow lists of scalars."""
+    """A minimal YAML writer for the tests' configs: nested dicts, scalars, flow lists of scalars
+    and of flow mappings (``push.escalation``)."""
     out = []
     pad = "  " * indent
     for key, value in cfg.items():
@@ -54,6 +55,10 @@ def yaml_text(cfg: dict, indent: int = 0) -> str:
 
 
 def _scalar(value) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_scalar(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_scalar(v) for v in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):

@@ -59,7 +59,9 @@ public enum NoticeAudience: Equatable, Sendable {
 }
 
 /// A notice's identity, derived from the change that caused it: the stream or circle, the kind,
-/// the change's time and (for a question) the member who asked. Derived rather than drawn, so
+/// the change's time, (for a question) the member who asked, and the escalation step (0: the
+/// notice as first sent; k: the k-th step of `push.escalation`, sent again because nobody
+/// acknowledged it). Derived rather than drawn, so
 /// that the notice rebuilt from the restored state after a restart has the id it had before:
 /// the push `Topic`'s sibling, the webhook id, and the key under which deliveries are settled.
 public struct NoticeID: Hashable, Comparable, Sendable, CustomStringConvertible {
@@ -70,14 +72,25 @@ public struct NoticeID: Hashable, Comparable, Sendable, CustomStringConvertible 
     public let at: Int64
     /// The member who asked (`checkinRequested`); 0 otherwise.
     public let member: UInt32
+    /// The escalation step.
+    public let step: UInt8
 
-    public init(kind: NoticeKind, subjectHigh: UInt64, subjectLow: UInt64, at: Int64, member: UInt32 = 0) {
+    public init(kind: NoticeKind, subjectHigh: UInt64, subjectLow: UInt64, at: Int64, member: UInt32 = 0, step: UInt8 = 0) {
         self.kind = kind
         self.subjectHigh = subjectHigh
         self.subjectLow = subjectLow
         self.at = at
         self.member = member
+        self.step = step
     }
+
+    /// The same notice at escalation step `step`.
+    public func atStep(_ step: UInt8) -> NoticeID {
+        NoticeID(kind: kind, subjectHigh: subjectHigh, subjectLow: subjectLow, at: at, member: member, step: step)
+    }
+
+    /// The notice as first sent (what an acknowledgement is about, whichever step it came by).
+    public var base: NoticeID { atStep(0) }
 
     public init(kind: NoticeKind, stream: StreamID, at: Int64) {
         self.init(kind: kind, subjectHigh: stream.high, subjectLow: stream.low, at: at)
@@ -87,9 +100,9 @@ public struct NoticeID: Hashable, Comparable, Sendable, CustomStringConvertible 
         self.init(kind: kind, subjectHigh: circle.high, subjectLow: circle.low, at: at, member: member)
     }
 
-    public static let byteCount = 29
+    public static let byteCount = 30
 
-    /// 16 bytes of subject, the kind, the time and the member, big-endian.
+    /// 16 bytes of subject, the kind, the time, the member and the step, big-endian.
     public var bytes: [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(Self.byteCount)
@@ -101,6 +114,7 @@ public struct NoticeID: Hashable, Comparable, Sendable, CustomStringConvertible 
         out.append(kind.rawValue)
         put(at)
         put(member)
+        out.append(step)
         return out
     }
 
@@ -114,14 +128,20 @@ public struct NoticeID: Hashable, Comparable, Sendable, CustomStringConvertible 
             return v
         }
         self.init(kind: kind, subjectHigh: word(0, UInt64.self), subjectLow: word(8, UInt64.self),
-                  at: word(17, Int64.self), member: word(25, UInt32.self))
+                  at: word(17, Int64.self), member: word(25, UInt32.self), step: b[29])
     }
 
-    /// Unpadded base64url of the bytes (39 characters): the id clients ack and receivers dedupe by.
+    /// Parses `description`; nil for anything else.
+    public init?(_ text: String) {
+        guard text.utf8.count == 40, let bytes = Base64URL.decode(text) else { return nil }
+        self.init(bytes: bytes)
+    }
+
+    /// Unpadded base64url of the bytes (40 characters): the id clients ack and receivers dedupe by.
     public var description: String { Base64URL.encode(bytes) }
 
     public static func < (a: NoticeID, b: NoticeID) -> Bool {
-        (a.at, a.subjectHigh, a.subjectLow, a.kind.rawValue, a.member) < (b.at, b.subjectHigh, b.subjectLow, b.kind.rawValue, b.member)
+        (a.at, a.subjectHigh, a.subjectLow, a.kind.rawValue, a.member, a.step) < (b.at, b.subjectHigh, b.subjectLow, b.kind.rawValue, b.member, b.step)
     }
 }
 

@@ -1,5 +1,5 @@
 /// Who a connection is in a circle it listens to: its owner, or one of its members.
-public enum CheckinRole: Equatable, Sendable {
+public enum CheckinRole: Hashable, Sendable {
     case owner
     case member(UInt32)
 }
@@ -16,6 +16,9 @@ public struct CheckinDelivery: Sendable {
         case home(CheckinHome?, lapsed: Bool)
         /// The recipients' member token was revoked: they no longer listen to the circle.
         case revoked(member: UInt32)
+        /// A notice was acknowledged: to everyone listening (with the label the acknowledging
+        /// member has now, if any).
+        case acked(NoticeAck, label: String?)
         /// The circle is gone (its owner closed it, or it was idle too long): nobody listens any more.
         case closed(CheckinCloseReason)
         /// A panic stream of the circle started, was escalated or ended: to everyone listening.
@@ -66,4 +69,7 @@ public enum CheckinFailure: Error, Equatable, Sendable {
     case invalidHome
     /// The caller holds `maxSubscriptionsPerHolder` subscriptions in the circle already.
     case tooManySubscriptions
+    /// `checkin.ack` of something that is not a notice of this circle for the caller (another
+    /// circle's, a kind meant for someone else, past its time to live).
+    case unknownNotice
 }

@@ -28,8 +28,11 @@ extension CheckinHub {
     /// Takes over circles read from disk at `now`: those idle past their lifetime are dropped and
     /// a home safe past its time is cleared (silently: nobody listens yet), timers are armed.
     public mutating func restoreCircles(_ restored: [CheckinCircle], settlements restoredSettlements: [NoticeSettlement] = [],
-                                        now: Int64) {
-        defer { for s in restoredSettlements { recordSettlement(s) } }
+                                        acks restoredAcks: [NoticeAck] = [], now: Int64) {
+        defer {
+            for s in restoredSettlements { recordSettlement(s) }
+            for a in restoredAcks.sorted(by: { $0.at < $1.at }) { recordAck(a) }
+        }
         for var circle in restored.sorted(by: { $0.id < $1.id }) {
             guard circle.idleDeadline(settings) > now else { continue }
             if let home = circle.home, home.until <= now {
@@ -47,6 +50,7 @@ extension CheckinHub {
         let id: CircleID
         let circle: CheckinCircle?
         let listeners: [WatcherID: CheckinRole]
+        let acks: [NoticeAck]
 
         /// The circle as it was (nil: the change created it): a replicated write's precondition.
         public var before: CheckinCircle? { circle }
@@ -55,7 +59,7 @@ extension CheckinHub {
     /// The checkpoint of circle `id` as it is now (a circle not held: its creation is taken back
     /// by removing it).
     public func checkpoint(_ id: CircleID) -> Checkpoint {
-        Checkpoint(id: id, circle: circles[id], listeners: listeners[id] ?? [:])
+        Checkpoint(id: id, circle: circles[id], listeners: listeners[id] ?? [:], acks: acks[id] ?? [])
     }
 
     /// Puts the circle back as `checkpoint` found it, with its listeners as they were, those
@@ -72,6 +76,7 @@ extension CheckinHub {
             return
         }
         circles[id] = before
+        acks[id] = checkpoint.acks.isEmpty ? nil : checkpoint.acks
         for (connection, role) in checkpoint.listeners where connected(connection) { listen(id, connection, as: role) }
         arm(before)
     }
@@ -80,6 +85,6 @@ extension CheckinHub {
 extension CheckinHub.Checkpoint {
     /// The checkpoint of a circle just created: taking it back removes the circle.
     public static func created(_ id: CircleID) -> Self {
-        Self(id: id, circle: nil, listeners: [:])
+        Self(id: id, circle: nil, listeners: [:], acks: [])
     }
 }

@@ -57,6 +57,8 @@ public struct CheckinHub: Sendable {
     var nextOrder: UInt64 = 0
     /// Notices' deliveries that are done, by circle (`NoticeSettlement`): durable, dropped with the circle.
     var settlements: [CircleID: [DeliveryKey<SubscriptionID>: NoticeSettlement]] = [:]
+    /// Notices acknowledged, by circle, oldest first (`NoticeAck`): durable, dropped with the circle.
+    var acks: [CircleID: [NoticeAck]] = [:]
 
     public init(settings: CheckinSettings) {
         self.settings = settings
@@ -298,6 +300,7 @@ public struct CheckinHub: Sendable {
         guard let circle = circles.removeValue(forKey: id) else { return }
         filed[id] = nil
         settlements[id] = nil
+        acks[id] = nil
         lapsedHomes[id] = nil
         deliver(.closed(reason), of: id, out: &out)
         for connection in listeners[id].map({ Array($0.keys) }) ?? [] { unlisten(id, connection) }

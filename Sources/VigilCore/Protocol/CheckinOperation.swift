@@ -21,11 +21,13 @@ public enum CheckinOperation: Equatable, Sendable {
     case register(circle: CircleID?, credential: CheckinCredential, target: CheckinSubscription.Target)
     /// Removes one of the caller's subscriptions (nil: `subscription` is not an id, so none of them).
     case unregister(circle: CircleID?, credential: CheckinCredential, subscription: SubscriptionID?)
+    /// "I have seen it": the owner or a member acknowledges a notice (nil: not a notice id).
+    case ack(circle: CircleID?, credential: CheckinCredential, notice: NoticeID?)
 
     /// Wire names, in `index` order.
     public static let names = ["checkin.create", "checkin.open", "checkin.invite", "checkin.revoke", "checkin.answer",
                                "checkin.home", "checkin.close", "checkin.join", "checkin.request", "checkin.leave",
-                               "checkin.register", "checkin.unregister"]
+                               "checkin.register", "checkin.unregister", "checkin.ack"]
 
     /// Place in `names`.
     public var index: Int {
@@ -42,6 +44,7 @@ public enum CheckinOperation: Equatable, Sendable {
         case .leave: return 9
         case .register: return 10
         case .unregister: return 11
+        case .ack: return 12
         }
     }
 
@@ -52,14 +55,14 @@ public enum CheckinOperation: Equatable, Sendable {
     public var isWrite: Bool {
         switch self {
         case .create, .invite, .request, .register: return true
-        case .open, .revoke, .answer, .home, .close, .join, .leave, .unregister: return false
+        case .open, .revoke, .answer, .home, .close, .join, .leave, .unregister, .ack: return false
         }
     }
 
     /// Journaled when they succeed (refused with `unavailable` while changes cannot be recorded).
     public var changesState: Bool {
         switch self {
-        case .create, .invite, .revoke, .answer, .home, .close, .request, .register, .unregister: return true
+        case .create, .invite, .revoke, .answer, .home, .close, .request, .register, .unregister, .ack: return true
         case .open, .join, .leave: return false
         }
     }

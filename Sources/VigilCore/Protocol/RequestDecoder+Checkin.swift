@@ -54,6 +54,12 @@ extension RequestDecoder {
             guard let v = o["subscription"] else { throw RequestError.missing("subscription") }
             guard let text = v.string else { throw RequestError("invalid_subscription", field: "subscription", "subscription must be a string") }
             return .unregister(circle: circle, credential: credential, subscription: SubscriptionID(text))
+        case "checkin.ack":
+            let circle = try circleID(o)
+            let credential = try credential(o)
+            guard let v = o["notice"] else { throw RequestError.missing("notice") }
+            guard let text = v.string else { throw RequestError("invalid_notice", field: "notice", "notice must be a notice id (a string)") }
+            return .ack(circle: circle, credential: credential, notice: NoticeID(text))
         default:
             return nil
         }

@@ -42,6 +42,7 @@ extension RequestDecoder {
         "checkin.leave": ["circle"],
         "checkin.register": ["circle", "owner_token", "member_token", "push", "relay"],
         "checkin.unregister": ["circle", "owner_token", "member_token", "subscription"],
+        "checkin.ack": ["circle", "owner_token", "member_token", "notice"],
     ]
 
     /// Throws `unknown_field` for the first member of `o`, in document order, that is neither

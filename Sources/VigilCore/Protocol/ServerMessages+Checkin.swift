@@ -4,7 +4,7 @@ public enum CheckinReply: Sendable {
     case created(CheckinCircle, ownerToken: String, memberTokens: [String], settings: CheckinSettings)
     /// `checkin.open` (owner: every member) and `checkin.join` (a member: itself only), with the
     /// circle's panic streams still active (`panics`; the panic hub's, joined by the application).
-    case state(CheckinCircle, role: CheckinRole, settings: CheckinSettings, panics: [PanicStream] = [])
+    case state(CheckinCircle, role: CheckinRole, settings: CheckinSettings, panics: [PanicStream] = [], acks: [NoticeAck] = [])
     /// `checkin.invite`: the new member and its token (shown once).
     case invited(CheckinMember, token: String)
     /// `checkin.request`: the request as recorded.
@@ -33,9 +33,9 @@ extension ServerMessages {
             }
             w.endArray()
             w.field("expires_at", circle.idleDeadline(settings))
-        case .state(let circle, let role, let settings, let panics):
+        case .state(let circle, let role, let settings, let panics, let acks):
             w.key("state")
-            checkinState(circle, role: role, settings: settings, panics: panics, into: &w)
+            checkinState(circle, role: role, settings: settings, panics: panics, acks: acks, into: &w)
         case .invited(let m, let token):
             member(m.id, m.label, into: &w)
             w.field("member_token", token)
@@ -88,7 +88,7 @@ extension ServerMessages {
     /// active are listed (an ended one's news was its end), so a member who connects later finds
     /// a panic going on and watches it with its member token.
     public static func checkinState(_ c: CheckinCircle, role: CheckinRole, settings: CheckinSettings, panics: [PanicStream] = [],
-                                    into w: inout JSONWriter) {
+                                    acks: [NoticeAck] = [], into w: inout JSONWriter) {
         w.beginObject()
         w.field("circle", c.id.description)
         w.field("created_at", c.createdAt)
@@ -130,6 +130,14 @@ extension ServerMessages {
             w.endObject()
         }
         w.endArray()
+        w.key("acks")
+        w.beginArray()
+        for a in acks {
+            w.beginObject()
+            acknowledgement(a, label: { if case .member(let m) = a.by { return c.member(m)?.label } else { return nil } }(), into: &w)
+            w.endObject()
+        }
+        w.endArray()
         w.endObject()
     }
 
@@ -145,6 +153,7 @@ extension ServerMessages {
         case .revoked: w.string("checkin.revoked")
         case .closed: w.string("checkin.closed")
         case .panic: w.string("checkin.panic")
+        case .acked: w.string("checkin.acked")
         }
         w.field("circle", d.circle.description)
         switch d.kind {
@@ -183,8 +192,23 @@ extension ServerMessages {
             }
             w.field("status", news.status.rawValue)
             w.field("at", news.at)
+        case .acked(let ack, let label):
+            acknowledgement(ack, label: label, into: &w)
         }
         w.endObject()
+    }
+
+    /// `"notice":N,"kind":K,"by":"owner"` or `"by":"member","member":M,"label":L`, `"at":T`.
+    static func acknowledgement(_ a: NoticeAck, label: String?, into w: inout JSONWriter) {
+        w.field("notice", a.notice.description)
+        w.field("kind", a.notice.kind.name)
+        switch a.by {
+        case .owner: w.field("by", "owner")
+        case .member(let m):
+            w.field("by", "member")
+            member(m, label, into: &w)
+        }
+        w.field("at", a.at)
     }
 }
 
@@ -199,6 +223,8 @@ extension RequestError {
         case .invalidHome: return RequestError("invalid_home", "home safe must end in the future and within the longest home safe")
         case .tooManySubscriptions:
             return RequestError("too_many_subscriptions", "you hold the most subscriptions allowed in this circle; unregister one first")
+        case .unknownNotice:
+            return RequestError("invalid_notice", field: "notice", "not a notice of this circle for you to acknowledge")
         }
     }
 }

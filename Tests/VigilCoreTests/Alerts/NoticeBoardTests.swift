@@ -25,7 +25,9 @@ import Testing
         let id = NoticeID(kind: .checkinRequested, circle: Self.circle, at: 1_700_000_000_123, member: 7)
         #expect(id.bytes.count == NoticeID.byteCount)
         #expect(NoticeID(bytes: id.bytes) == id)
-        #expect(id.description.utf8.count == 39)
+        #expect(id.description.utf8.count == 40)
+        #expect(NoticeID(id.description) == id && NoticeID(String(id.description.dropLast())) == nil)
+        #expect(id.atStep(2) != id && id.atStep(2).base == id && NoticeID(id.atStep(2).description)?.step == 2)
         // The same cause gives the same id (a restart rebuilds it); another member or time does not.
         #expect(NoticeID(kind: .checkinRequested, circle: Self.circle, at: 1_700_000_000_123, member: 7) == id)
         #expect(NoticeID(kind: .checkinRequested, circle: Self.circle, at: 1_700_000_000_123, member: 8) != id)
