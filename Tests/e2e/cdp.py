@@ -89,8 +89,11 @@ class Session:
 
 
 class Page:
-    def __init__(self, session: Session, target_id: str, session_id: str):
+    def __init__(self, session: Session, target_id: str, session_id: str, context: str | None = None):
         self.s, self.target_id, self.sid = session, target_id, session_id
+        # The browser context of a page made by ``Browser.page(isolated=True)``: its own storage,
+        # cookies, service workers and permissions, as another person's device would have.
+        self.context = context
         self.console: list[str] = []
         self.frames_received: list[str] = []
         self._lock = threading.Lock()
@@ -165,6 +168,8 @@ class Page:
     def close(self) -> None:
         try:
             self.s.send("Target.closeTarget", {"targetId": self.target_id})
+            if self.context:
+                self.s.send("Target.disposeBrowserContext", {"browserContextId": self.context})
         except CDPError:
             pass
 
@@ -200,10 +205,16 @@ class Browser:
         self.session = Session(found[0])
         return self
 
-    def page(self) -> Page:
-        target = self.session.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+    def page(self, *, isolated: bool = False, context: str | None = None) -> Page:
+        """A new tab: in the default browser context, in ``context``, or (``isolated``) in a new
+        context of its own, disposed of with the page (a second person's browser)."""
+        own = self.session.send("Target.createBrowserContext")["browserContextId"] if isolated else None
+        params = {"url": "about:blank"}
+        if own or context:
+            params["browserContextId"] = own or context
+        target = self.session.send("Target.createTarget", params)["targetId"]
         sid = self.session.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        return Page(self.session, target, sid)
+        return Page(self.session, target, sid, own)
 
     def stop(self) -> None:
         if self.session is not None:
