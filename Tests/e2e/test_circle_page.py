@@ -116,6 +116,7 @@ def test_owner_and_member_on_the_circle_page(server, page, member):
     assert len(set(tokens)) == 2 and owner_token not in tokens
 
     # The member opens Mum's link: the token is kept, and gone from the address bar.
+    member.viewport(390, 760, mobile=True)
     member_opens(member, links[0])
     assert member.eval("location.href") == f"{origin}/circle#circle={circle}"
     assert stored(member) == {circle: {"role": "member", "token": tokens[0]}}
