@@ -187,7 +187,10 @@ function follow() {
   };
   circle.on('revoked', () => gone('Your invitation to this circle was withdrawn by its owner.'));
   circle.on('closed', (m) => gone(m.reason === 'idle' ? 'This circle was removed after a long time unused.' : 'The owner closed this circle.'));
-  circle.on('error', (err) => problem(`The circle could not be opened again: ${err.message}`));
+  // Opened again after a reconnect and refused: withdrawn or closed while this page was away.
+  circle.on('error', (err) => (err.code === 'forbidden'
+    ? gone('This circle can no longer be opened: the invitation was withdrawn, or the circle was closed.')
+    : problem(`The circle could not be opened again: ${err.message}`)));
   render();
 }
 

@@ -91,6 +91,7 @@ async function main() {
     text('status', '–');
     return;
   }
+  if (cred.memberToken) text('revoked', 'Your invitation to this circle was withdrawn: you no longer see this location.');
   const site = await siteConfig();
   map = await createMap(document.getElementById('map'), site);
   const client = new VigilClient(serverURL(), { heartbeatMs: 20000, reconnect: { minDelayMs: 300, maxDelayMs: 4000 } });

@@ -531,7 +531,14 @@ export class VigilClient extends Emitter {
    */
   #restore() {
     for (const circle of [...this.#circles.values()]) {
-      circle._listen().catch(reportTo(circle));
+      circle._listen().catch((err) => {
+        // Withdrawn or closed while the connection was away: nothing to listen to any more.
+        if (err.code === 'forbidden') {
+          circle.active = false;
+          this._forgetCircle(circle);
+        }
+        reportTo(circle)(err);
+      });
     }
     for (const owner of [...this.#owners.values()]) {
       owner._resume().catch(reportTo(owner));

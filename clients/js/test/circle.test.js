@@ -100,6 +100,32 @@ test('a circle is opened again after a restart, and its new state says what was 
   assert.equal(joined.active, true);
 });
 
+test('a member whose invitation was withdrawn while it was away is told so when it reconnects', async () => {
+  const phone = await client();
+  const circle = await phone.createCircle(['Sam']);
+  // Back only 3 s after the restart: the owner withdraws the invitation meanwhile.
+  const sam = await client(d, { minDelayMs: 3000, maxDelayMs: 3000, jitter: 0 });
+  const joined = await sam.joinCircle(circle.id, circle.memberTokens[0].token);
+  let errors = 0;
+  joined.on('error', () => errors++);
+  const refused = waitFor(joined, 'error', () => true, 15000);
+  const lost = waitFor(sam, 'disconnected');
+  await d.restart();
+  await lost;
+  const owner = await client();
+  await (await owner.openCircle(circle.id, circle.ownerToken)).revoke(1);
+  assert.equal(sam.connections, 1, 'Sam must not be back yet');
+  const err = await refused;
+  assert.equal(err.code, 'forbidden');
+  assert.equal(joined.active, false);
+  // Not listened to again at the next reconnect.
+  const again = waitFor(sam, 'reconnected', () => true, 15000);
+  sam.reconnectNow();
+  await again;
+  await sam.request('checkin.leave', { circle: 'AAAAAAAAAAAAAAAAAAAAAA' });  // a barrier behind any re-join
+  assert.equal(errors, 1, 'not joined again');
+});
+
 test('a panic for a circle: checkin.panic, the circle\'s panics, watching with a member token', async (t) => {
   const phone = await client();
   if (!await circleStreams(phone)) {
