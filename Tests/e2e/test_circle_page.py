@@ -152,6 +152,10 @@ def test_owner_and_member_on_the_circle_page(server, page, member):
     member.wait("!document.getElementById('problem').hidden")
     assert "does not send notifications" in text(member, "problem"), text(member, "problem")
     assert "push" not in stored(member)[circle]
+    # A browser without Web Push: says so first (whatever the server).
+    member.eval("delete window.PushManager; document.getElementById('problem').hidden = true; document.getElementById('notify-on').click()")
+    member.wait("!document.getElementById('problem').hidden")
+    assert "cannot receive notifications" in text(member, "problem"), text(member, "problem")
 
     # A reload finds the circle by the id alone, with the stored token.
     member.goto(f"{origin}/circle#circle={circle}")
@@ -463,7 +467,7 @@ def test_a_panic_reaches_a_member_through_web_push_and_opens_the_stream(vigild, 
         page.eval("document.getElementById('panic-red').click()")
         page.wait("location.pathname === '/panic' && window.vigilOwner", timeout=15)
         stream = page.eval("window.vigilOwner.stream")
-        assert service.wait(lambda: service.notices_for(subscription), timeout=15), (service.rejections, service.attempts)
+        assert service.wait(lambda s: s.notices_for(subscription), timeout=15), (service.rejections, service.attempts)
         delivered = service.notices_for(subscription)[0]
         payload = delivered.json()
         assert {k: payload[k] for k in ("v", "kind", "circle", "stream", "status", "url")} == {
