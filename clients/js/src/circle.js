@@ -139,8 +139,10 @@ export class Circle extends Emitter {
   }
 
   /** Starts a panic stream for this circle (owner only): `startPanic` with the circle and its owner token. */
-  startPanic(fields) {
-    return this.client.startPanic({ ...fields, circle: this.id, ownerToken: this.ownerToken });
+  async startPanic(fields) {
+    const owner = await this.client.startPanic({ ...fields, circle: this.id, ownerToken: this.ownerToken });
+    owner.circle ??= this.id;
+    return owner;
   }
 
   // MARK: the members' operations
