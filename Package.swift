@@ -95,12 +95,13 @@ let package = Package(
         // RFC 8188), RFC 8292 VAPID (ES256 JWTs, the application server's P-256 key and its PEM file),
         // Standard Webhooks signatures. Every primitive is libcrypto's; base64 and RAND_bytes from VigilWire.
         .target(name: "VigilPush", dependencies: ["COpenSSL", "VigilWire"]),
-        // Glue: connection state machine, routing, configuration.
+        // Glue: connection state machine, routing, configuration (VigilPush: the `push:` section's
+        // keys are loaded with the config, and subscriptions' endpoints checked as they arrive).
         .target(
             name: "VigilServer",
             dependencies: [
                 "VigilLoop", "VigilWire", "VigilCore", "VigilGeo", "VigilState", "VigilBytes", "CLinux",
-                "VigilNATS", "VigilCluster",
+                "VigilNATS", "VigilCluster", "VigilPush",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
                 .product(name: "Yams", package: "Yams"),
@@ -159,7 +160,7 @@ let package = Package(
         .testTarget(
             name: "VigilServerTests",
             dependencies: [
-                "VigilServer", "VigilLoop", "VigilWire", "VigilCore", "VigilState", "VigilBytes", "VigilTestSupport",
+                "VigilServer", "VigilLoop", "VigilWire", "VigilCore", "VigilState", "VigilBytes", "VigilTestSupport", "VigilPush",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -122,8 +122,9 @@ public struct ClusterSettings: Equatable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// A small private file's bytes (see `loadCredentialFiles` for what is refused).
-    static func readSecretFile(_ path: String, key: String) throws(ClusterFileError) -> [UInt8] {
+    /// A small private file's bytes (see `loadCredentialFiles` for what is refused); errors name
+    /// the config `key`. Also the `push:` section's relay secret.
+    public static func readSecretFile(_ path: String, key: String) throws(ClusterFileError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw ClusterFileError(key: key, message: "\(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }

@@ -167,6 +167,18 @@ public enum ConfigLoader {
             ("max_home_s", .integer(1...31_536_000, \.checkin.maxHomeSeconds)),
             ("label_max_bytes", .integer(4...4_096, \.checkin.labelMaxBytes)),
             ("note_max_bytes", .integer(4...65_536, \.checkin.noteMaxBytes)),
+            ("max_subscriptions_per_holder", .integer(1...100, \.checkin.maxSubscriptionsPerHolder)),
+        ]),
+        ("push", [
+            ("vapid_key_file", .path(\.push.vapidKeyFile)),
+            ("vapid_subject", .text(\.push.vapidSubject)),
+            ("relay_url", .text(\.push.relayURL)),
+            ("relay_secret_file", .path(\.push.relaySecretFile)),
+            ("allow_loopback_http", .boolean(\.push.allowLoopbackHTTP)),
+            ("allow_private_addresses", .boolean(\.push.allowPrivateAddresses)),
+            ("max_pending", .integer(1...100_000_000, \.push.maxPending)),
+            // At most four weeks, the longest TTL push services keep a message for.
+            ("ttl_s", .integer(1...2_419_200, \.push.ttlSeconds)),
         ]),
         ("state", [
             ("directory", .path(\.stateDirectory)),
@@ -259,6 +271,12 @@ public enum ConfigLoader {
         // report a missing, unreadable, world-readable or malformed file before a node starts.
         if config.cluster.enabled && !issues.contains(where: { $0.key.hasPrefix("cluster.") }) {
             issues.append(contentsOf: loadClusterFiles(&config.cluster))
+        }
+        // Likewise the VAPID key and the relay's secret (`PushConfig.load`).
+        let pushIssues = config.push.issues().filter { rule in !issues.contains { $0.key == rule.key } }
+        issues.append(contentsOf: pushIssues)
+        if !issues.contains(where: { $0.key.hasPrefix("push.") }) {
+            issues.append(contentsOf: config.push.load())
         }
         if !issues.isEmpty { throw ConfigError(issues: issues) }
         return config

@@ -17,6 +17,9 @@ enum Undo: Sendable {
     case stream(PanicHub.Checkpoint)
     /// A check-in circle created (its checkpoint holds no circle) or changed.
     case circle(CheckinHub.Checkpoint)
+    /// A member revoked: the circle, and the circle's streams with their watchers before the
+    /// revocation cut the member's (`keepingWatchers`), so both come back together.
+    case memberRevoked(CheckinHub.Checkpoint, streams: [PanicHub.Checkpoint])
 }
 
 /// The changes of this turn that are not recorded yet, each with its `Undo` and the outbox items
@@ -44,7 +47,7 @@ struct PendingChanges {
         }
         guard !changes.isEmpty else { return }
         switch operation {
-        case .subscribe, .subscribeClusters, .panicWatch, .panicResume: readers.append(items)
+        case .subscribe, .subscribeClusters, .panicWatch, .panicWatchAsMember, .panicResume: readers.append(items)
         case .checkin(let c) where c.readsState: readers.append(items)
         default: break
         }

@@ -66,6 +66,8 @@ public struct ServerConfig: Equatable, Sendable {
     public var conflateAboveBytes = 65_536
     // check-in circles
     public var checkin = CheckinSettings()
+    // push (issue 24): Web Push and the webhook relay, each off until configured
+    public var push = PushConfig()
     // state
     /// Where snapshots and the journal live; empty = in memory only (said loudly at start-up).
     public var stateDirectory = ""

@@ -1,5 +1,6 @@
 import Foundation
 import VigilCore
+import VigilPush
 
 /// Reads the web pages' files into a `StaticSite` at start-up (never while serving): the pages'
 /// folder (`web.root`) at `/`, Leaflet's folder (`web.leaflet`, Debian's libjs-leaflet) at
@@ -54,8 +55,9 @@ public enum StaticSiteLoader {
         return Loaded(site: StaticSite(assets: assets, imageSources: images), pages: pages, leaflet: leaflet)
     }
 
-    /// `{"tile_url":..,"tile_attribution":..,"leaflet":true,"map_center":[lat,lon],"map_zoom":z}`:
-    /// read by the pages at start.
+    /// `{"tile_url":..,"tile_attribution":..,"leaflet":true,"map_center":[lat,lon],"map_zoom":z}`,
+    /// and `"push_public_key"` (the VAPID `applicationServerKey`, unpadded base64url) when Web Push
+    /// is configured: read by the pages at start (a page subscribes with that key).
     static func siteJSON(_ config: ServerConfig, leaflet: Bool) -> [UInt8] {
         var w = JSONWriter(capacity: 256)
         w.beginObject()
@@ -68,6 +70,7 @@ public enum StaticSiteLoader {
         w.double(config.webMapLongitude)
         w.endArray()
         w.field("map_zoom", Int64(config.webMapZoom))
+        if let vapid = config.push.vapid { w.field("push_public_key", vapid.applicationServerKey) }
         w.endObject()
         return w.bytes + [10]
     }

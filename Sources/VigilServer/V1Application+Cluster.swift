@@ -295,7 +295,7 @@ extension V1Application {
             cell = (hub.store[id] ?? flagged)?.cell.string
         case (.panicStart, _):
             owner = caller.fd
-        case (.circlePut, .circle(let checkpoint)?):
+        case (.circlePut, .circle(let checkpoint)?), (.circlePut, .memberRevoked(let checkpoint, _)?):
             if let before = checkpoint.before { base = before.revision } else { owner = caller.fd }
         default:
             break
@@ -363,6 +363,8 @@ extension V1Application {
         }
         takeBackSpeculative(entity, cluster: cluster)
         if case .panicRevoke(let stream, _) = record { cluster.presence.changed.insert(stream) }
+        // A revoked member's watchers of the circle's streams may be cut (`ReplicatedApply`).
+        if case .circlePut(let circle) = record { for stream in panic.streams(of: circle.id) { cluster.presence.changed.insert(stream.id) } }
         let ownerFD = own.flatMap { (_, write) in write.owner.flatMap { cluster.isSame($0, as: write) ? $0 : nil } }
         let outcome = ReplicatedApply.apply(record, base: entry.base, owner: ownerFD, map: &hub, panic: &panic, checkin: &checkin,
                                             pins: &scratch.pins, panicOut: &scratch.panic, checkinOut: &scratch.checkin)
@@ -640,7 +642,7 @@ extension ClientOperation {
     /// Whether it changes what the connection follows (pins, counts, a stream, a circle).
     var changesMembership: Bool {
         switch self {
-        case .subscribe, .subscribeClusters, .unsubscribe, .panicWatch, .panicUnwatch, .panicResume: return true
+        case .subscribe, .subscribeClusters, .unsubscribe, .panicWatch, .panicWatchAsMember, .panicUnwatch, .panicResume: return true
         case .checkin(.open), .checkin(.join), .checkin(.leave): return true
         default: return false
         }

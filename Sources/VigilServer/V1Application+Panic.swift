@@ -13,17 +13,27 @@ extension V1Application {
     /// share of capacity is all that is left, only an address with no idle stream may start one
     /// (`PanicSettings.reservedShare`): an address that started streams and never updates them
     /// cannot take the last places from a person in danger.
+    ///
+    /// With `circle`, the stream is the circle's (its members are the standing contacts): the
+    /// circle's owner token is checked first (a wrong one, or an unknown circle, is `forbidden`
+    /// and spends no budget), and the circle's listeners hear of the start with its reply.
     func startStream(_ caller: Caller, status: PanicStatus, location: PanicLocation, note: String?, watchers: Int,
-                     timer: PanicTimer?, now: Int64) -> Outcome {
+                     timer: PanicTimer?, circle: CircleToken?, now: Int64) -> Outcome {
+        if let circle {
+            guard let id = circle.circle, checkin.isOwner(id, ownerToken: circle.token, secrets: secrets) else {
+                return Outcome(.error(.from(CheckinFailure.forbidden)))
+            }
+        }
         if let refused = admit(budgets.admitPanicStart(caller.address, now: caller.monotonicMs), rate: .addressPanicStarts) { return refused }
         let eligible = !panic.hasIdleStream(among: budgets.openStreams(of: caller.address), now: now)
         switch panic.start(owner: caller.fd, status: status, location: location, note: note, watchers: watchers,
-                           timer: timer, reserveEligible: eligible, secrets: secrets, now: now, out: &scratch.panic) {
+                           timer: timer, circle: circle?.circle, reserveEligible: eligible, secrets: secrets, now: now, out: &scratch.panic) {
         case .success(let started):
             budgets.streamStarted(started.stream.id, by: caller.address, now: caller.monotonicMs)
+            if let id = started.stream.circle { checkin.tell(.started(started.stream), of: id, out: &scratch.checkin) }
             return Outcome(.panicStarted(stream: started.stream.id, seq: started.stream.seq,
                                          ownerToken: started.ownerToken, watchTokens: started.watchTokens,
-                                         dueAt: started.stream.dueAt),
+                                         dueAt: started.stream.dueAt, circle: started.stream.circle),
                            record: .panicStart(started.stream), undo: .streamStarted(started.stream.id))
         case .failure(let failure):
             if failure == .capacityExceeded { stats.refused(.panicCapacity) }
@@ -71,8 +81,18 @@ extension V1Application {
         let before = panic.checkpoint(stream)
         let outcome = newestEvent(of: stream, before, panic.end(stream, by: caller.fd, ownerToken: token, reason: reason,
                                                         secrets: secrets, now: now, out: &scratch.panic))
-        if outcome.record != nil { budgets.streamEnded(stream, now: caller.monotonicMs) }
+        if outcome.record != nil {
+            budgets.streamEnded(stream, now: caller.monotonicMs)
+            if let s = panic.stream(stream), let event = s.latestEvent { tellCircle(event, of: s) }
+        }
         return outcome
+    }
+
+    /// An escalation or end of a stream started for a circle, to the circle's listeners
+    /// (`checkin.panic`); nothing for any other event or stream. (A start is told by `startStream`.)
+    func tellCircle(_ event: PanicEvent, of stream: PanicStream) {
+        guard let circle = stream.circle, let news = CirclePanic.of(event, in: stream) else { return }
+        checkin.tell(news, of: circle, out: &scratch.checkin)
     }
 
     /// The reply `seq`, and the record of the stream's newest event after an update, status or end
@@ -98,7 +118,13 @@ extension V1Application {
     /// any live one: a replay paced by the watcher's reading, never conflated (`V1Application+Replay`).
     func watchStream(_ stream: StreamID?, watcher me: Int32, token: String, since: UInt64?) -> Outcome {
         guard let stream else { return Self.forbidden }
-        switch panic.watch(stream, watcher: me, watchToken: token, since: since, secrets: secrets, out: &scratch.panic) {
+        return watched(stream, watcher: me, panic.watch(stream, watcher: me, watchToken: token, since: since, secrets: secrets,
+                                                          out: &scratch.panic))
+    }
+
+    /// The reply to a watch, and its replay queued.
+    private func watched(_ stream: StreamID, watcher me: Int32, _ result: Result<PanicWatch, PanicFailure>) -> Outcome {
+        switch result {
         case .success(let watch):
             cluster?.presence.changed.insert(stream)
             // Always, also without a replay: a watch answered again ends any replay still going.
@@ -107,6 +133,18 @@ extension V1Application {
         case .failure(let failure):
             return Outcome(.error(.from(failure)))
         }
+    }
+
+    /// A member of the circle the stream was started for watches, with its member token: the
+    /// checkin hub says whether the token is a live member of the stream's circle, the panic hub
+    /// registers the watcher under it (so revoking the member cuts it). A stream of no circle, a
+    /// circle closed since, a revoked or wrong token: `forbidden`, as a wrong watch token.
+    func watchStreamAsMember(_ stream: StreamID?, watcher me: Int32, token: String, since: UInt64?) -> Outcome {
+        let circle = stream.flatMap { panic.stream($0)?.circle }
+        let member = checkin.liveMember(circle, memberToken: token, secrets: secrets)   // hashed whatever the stream
+        guard let stream, let circle, let member else { return Self.forbidden }
+        return watched(stream, watcher: me, panic.watch(stream, watcher: me, asMember: member.tokenDigest, of: circle, since: since,
+                                                          out: &scratch.panic))
     }
 
     /// Not watching (any more) is the goal, so a malformed or unknown stream is fine too.

@@ -40,6 +40,9 @@ public final class V1Application: WebSocketApplication {
     private let decoder: RequestDecoder
     let secrets: any Secrets
     let limits: ServerMessages.Limits
+    /// The ways of reaching people this server is configured for (`push:`): what
+    /// `checkin.register` accepts subscriptions for.
+    public let alertChannels: AlertChannels
     /// The server outlives the application it builds and mounts (it holds it in its table for the
     /// application's whole life), so the reference is not counted: `unowned(unsafe)` spares the strong-retain check plain `unowned`
     /// does on every use (1.3% of the daemon's samples at fan-out saturation, all in `send`).
@@ -97,6 +100,7 @@ public final class V1Application: WebSocketApplication {
         self.checkin = CheckinHub(settings: server.config.checkin)
         self.decoder = RequestDecoder(settings: settings, panic: panic, checkin: server.config.checkin)
         self.secrets = secrets
+        self.alertChannels = server.config.push.channels
         self.maxReplyBytes = min(server.config.maxOutputBufferBytes / 2, 1 << 20)
         self.limits = ServerMessages.Limits(maxMessageBytes: server.config.maxMessageBytes,
                                             messagesPerSecond: server.config.messagesPerSecond,
@@ -292,8 +296,9 @@ public final class V1Application: WebSocketApplication {
             return deletePin(id, token: token, caller: caller)
         case .pinVote(let id, let value):
             return votePin(id, value: value, caller: caller)
-        case .panicStart(let status, let location, let note, let watchers, let timer):
-            return startStream(caller, status: status, location: location, note: note, watchers: watchers, timer: timer, now: now)
+        case .panicStart(let status, let location, let note, let watchers, let timer, let circle):
+            return startStream(caller, status: status, location: location, note: note, watchers: watchers, timer: timer,
+                               circle: circle, now: now)
         case .panicUpdate(let stream, let token, let location):
             return updateStream(stream, by: me, token: token, location: location, now: now)
         case .panicStatus(let stream, let token, let status):
@@ -304,6 +309,8 @@ public final class V1Application: WebSocketApplication {
             return resumeStream(stream, by: me, token: token)
         case .panicWatch(let stream, let token, let since):
             return watchStream(stream, watcher: me, token: token, since: since)
+        case .panicWatchAsMember(let stream, let token, let since):
+            return watchStreamAsMember(stream, watcher: me, token: token, since: since)
         case .panicUnwatch(let stream):
             return unwatchStream(stream, watcher: me)
         case .panicInvite(let stream, let token):
@@ -365,6 +372,9 @@ public final class V1Application: WebSocketApplication {
             panic.revert(to: checkpoint, connected: { [sessions] in sessions[$0] != nil })
         case .circle(let checkpoint):
             checkin.revert(to: checkpoint, connected: { [sessions] in sessions[$0] != nil })
+        case .memberRevoked(let circle, let streams):
+            checkin.revert(to: circle, connected: { [sessions] in sessions[$0] != nil })
+            for checkpoint in streams { panic.revert(to: checkpoint, connected: { [sessions] in sessions[$0] != nil }) }
         }
     }
 
@@ -384,6 +394,7 @@ public final class V1Application: WebSocketApplication {
         for changed in panic.tick(now: now, out: &scratch.panic, removed: &removed, deciding: cluster == nil) {
             log?.append(.panicEvent(changed.stream, changed.event))
             if case .ended = changed.event.kind { budgets.streamEnded(changed.stream, now: monotonic) }
+            if let stream = panic.stream(changed.stream) { tellCircle(changed.event, of: stream) }
         }
         for id in removed { log?.append(.panicRemove(id)) }
         for id in checkin.tick(now: now, out: &scratch.checkin) { log?.append(.circleRemove(id)) }

@@ -22,8 +22,17 @@ import VigilCore
 ///             10 pinPut       as 1, then range_m u32 > 0 (a pin with a reach; one without is
 ///                  with range                  still written as 1, so a journal without ranged
 ///                                              pins stays readable by older builds)
-///             20 circlePut    circle (see `CircleFields`)
+///             11 panicStart   as 3, then the safety timer (u8 0/1 + due i64), then the check-in
+///                  for a circle               circle's id 16 (a start for a circle; one for none
+///                                              is still written as 3 or 9)
+///             20 circlePut    circle (see `CircleFields`), without subscriptions
 ///             21 circleRemove circle id 16
+///             22 circlePut    as 20, then the circle's subscriptions (u32 count ≥ 1 ×
+///                  with subscriptions          subscription, see `CircleFields`); a circle
+///                                              without any is still written as 20, so a journal
+///                                              without subscriptions stays readable by older
+///                                              builds (and a 22 with none is refused: one form
+///                                              per value)
 ///
 /// A kind is only ever added (a build that meets a kind it does not know stops there and says so,
 /// see `JournalStop.undecodable`, rather than skipping it), so the version stays 1.
@@ -154,7 +163,7 @@ public enum JournalCodec {
             w.u8(2)
             w.pinID(id)
         case .panicStart(let start):
-            w.u8(start.dueAt == nil ? 3 : 9)
+            w.u8(start.circle != nil ? 11 : start.dueAt == nil ? 3 : 9)
             w.streamID(start.id)
             w.u8(PanicFields.code(start.status))
             PanicFields.write(start.location, to: &w)
@@ -163,7 +172,12 @@ public enum JournalCodec {
             w.digest(start.ownerDigest)
             PanicFields.writeDigests(start.watchTokens, to: &w)
             w.u32(UInt32(truncatingIfNeeded: start.historyCapacity))
-            if let due = start.dueAt { w.i64(due) }
+            if let circle = start.circle {
+                PanicFields.writeOptionalTime(start.dueAt, to: &w)
+                w.circleID(circle)
+            } else if let due = start.dueAt {
+                w.i64(due)
+            }
         case .panicEvent(let id, let event):
             w.u8(4)
             w.streamID(id)
@@ -185,8 +199,9 @@ public enum JournalCodec {
             w.u64(voter)
             w.u8(UInt8(bitPattern: value))
         case .circlePut(let circle):
-            w.u8(20)
+            w.u8(circle.subscriptions.isEmpty ? 20 : 22)
             CircleFields.write(circle, to: &w)
+            if !circle.subscriptions.isEmpty { CircleFields.writeSubscriptions(circle.subscriptions, to: &w) }
         case .circleRemove(let id):
             w.u8(21)
             w.circleID(id)
@@ -205,7 +220,7 @@ public enum JournalCodec {
             record = .pinPut(pin)
         case 2:
             record = .pinRemove(try r.pinID())
-        case let kind where kind == 3 || kind == 9:
+        case let kind where kind == 3 || kind == 9 || kind == 11:
             r.what = "panicStart record"
             let id = try r.streamID()
             let status = try PanicFields.readStatus(&r)
@@ -215,10 +230,17 @@ public enum JournalCodec {
             let ownerDigest = try r.digest()
             let watchTokens = try PanicFields.readDigests(&r)
             let historyCapacity = try PanicFields.readHistoryCapacity(&r)
-            let dueAt = kind == 9 ? try r.time() : nil
+            var dueAt: Int64?, circle: CircleID?
+            switch kind {
+            case 9: dueAt = try r.time()
+            case 11:
+                dueAt = try PanicFields.readOptionalTime(&r)
+                circle = try r.circleID()
+            default: break
+            }
             record = .panicStart(PanicStartRecord(id: id, status: status, location: location, note: note, startedAt: startedAt,
                                                   ownerDigest: ownerDigest, watchTokens: watchTokens, historyCapacity: historyCapacity,
-                                                  dueAt: dueAt))
+                                                  dueAt: dueAt, circle: circle))
         case 4:
             r.what = "panicEvent record"
             record = .panicEvent(try r.streamID(), try PanicFields.readEvent(&r))
@@ -236,9 +258,11 @@ public enum JournalCodec {
             let value = Int8(bitPattern: try r.u8())
             guard value == 1 || value == -1 else { throw r.invalid("vote value \(value) is not ±1", at: at) }
             record = .pinVote(id, voter: voter, value: value)
-        case 20:
+        case let kind where kind == 20 || kind == 22:
             r.what = "circlePut record"
-            record = .circlePut(try CircleFields.read(&r))
+            let circle = try CircleFields.read(&r, subscriptions: kind == 22)
+            if kind == 22 && circle.subscriptions.isEmpty { throw r.invalid("a circlePut with subscriptions holds none", at: 0) }
+            record = .circlePut(circle)
         case 21:
             record = .circleRemove(try r.circleID())
         case let kind:

@@ -19,7 +19,7 @@ public enum JournalRecord: Equatable, Sendable {
     /// A vote changes nothing else (not `updatedAt`), so this is all replay needs; a vote that
     /// flagged the pin is its `pinRemove`, and one that changed nothing has no record.
     case pinVote(PinID, voter: UInt64, value: Int8)
-    /// A new panic stream: everything it started with.
+    /// A new panic stream: everything it started with (its circle too, if it was started for one).
     case panicStart(PanicStartRecord)
     /// A location, status change or end, with the seq and time the hub gave it.
     case panicEvent(StreamID, PanicEvent)
@@ -48,9 +48,12 @@ public struct PanicStartRecord: Equatable, Sendable {
     public var historyCapacity: Int
     /// The safety timer the stream started with, if any.
     public var dueAt: Int64?
+    /// The check-in circle the stream was started for, if any.
+    public var circle: CircleID?
 
     public init(id: StreamID, status: PanicStatus, location: PanicLocation, note: String?, startedAt: Int64,
-                ownerDigest: TokenDigest, watchTokens: [TokenDigest], historyCapacity: Int, dueAt: Int64? = nil) {
+                ownerDigest: TokenDigest, watchTokens: [TokenDigest], historyCapacity: Int, dueAt: Int64? = nil,
+                circle: CircleID? = nil) {
         self.id = id
         self.status = status
         self.location = location
@@ -60,13 +63,15 @@ public struct PanicStartRecord: Equatable, Sendable {
         self.watchTokens = watchTokens
         self.historyCapacity = historyCapacity
         self.dueAt = dueAt
+        self.circle = circle
     }
 
     /// The record of a stream the hub has just started (its only event is seq 1).
     public init(_ stream: PanicStream) {
         self.init(id: stream.id, status: stream.status, location: stream.last.location, note: stream.note,
                   startedAt: stream.startedAt, ownerDigest: stream.ownerTokenDigest,
-                  watchTokens: stream.watchTokenDigests, historyCapacity: stream.history.capacity, dueAt: stream.dueAt)
+                  watchTokens: stream.watchTokenDigests, historyCapacity: stream.history.capacity, dueAt: stream.dueAt,
+                  circle: stream.circle)
     }
 
     /// The stream as `PanicHub.start` made it: seq 1, the first location as its only event.
@@ -75,7 +80,7 @@ public struct PanicStartRecord: Equatable, Sendable {
                                  lastLocation: location, lastLocationAt: startedAt, note: note, ended: nil,
                                  history: [PanicEvent(seq: 1, at: startedAt, kind: .location(location))],
                                  historyCapacity: historyCapacity, ownerDigest: ownerDigest,
-                                 watchTokens: watchTokens, staleNotified: false, dueAt: dueAt)
+                                 watchTokens: watchTokens, staleNotified: false, dueAt: dueAt, circle: circle)
     }
 }
 

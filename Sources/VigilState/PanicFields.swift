@@ -16,7 +16,9 @@ import VigilCore
 ///                history (u32 count × event, oldest first),
 ///                since snapshot version 2: timer (u8 0/1 + due i64), missedCheckIn (u8 0/1 + at i64),
 ///                since version 6: the escalation's sent_at (u8 0/1 + i64, present with missedCheckIn;
-///                before 6 it reads as the escalation's time)
+///                before 6 it reads as the escalation's time),
+///                since version 7: the check-in circle it was started for (u8 0/1 + id 16; before 7
+///                none)
 ///
 /// Codes start at 1 so that a zeroed region never decodes as a plausible value. Owner and
 /// watchers are not stored: they are connections, which do not survive a restart.
@@ -225,6 +227,7 @@ enum PanicFields {
         writeOptionalTime(stream.dueAt, to: &w)
         writeOptionalTime(stream.missedCheckInAt, to: &w)
         writeOptionalTime(stream.missedCheckInSentAt, to: &w)
+        writeOptional(stream.circle, to: &w) { $1.circleID($0) }
     }
 
     /// A stream as snapshot format `version` keeps it.
@@ -263,12 +266,17 @@ enum PanicFields {
                 throw r.invalid("stream \(id): the escalation's sent_at does not match its escalation", at: start)
             }
         }
+        var circle: CircleID?
+        if version >= 7 {
+            circle = try readOptional(&r) { (r: inout StateReader) throws(StateError) in try r.circleID() }
+        }
         do {
             return try PanicStream.restored(id: id, status: status, startedAt: startedAt, updatedAt: updatedAt, seq: seq,
                                             lastLocation: lastLocation, lastLocationAt: lastLocationAt, note: note, ended: ended,
                                             history: events, historyCapacity: capacity, ownerDigest: ownerDigest,
                                             watchTokens: watchTokens, staleNotified: staleNotified,
-                                            dueAt: dueAt, missedCheckInAt: missedCheckInAt, missedCheckInSentAt: missedCheckInSentAt)
+                                            dueAt: dueAt, missedCheckInAt: missedCheckInAt, missedCheckInSentAt: missedCheckInSentAt,
+                                            circle: circle)
         } catch {
             throw r.invalid("stream \(id): \(error)", at: start)
         }

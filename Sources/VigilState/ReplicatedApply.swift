@@ -29,6 +29,11 @@ public enum ReplicatedApply {
     /// - `circlePut`: create (absent; capacity not checked) or edit (`revision == base`, not near its
     ///   idle removal); `circleRemove`: if held.
     ///
+    /// Streams of a circle (docs/PROTOCOL.md, "Circles as standing contacts") join the two hubs as
+    /// the writer's own operation did: a start, an escalation or an end applied is told to the
+    /// circle's listeners (`checkin.panic`), and a `circlePut` that removes a member cuts that
+    /// member's watchers of the circle's streams, on every node.
+    ///
     /// Capacity (`maxPins`, `maxCircles`) is the writer's to check: a node's count depends on its
     /// own clock (expiry, idle removal), so refusing here would split nodes at the limit.
     public static func apply(_ record: JournalRecord, base: UInt64?, owner: WatcherID?,
@@ -44,9 +49,16 @@ public enum ReplicatedApply {
             return map.applyReplicatedVote(id, voter: voter, value: value, out: &pins)
         case .panicStart(let start):
             guard let stream = try? start.stream() else { return .conflict("the stream's start is out of range") }
-            return panic.applyReplicatedStart(stream, owner: owner)
+            let outcome = panic.applyReplicatedStart(stream, owner: owner)
+            if outcome == .applied, let circle = stream.circle { checkin.tell(.started(stream), of: circle, out: &checkinOut) }
+            return outcome
         case .panicEvent(let id, let event):
-            return panic.applyReplicatedEvent(id, event, out: &panicOut)
+            let outcome = panic.applyReplicatedEvent(id, event, out: &panicOut)
+            if outcome == .applied, let stream = panic.stream(id), let circle = stream.circle,
+               let news = CirclePanic.of(event, in: stream) {
+                checkin.tell(news, of: circle, out: &checkinOut)
+            }
+            return outcome
         case .panicInvite(let id, let digest):
             return panic.applyReplicatedInvite(id, digest)
         case .panicRevoke(let id, let digest):
@@ -54,7 +66,14 @@ public enum ReplicatedApply {
         case .panicRemove(let id):
             return panic.applyReplicatedRemove(id)
         case .circlePut(let circle):
-            return checkin.applyReplicatedPut(circle, base: base, owner: owner, out: &checkinOut)
+            let held = checkin.circle(circle.id)
+            let outcome = checkin.applyReplicatedPut(circle, base: base, owner: owner, out: &checkinOut)
+            if outcome == .applied, let held {
+                for member in held.members where !circle.members.contains(where: { $0.id == member.id }) {
+                    panic.cutMember(member.tokenDigest, of: circle.id, out: &panicOut)
+                }
+            }
+            return outcome
         case .circleRemove(let id):
             return checkin.applyReplicatedRemove(id, out: &checkinOut)
         }

@@ -1,12 +1,13 @@
 import VigilCore
 
-/// The snapshot file format, version 6:
+/// The snapshot file format, version 7:
 ///
 ///     magic           8 bytes  89 'V' 'G' 'S' 0D 0A 1A 0A
-///     version         u16      6 (1 to 5 are read too: 1's streams lack the safety timer's
+///     version         u16      7 (1 to 6 are read too: 1's streams lack the safety timer's
 ///                              fields, the pins of 1 and 2 lack range_m, before 4 there are no
-///                              circles, before 5 no cluster sequence, and before 6 the streams
-///                              lack their escalation's sent_at)
+///                              circles, before 5 no cluster sequence, before 6 the streams
+///                              lack their escalation's sent_at, and before 7 their circle
+///                              and the circles their subscriptions)
 ///     flags           u16      0 (reserved: a reader refuses what it does not know)
 ///     takenAt         i64      unix ms
 ///     journalSegment  u64
@@ -16,7 +17,8 @@ import VigilCore
 ///                              (0 when standalone)                            since version 5
 ///     pins            (see `PinFields`), each followed by range_m u32 (0: none) since version 3
 ///     streams         (see `PanicFields`)
-///     circle count    u32,  circles (see `CircleFields`)      since version 4
+///     circle count    u32,  circles (see `CircleFields`)      since version 4,
+///                              each followed by its subscriptions  since version 7
 ///     crc32c          u32      CRC-32C of every byte before it
 ///
 /// Little-endian throughout. The magic's high first byte and CR LF / ^Z / LF catch a file that
@@ -25,7 +27,7 @@ import VigilCore
 public enum SnapshotCodec {
     public static let magic: [UInt8] = [0x89, 0x56, 0x47, 0x53, 0x0D, 0x0A, 0x1A, 0x0A]
     /// The version written. Every version from `oldestReadable` up is read.
-    public static let version: UInt16 = 6
+    public static let version: UInt16 = 7
     public static let oldestReadable: UInt16 = 1
     /// The header `version` writes (the cluster fields make it 9 bytes longer since version 5).
     static let headerBytes = headerBytes(version: version)
@@ -101,7 +103,7 @@ public enum SnapshotCodec {
             body.what = "check-in circle"
             let circleCount = try body.count(of: "circle", minimumElementBytes: CircleFields.minimumCircleBytes)
             circles.reserveCapacity(circleCount)
-            for _ in 0..<circleCount { circles.append(try CircleFields.read(&body)) }
+            for _ in 0..<circleCount { circles.append(try CircleFields.read(&body, subscriptions: found >= 7)) }
         }
         guard body.isAtEnd else {
             throw .invalid(what: "snapshot", offset: body.offset, reason: "\(body.remaining) bytes after the last stream or circle")

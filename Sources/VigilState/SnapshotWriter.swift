@@ -58,6 +58,7 @@ public struct SnapshotWriter: Sendable {
 
     public mutating func append(_ circle: CheckinCircle) {
         CircleFields.write(circle, to: &circleBytes)
+        CircleFields.writeSubscriptions(circle.subscriptions, to: &circleBytes)
         circleCount += 1
     }
 

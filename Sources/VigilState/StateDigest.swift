@@ -9,8 +9,8 @@ import VigilCore
 /// (`PinFields`, `PanicFields`, `CircleFields`): a field added to the snapshot is covered without
 /// a change here. Pins with every field and their votes (sorted by voter), `range_m`, expiry and
 /// creation sequence; streams with their status, times, note, end, token digests (owner and
-/// watch, in issue order), history window and capacity, safety timer and escalation; circles
-/// with their members, requests, answer and home safe. Not covered, because they are not durable
+/// watch, in issue order), history window and capacity, safety timer, escalation and circle; circles
+/// with their members, requests, answer, home safe and subscriptions. Not covered, because they are not durable
 /// or differ between nodes that agree: connections (owners, watchers, listeners, subscriptions),
 /// the pins' cached JSON and cells, cluster counts, address budgets, armed timers, when a
 /// snapshot was taken, and a stream's "watchers were told of the silence" flag (each node's own
@@ -102,7 +102,8 @@ public struct StateDigest: Equatable, Sendable, CustomStringConvertible {
         static let pinKind: UInt8 = 1, streamKind: UInt8 = 2, circleKind: UInt8 = 3
         /// Changes when what is hashed changes, so digests of different versions never compare equal.
         /// 2: streams hash their escalation's sent_at (snapshot version 6).
-        static let versionTag = Array("vigil state digest 2".utf8)
+        /// 3: streams hash their check-in circle, circles their subscriptions (snapshot version 7).
+        static let versionTag = Array("vigil state digest 3".utf8)
 
         public init(_ rules: Rules) {
             self.rules = rules
@@ -137,6 +138,7 @@ public struct StateDigest: Equatable, Sendable, CustomStringConvertible {
             } else {
                 CircleFields.write(circle, to: &w)
             }
+            CircleFields.writeSubscriptions(circle.subscriptions, to: &w)
             hashEntity()
             circles += 1
         }

@@ -2,6 +2,8 @@ import VigilCore
 
 /// Check-in circles in the inspector's lines. Member labels and notes are what people wrote:
 /// printed only with `content`, else given as their size in bytes (like pin titles and notes).
+/// Subscriptions are counted, by holder and kind, and never shown, not even with `content`: an
+/// endpoint, its keys or a relay handle would let whoever reads the output reach the person.
 extension InspectorLine {
     mutating func circle(_ c: CheckinCircle) {
         w.field("id", c.id.description)
@@ -40,6 +42,38 @@ extension InspectorLine {
         } else {
             w.null()
         }
+        subscriptionCounts(c.subscriptions)
+    }
+
+    /// `"subscriptions":{"owner":{"web_push":N,"relay":N},"members":[{"member":M,"web_push":N,"relay":N},…]}`,
+    /// members in number order, only those holding any.
+    private mutating func subscriptionCounts(_ subscriptions: [CheckinSubscription]) {
+        func counts(_ of: [CheckinSubscription], into w: inout JSONWriter) {
+            var push = 0, relay = 0
+            for s in of {
+                if case .webPush = s.target { push += 1 } else { relay += 1 }
+            }
+            w.field("web_push", Int64(push))
+            w.field("relay", Int64(relay))
+        }
+        w.key("subscriptions")
+        w.beginObject()
+        w.key("owner")
+        w.beginObject()
+        counts(subscriptions.filter { $0.holder == .owner }, into: &w)
+        w.endObject()
+        w.key("members")
+        w.beginArray()
+        var members = Set<UInt32>()
+        for s in subscriptions { if case .member(let m) = s.holder { members.insert(m) } }
+        for m in members.sorted() {
+            w.beginObject()
+            w.field("member", Int64(m))
+            counts(subscriptions.filter { $0.holder == .member(m) }, into: &w)
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
     }
 
     private mutating func label(_ label: String?) {

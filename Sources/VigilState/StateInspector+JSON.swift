@@ -166,6 +166,7 @@ struct InspectorLine {
         optionalTime("timer_due_at", s.dueAt)
         optionalTime("missed_check_in_at", s.missedCheckInAt)
         optionalTime("missed_check_in_sent_at", s.missedCheckInSentAt)
+        if let circle = s.circle { w.field("circle", circle.description) }
         w.field("history_capacity", Int64(s.history.capacity))
         w.key("history")
         w.beginArray()
@@ -201,6 +202,7 @@ struct InspectorLine {
             digests("watch_tokens", start.watchTokens)
             w.field("history_capacity", Int64(start.historyCapacity))
             if let due = start.dueAt { w.field("timer_due_at", due) }
+            if let circle = start.circle { w.field("circle", circle.description) }
         case .panicEvent(let id, let e):
             w.field("record", "panicEvent")
             w.field("stream", id.description)

@@ -94,6 +94,13 @@ struct StateReader {
         return n
     }
 
+    /// `n` bytes as they are (a fixed-size field: a key, a secret).
+    mutating func bytes(_ n: Int) throws(StateError) -> [UInt8] {
+        try need(n)
+        defer { offset &+= n }
+        return Array(UnsafeRawBufferPointer(rebasing: base[offset..<(offset &+ n)]))
+    }
+
     /// A u32 byte count and that many bytes of valid UTF-8.
     ///
     /// `String(decoding:)` is the fast, specialised path (the generic `String(validating:)` costs

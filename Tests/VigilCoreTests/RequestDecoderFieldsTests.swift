@@ -40,6 +40,8 @@ import Testing
         "checkin.join": [#""circle":"c""#, #""member_token":"m""#],
         "checkin.request": [#""circle":"c""#, #""member_token":"m""#],
         "checkin.leave": [#""circle":"c""#],
+        "checkin.register": [#""circle":"c""#, #""member_token":"m""#, #""relay":{"handle":"h"}"#],
+        "checkin.unregister": [#""circle":"c""#, #""owner_token":"o""#, #""subscription":"s""#],
     ]
 
     static func message(_ op: String, _ members: [String]) -> String {

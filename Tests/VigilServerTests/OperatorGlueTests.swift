@@ -39,6 +39,8 @@ import VigilWire
         #"{"op":"checkin.join","ref":24,"circle":"Vt1f0oY3mN2tW0l1qg9vXw","member_token":"m0"}"#,
         #"{"op":"checkin.request","ref":25,"circle":"Vt1f0oY3mN2tW0l1qg9vXw","member_token":"m0"}"#,
         #"{"op":"checkin.leave","ref":26,"circle":"Vt1f0oY3mN2tW0l1qg9vXw"}"#,
+        #"{"op":"checkin.register","ref":27,"circle":"Vt1f0oY3mN2tW0l1qg9vXw","member_token":"m0","relay":{"handle":"h"}}"#,
+        #"{"op":"checkin.unregister","ref":28,"circle":"Vt1f0oY3mN2tW0l1qg9vXw","owner_token":"t0","subscription":"s"}"#,
     ]
 
     /// The value of one series in a text exposition (`name{labels}` exactly as written).

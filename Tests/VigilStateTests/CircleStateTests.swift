@@ -9,8 +9,9 @@ import VigilTestSupport
     static let settings = CheckinSettings(maxCircles: 10, maxMembers: 5, requestsPerMinute: 10, idleLifetimeMs: 100_000, maxHomeMs: 50_000)
 
     /// A circle with every part: members with and without labels (one revoked), a pending
-    /// request, an answer with a note, home safe.
-    static func circle(seed: UInt64 = 3, now: Int64 = 1_700_000_000_000) throws -> CheckinCircle {
+    /// request, an answer with a note, home safe; and when `subscribed`, subscriptions: the
+    /// owner's Web Push and two of member 1's (Web Push and a relay handle).
+    static func circle(seed: UInt64 = 3, now: Int64 = 1_700_000_000_000, subscribed: Bool = false) throws -> CheckinCircle {
         let secrets = TestSecrets(seed: seed)
         var hub = CheckinHub(settings: settings)
         var out: [CheckinDelivery] = []
@@ -21,7 +22,21 @@ import VigilTestSupport
         _ = try hub.request(id, memberToken: created.memberTokens[1], secrets: secrets, now: now + 3, out: &out).get()
         _ = try hub.revoke(id, ownerToken: owner, member: 3, secrets: secrets, now: now + 4, out: &out).get()
         _ = try hub.setHome(id, ownerToken: owner, change: .forSeconds(30), secrets: secrets, now: now + 5, out: &out).get()
+        if subscribed {
+            let member = CheckinCredential.member(token: created.memberTokens[0])
+            for (credential, target) in [(.owner(token: owner), pushTarget(secrets, "https://push.example/owner")),
+                                         (member, pushTarget(secrets, "https://push.example/mum")), (member, .relay(handle: "fcm:mum-phone"))]
+                as [(CheckinCredential, CheckinSubscription.Target)] {
+                _ = try hub.register(id, credential: credential, target: target, secrets: secrets, now: now + 6).get()
+            }
+        }
         return try #require(hub.circle(id))
+    }
+
+    /// A Web Push destination with keys of the right shape (random, not a real point: the hub and
+    /// the codecs check lengths and the first byte, the application checks the curve).
+    static func pushTarget(_ secrets: TestSecrets, _ endpoint: String) -> CheckinSubscription.Target {
+        .webPush(endpoint: endpoint, p256dh: [0x04] + secrets.randomBytes(64), auth: secrets.randomBytes(16))
     }
 
     @Test func journalRecordsRoundTripWithTheirOwnKinds() throws {
@@ -103,17 +118,22 @@ import VigilTestSupport
         #expect(state.logLines.contains { $0.contains("1 check-in circles") })
     }
 
-    @Test func theInspectorShowsLabelsAndNotesOnlyWithContent() throws {
-        let c = try Self.circle()
+    /// The inspector's lines of a state directory holding `c` in a snapshot and a journal record.
+    static func inspectorLines(_ c: CheckinCircle, content: Bool) throws -> [String] {
         let tmp = TemporaryDirectory()
         let dir = try StateDirectory(path: tmp.path)
         try dir.writeSnapshot(SnapshotCodec.encode(StateSnapshot(takenAt: 1, journalSegment: 1, pins: [], streams: [], circles: [c])), segment: 1)
         let file = try dir.openSegment(1)
         file.append(.circlePut(c))
         try file.close()
-        var plain: [String] = [], full: [String] = []
-        try StateInspector.inspect(path: tmp.path, content: false) { plain.append($0) }
-        try StateInspector.inspect(path: tmp.path, content: true) { full.append($0) }
+        var lines: [String] = []
+        try StateInspector.inspect(path: tmp.path, content: content) { lines.append($0) }
+        return lines
+    }
+
+    @Test func theInspectorShowsLabelsAndNotesOnlyWithContent() throws {
+        let c = try Self.circle()
+        let plain = try Self.inspectorLines(c, content: false), full = try Self.inspectorLines(c, content: true)
         let plainText = plain.joined(separator: "\n"), fullText = full.joined(separator: "\n")
         #expect(plain.contains { $0.contains("\"type\":\"circle\"") } && plain.contains { $0.contains("\"record\":\"circlePut\"") })
         #expect(plainText.contains("\"circles\":1") && plainText.contains("label_bytes") && plainText.contains("note_bytes"))

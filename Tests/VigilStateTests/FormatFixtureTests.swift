@@ -75,6 +75,27 @@ import VigilGeo
         "23f3cf8b01000001a023f3cf8b010000000000000089b13bff",
     ])
 
+    /// A version 6 snapshot as the build before version 7 wrote it (the fuzz seed `timers.vgs` of
+    /// commit f0779b7): the same two amber streams with safety timers, the escalated one with its
+    /// sent_at, from before a stream kept the check-in circle it was started for.
+    static let snapshotV6 = hex([
+        "895647530d0a1a0a060000000068e5cf8b01000004000000000000000000000002000000000000000000000000631c64",
+        "ec25f77a58ec5964bef9717c9c010068e5cf8b010000a023f3cf8b0100000400000000000000c4478a16ce3b50400847",
+        "abecc827344002ecaa2706d1756240e86be5cf8b010000010c00000077616c6b206d6520686f6d65003c7e58017445bd",
+        "ab3e44effe0f6f20a5628cb5203e71732899b8fbc4942f78f1010000006ee1e1607b1c39bb62afd39d8b5c9a7f23b806",
+        "76d34b44082358d004e416ebfa00080000000400000001000000000000000068e5cf8b0100000118730d7ace2b3e404a",
+        "9692c4796d57c00521ed648997224940541b8372296d2b400200000000000000e86be5cf8b01000001c4478a16ce3b50",
+        "400847abecc827344002ecaa2706d17562400300000000000000d06fe5cf8b0100000401a023f3cf8b01000004000000",
+        "00000000a023f3cf8b01000006a023f3cf8b010000c4478a16ce3b50400847abecc827344002ecaa2706d1756240e86b",
+        "e5cf8b010000c823f3cf8b0100000001a023f3cf8b01000001c823f3cf8b010000e709a30886f0ea7e430a3918c16d52",
+        "49020068e5cf8b010000d06fe5cf8b0100000300000000000000694f132ca67e46c0ac22620821785e4004601a230332",
+        "243140e86be5cf8b010000010c00000077616c6b206d6520686f6d6500b8c06c5cbadc6307a9481e151aed99a3c41bf8",
+        "123d5189d8f859ede068b9265a01000000d6f315755b199bdf406fba92ce2d3c768e31610aa2dd11e6ccee0e04db4353",
+        "f000080000000300000001000000000000000068e5cf8b01000001d43ee07e395654c0973e0cdfb1e152c0023a8ab94e",
+        "8c745a400200000000000000e86be5cf8b01000001694f132ca67e46c0ac22620821785e4004601a2303322431400300",
+        "000000000000d06fe5cf8b0100000401a023f3cf8b01000001a023f3cf8b0100000000000000003fda6e4c",
+    ])
+
     /// The journal payloads of that escalated stream as the same build wrote them (the fuzz seeds
     /// `record-12.bin` to `record-15.bin`): its start with a timer (record kind 9), a location, the
     /// timer moved, and the escalation as event kind 5, which has no sent_at.
@@ -98,6 +119,18 @@ import VigilGeo
         ]),
     ]
 
+    /// A version 6 snapshot as the build before version 7 wrote it (the fuzz seed `circles.vgs` of
+    /// commit f0779b7): one check-in circle, from before circles kept subscriptions.
+    static let snapshotV6Circle = hex([
+        "895647530d0a1a0a060000000068e5cf8b01000005000000000000000000000000000000000000000000000000010000",
+        "000357eec96e9c319f1228144c5bf316bb0068e5cf8b0100000568e5cf8b01000013a2316ba22fe9c8490448e84ecfa1",
+        "541674523355f64f05f571b4044df7279204000000020000000100000001030000004d756d0068e5cf8b0100006c9c2a",
+        "38627190c758d59088744cc2e279df04d3a912498517bb3eb3b45d1a9d02000000000068e5cf8b010000a2c05f1051b6",
+        "3295803e98b2d5ad9ae97aecd26a6b8e08795d84b6c5ca1372af0100000002000000000368e5cf8b010000010268e5cf",
+        "8b010000010b000000686f6d652022736f6f6e22010000000100000001030000004d756d0168e5cf8b010000010568e5",
+        "cf8b01000035dde5cf8b010000c5912c95",
+    ])
+
     static func hex(_ lines: [String]) -> [UInt8] {
         let text = Array(lines.joined().utf8)
         func nibble(_ c: UInt8) -> UInt8 { c <= UInt8(ascii: "9") ? c - UInt8(ascii: "0") : c - UInt8(ascii: "a") + 10 }
@@ -118,14 +151,15 @@ import VigilGeo
         #expect(stream.ended == PanicEnd(reason: .safe, at: 1_795_000_007_000))
         #expect(stream.history.all.map(\.seq) == [1, 2, 3, 4] && stream.watchTokenDigests.count == 2)
         // Version 1 has no timer fields: its streams read as without a timer, and are written
-        // back as version 6 (the same bytes but for the version, two absent timer fields, the
+        // back as version 7 (the same bytes but for the version, two absent timer fields, the
         // pin's absent range (4 bytes, since version 3), the count of an empty circle list
-        // (4 bytes, since version 4), the cluster fields (9 bytes, since version 5) and the
-        // absent escalation's sent_at (1 byte, since version 6)).
+        // (4 bytes, since version 4), the cluster fields (9 bytes, since version 5), the
+        // absent escalation's sent_at (1 byte, since version 6) and the absent circle (1 byte,
+        // since version 7)).
         #expect(stream.dueAt == nil && stream.missedCheckInAt == nil && pin.rangeMeters == nil && snapshot.circles.isEmpty)
-        #expect(snapshot.clusterSequence == nil)
+        #expect(snapshot.clusterSequence == nil && stream.circle == nil)
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 6 && again.count == Self.snapshot.count + 2 + 4 + 4 + 9 + 1)
+        #expect(again[8] == 7 && again.count == Self.snapshot.count + 2 + 4 + 4 + 9 + 1 + 1)
         expectSameStreams(try SnapshotCodec.decode(again).streams, snapshot.streams)
 
         // Votes kept by session number are votes by voter number now; new voters number on above them.
@@ -136,7 +170,8 @@ import VigilGeo
     }
 
     /// Version 4 reads as a standalone node's snapshot (no cluster sequence), and is written back
-    /// as version 6: the same bytes but for the version and the 9 bytes of the cluster fields.
+    /// as version 7: the same bytes but for the version, the 9 bytes of the cluster fields and
+    /// the circle's empty subscription list (4 bytes, since version 7).
     @Test func aVersion4SnapshotReadsAsStandalone() throws {
         let snapshot = try SnapshotCodec.decode(Self.snapshotV4)
         #expect(Self.snapshotV4[8] == 4 && snapshot.clusterSequence == nil)
@@ -144,14 +179,15 @@ import VigilGeo
         let circle = try #require(snapshot.circles.first)
         #expect(snapshot.circles.count == 1 && circle.members.count == 2 && circle.home != nil)
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 6 && again.count == Self.snapshotV4.count + 9)
-        #expect(Array(again[45..<(again.count - 4)]) == Array(Self.snapshotV4[36..<(Self.snapshotV4.count - 4)]))
+        #expect(again[8] == 7 && again.count == Self.snapshotV4.count + 9 + 4)
+        #expect(Array(again[45..<(again.count - 8)]) == Array(Self.snapshotV4[36..<(Self.snapshotV4.count - 4)]))
+        #expect(Array(again[(again.count - 8)..<(again.count - 4)]) == [0, 0, 0, 0])
     }
 
     /// An escalation from before sent_at was kept reads as sent at its time (the deadline), in
-    /// the stream and in its history, and is written back as version 6: one byte more per
-    /// stream (sent_at absent or present), 8 more for the escalated stream's sent_at, and 8 more
-    /// for its event, now kind 6 with the sent_at.
+    /// the stream and in its history, and is written back as version 7: one byte more per
+    /// stream (sent_at absent or present), 8 more for the escalated stream's sent_at, 8 more
+    /// for its event, now kind 6 with the sent_at, and one more per stream for its (absent) circle.
     @Test func aVersion5SnapshotsEscalationReadsAsSentAtItsTime() throws {
         let snapshot = try SnapshotCodec.decode(Self.snapshotV5)
         #expect(Self.snapshotV5[8] == 5 && snapshot.streams.count == 2)
@@ -165,7 +201,7 @@ import VigilGeo
         #expect(due == 1_700_000_900_000 && event.at == due && sentAt == event.at)
         #expect(snapshot.streams.allSatisfy { $0.missedCheckInAt != nil || $0.missedCheckInSentAt == nil })
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 6 && again.count == Self.snapshotV5.count + 2 + 8 + 8)
+        #expect(again[8] == 7 && again.count == Self.snapshotV5.count + 2 + 8 + 8 + 2)
         expectSameStreams(try SnapshotCodec.decode(again).streams, snapshot.streams)
     }
 
@@ -187,6 +223,22 @@ import VigilGeo
         let rewritten = JournalCodec.encode(records[3])
         #expect(rewritten.count == JournalCodec.frameBytes + Self.escalationRecordsV5[3].count + 8)
         #expect(try JournalCodec.decodeRecord(payload: Array(rewritten[JournalCodec.frameBytes...])) == records[3])
+    }
+
+    /// Streams from before circles had streams read as started for no circle, and are written
+    /// back as version 7: one byte more per stream (the circle absent). The state digest of what
+    /// was read does not depend on the version it was read from.
+    @Test func aVersion6SnapshotsStreamsHaveNoCircle() throws {
+        let snapshot = try SnapshotCodec.decode(Self.snapshotV6)
+        #expect(Self.snapshotV6[8] == 6 && snapshot.streams.count == 2)
+        #expect(snapshot.streams.allSatisfy { $0.circle == nil })
+        #expect(snapshot.streams.contains { $0.missedCheckInSentAt == 1_700_000_900_040 })
+        let again = SnapshotCodec.encode(snapshot)
+        #expect(again[8] == 7 && again.count == Self.snapshotV6.count + 2)
+        let reread = try SnapshotCodec.decode(again)
+        expectSameStreams(reread.streams, snapshot.streams)
+        let rules = StateDigest.Rules(now: snapshot.takenAt, endedGraceMs: 3_600_000, circleIdleLifetimeMs: 2_592_000_000)
+        #expect(StateDigest.of(snapshot: reread, rules: rules) == StateDigest.of(snapshot: snapshot, rules: rules))
     }
 
     @Test func anOldJournalReadsRecordForRecord() throws {

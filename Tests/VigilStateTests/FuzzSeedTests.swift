@@ -28,6 +28,8 @@ import VigilTestSupport
         out.append(("snapshot", "v4-format.vgs", FormatFixtureTests.snapshotV4))
         // Version 5, with an escalation from before its sent_at was kept (event kind 5).
         out.append(("snapshot", "v5-format.vgs", FormatFixtureTests.snapshotV5))
+        // Version 6, from before streams kept their circle.
+        out.append(("snapshot", "v6-format.vgs", FormatFixtureTests.snapshotV6))
         // A cluster node's snapshot (version 5's cluster fields set).
         out.append(("snapshot", "cluster.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 3, pins: [pins[0]],
                                                                                     streams: [], clusterSequence: 4_242))))
@@ -56,6 +58,21 @@ import VigilTestSupport
         out.append(("snapshot", "circles.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 5, pins: [],
                                                                                     streams: [], circles: [circle]))))
         records += [.circlePut(circle), .circleRemove(circle.id)]
+        // Circles with subscriptions (snapshot version 7, record kind 22).
+        let subscribed = try! CircleStateTests.circle(seed: 12, subscribed: true)
+        out.append(("snapshot", "subscriptions.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 5, pins: [],
+                                                                                        streams: [], circles: [subscribed]))))
+        out.append(("snapshot", "v6-circle.vgs", FormatFixtureTests.snapshotV6Circle))
+        records.append(.circlePut(subscribed))
+        // Streams started for a circle (snapshot version 7, record kind 11 with and without a timer).
+        var circled = PanicStartRecord(streams[0])
+        circled.circle = circle.id
+        var circledTimed = PanicStartRecord(timed[0])
+        circledTimed.circle = circle.id
+        records += [.panicStart(circled), .panicStart(circledTimed)]
+        out.append(("snapshot", "circle-streams.vgs", SnapshotCodec.encode(StateSnapshot(
+            takenAt: 1_700_000_000_000, journalSegment: 6, pins: [], streams: [try! circled.stream(), try! circledTimed.stream()].sorted { $0.id < $1.id },
+            circles: [circle]))))
         var segment = JournalCodec.header(segment: 3)
         for (index, record) in records.enumerated() {
             // One payload on its own per record (the fuzzer's `decodeRecord` path) ...

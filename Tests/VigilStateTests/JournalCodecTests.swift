@@ -11,6 +11,11 @@ import VigilTestSupport
         let quiet = Fixtures.stream(s, events: 0, capacity: 1, tokens: 0, note: nil)
         var timed = PanicStartRecord(quiet)
         timed.dueAt = 1_700_000_600_000
+        var circled = PanicStartRecord(Fixtures.stream(s, events: 0, capacity: 5, tokens: 1))
+        circled.circle = CircleID(random: s.randomBytes(16))
+        var circledTimed = circled
+        circledTimed.id = StreamID(random: s.randomBytes(16))
+        circledTimed.dueAt = 1_700_000_700_000
         return [
             .pinPut(Fixtures.pin(s, sequence: 1)),
             .pinPut(Fixtures.pin(s, sequence: 2, votes: 5)),
@@ -31,6 +36,8 @@ import VigilTestSupport
                 dueAt: 600_014, last: LastLocation(location: Fixtures.location(s), at: 11), sentAt: 3_600_014))),
             .panicInvite(stream.id, s.digest(ofToken: "new")),
             .panicRevoke(stream.id, s.digest(ofToken: "old")),
+            .panicStart(circled),
+            .panicStart(circledTimed),
             .panicRemove(quiet.id),
         ]
     }
@@ -69,6 +76,28 @@ import VigilTestSupport
         #expect(bytes[JournalCodec.frameBytes] == 9)
         #expect(JournalCodec.scan(bytes).records == [.panicStart(start)])
         #expect(try start.stream().dueAt == 1_700_000_900_000)
+    }
+
+    /// A start for a check-in circle is kind 11 (with or without a timer), which a build from
+    /// before circles had streams refuses by name; a start for none keeps kind 3 or 9.
+    @Test func aStartForACircleHasItsOwnKind() throws {
+        let s = TestSecrets(seed: 4)
+        var start = PanicStartRecord(Fixtures.stream(s, events: 0, capacity: 4))
+        let circle = CircleID(random: s.randomBytes(16))
+        start.circle = circle
+        let bytes = JournalCodec.encode(.panicStart(start))
+        #expect(bytes[JournalCodec.frameBytes] == 11)
+        #expect(JournalCodec.scan(bytes).records == [.panicStart(start)])
+        #expect(try start.stream().circle == circle && start.stream().dueAt == nil)
+        start.dueAt = 1_700_000_900_000
+        let timed = JournalCodec.encode(.panicStart(start))
+        #expect(timed[JournalCodec.frameBytes] == 11 && timed.count == bytes.count + 8)
+        #expect(JournalCodec.scan(timed).records == [.panicStart(start)])
+        #expect(try start.stream().circle == circle && start.stream().dueAt == 1_700_000_900_000)
+        // The timer's flag is a u8 0/1: anything else is damage, not a timer.
+        var payload = Array(bytes[JournalCodec.frameBytes...])
+        payload[payload.count - 17] = 2
+        #expect(throws: StateError.self) { try JournalCodec.decodeRecord(payload: payload) }
     }
 
     @Test func appendAddsToTheCallersBuffer() {

@@ -45,11 +45,11 @@ import VigilTestSupport
         expectSamePins(back.pins, pins)
         #expect(back.pins.map(\.rangeMeters) == [1, nil, 20_000_000])
 
-        // Version 2 wrote the same pin fields without the range: build one from a version 6 file
+        // Version 2 wrote the same pin fields without the range: build one from a version 7 file
         // holding one pin without a range and no streams (before the checksum: the pin's range,
         // then the empty circle list's count, 4 bytes each; in the header, the cluster fields).
         let one = SnapshotCodec.encode(StateSnapshot(takenAt: 9, journalSegment: 1, pins: [pins[1]], streams: []))
-        #expect(one[8] == 6)
+        #expect(one[8] == 7)
         var v2 = Array(one[..<(one.count - 12)])
         v2.removeSubrange(36..<45)
         v2[8] = 2

@@ -88,12 +88,33 @@ import VigilTestSupport
 
     @Test func unknownVersionIsRefusedByName() {
         var bytes = SnapshotCodec.encode(Self.sample())
-        bytes[8] = 7
-        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 7, supported: 6)) { try SnapshotCodec.decode(bytes) }
+        bytes[8] = 8
+        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 8, supported: 7)) { try SnapshotCodec.decode(bytes) }
         bytes[8] = 0
-        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 0, supported: 6)) { try SnapshotCodec.decode(bytes) }
-        let message = StateError.unsupportedVersion(kind: "snapshot", found: 7, supported: 6).description
-        #expect(message == "snapshot format version 7 is not supported (this build reads version 6)")
+        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 0, supported: 7)) { try SnapshotCodec.decode(bytes) }
+        let message = StateError.unsupportedVersion(kind: "snapshot", found: 8, supported: 7).description
+        #expect(message == "snapshot format version 8 is not supported (this build reads version 7)")
+    }
+
+    /// A stream started for a check-in circle keeps it (version 7): present or absent, one form each.
+    @Test func aStreamsCircleRoundTrips() throws {
+        let s = TestSecrets(seed: 9)
+        let circle = CircleID(random: s.randomBytes(16))
+        var start = PanicStartRecord(Fixtures.stream(s, events: 0, capacity: 4))
+        start.circle = circle
+        var circled = try start.stream()
+        _ = circled.record(.location(Fixtures.location(s)), now: start.startedAt + 10)
+        let plain = Fixtures.stream(s, events: 2, capacity: 4)
+        let snapshot = StateSnapshot(takenAt: 1, journalSegment: 1, pins: [], streams: [circled, plain].sorted { $0.id < $1.id })
+        let decoded = try roundTrip(snapshot)
+        #expect(decoded.streams.first { $0.id == circled.id }?.circle == circle)
+        #expect(decoded.streams.first { $0.id == plain.id }?.circle == nil)
+        // The circle's flag is a u8 0/1: anything else is damage.
+        var bytes = SnapshotCodec.encode(StateSnapshot(takenAt: 1, journalSegment: 1, pins: [], streams: [plain]))
+        let flag = bytes.count - SnapshotCodec.checksumBytes - 4 - 1      // before the circle count and the checksum
+        #expect(bytes[flag] == 0)
+        bytes[flag] = 2
+        #expect(throws: StateError.self) { try SnapshotCodec.decode(bytes, verifyingChecksum: false) }
     }
 
     @Test func wrongMagicAndChecksumAreNamed() {

@@ -24,7 +24,7 @@ import VigilTestSupport
             p.expiresAt = now + 3_600_000
             return p
         }
-        return (pins, sample.streams, [try CircleStateTests.circle(seed: 5)])
+        return (pins, sample.streams, [try CircleStateTests.circle(seed: 5, subscribed: true)])
     }
 
     // MARK: every durable field counts
@@ -93,21 +93,21 @@ import VigilTestSupport
         var lastLocation: PanicLocation, lastLocationAt: Int64, note: String?
         var ended: (reason: PanicEndReason, at: Int64)?, history: [PanicEvent], historyCapacity: Int
         var ownerDigest: TokenDigest, watchTokens: [TokenDigest], staleNotified: Bool, dueAt: Int64?, missedCheckInAt: Int64?
-        var missedCheckInSentAt: Int64?
+        var missedCheckInSentAt: Int64?, circle: CircleID?
 
         init(_ s: PanicStream) {
             status = s.status; startedAt = s.startedAt; updatedAt = s.updatedAt; seq = s.seq
             lastLocation = s.last.location; lastLocationAt = s.last.at; note = s.note
             ended = s.ended.map { ($0.reason, $0.at) }; history = s.history.all; historyCapacity = s.history.capacity
             ownerDigest = s.ownerTokenDigest; watchTokens = s.watchTokenDigests; staleNotified = s.isStaleNotified
-            dueAt = s.dueAt; missedCheckInAt = s.missedCheckInAt; missedCheckInSentAt = s.missedCheckInSentAt
+            dueAt = s.dueAt; missedCheckInAt = s.missedCheckInAt; missedCheckInSentAt = s.missedCheckInSentAt; circle = s.circle
         }
 
         func stream(_ id: StreamID) throws -> PanicStream {
             try PanicStream.restored(id: id, status: status, startedAt: startedAt, updatedAt: updatedAt, seq: seq, lastLocation: lastLocation,
                                      lastLocationAt: lastLocationAt, note: note, ended: ended, history: history, historyCapacity: historyCapacity,
                                      ownerDigest: ownerDigest, watchTokens: watchTokens, staleNotified: staleNotified, dueAt: dueAt,
-                                     missedCheckInAt: missedCheckInAt, missedCheckInSentAt: missedCheckInSentAt)
+                                     missedCheckInAt: missedCheckInAt, missedCheckInSentAt: missedCheckInSentAt, circle: circle)
         }
     }
 
@@ -152,6 +152,8 @@ import VigilTestSupport
             },
             try variant("the escalation's time", of: escalated) { $0.missedCheckInAt! += 1 },
             try variant("the escalation's sent_at", of: escalated) { $0.missedCheckInSentAt! += 1 },
+            try variant("a circle", of: timed) { $0.circle = CircleID(high: 1, low: 2) },
+            try variant("another circle", of: timed) { $0.circle = CircleID(high: 1, low: 3) },
             ("the stream removed", Self.digest(pins: pins, streams: streams.filter { $0.id != streams[timed].id }, circles: circles)),
         ]
         // One more event: seq, history and the last location move together, as `record` moves them.
@@ -168,15 +170,17 @@ import VigilTestSupport
         #expect(c.members.count == 2 && c.requests.count == 1 && c.answer != nil && c.home != nil)
         func variant(_ name: String, createdAt: Int64? = nil, activeAt: Int64? = nil, owner: TokenDigest? = nil,
                      members: [CheckinMember]? = nil, nextMember: UInt32? = nil, requests: [CheckinAsk]? = nil,
-                     answer: CheckinAnswer?? = .none, home: CheckinHome?? = .none) -> (String, StateDigest) {
+                     answer: CheckinAnswer?? = .none, home: CheckinHome?? = .none,
+                     subscriptions: [CheckinSubscription]? = nil) -> (String, StateDigest) {
             let changed = CheckinCircle(id: c.id, createdAt: createdAt ?? c.createdAt, activeAt: activeAt ?? c.activeAt,
                                         ownerDigest: owner ?? c.ownerTokenDigest, members: members ?? c.members,
                                         nextMember: nextMember ?? c.nextMember, requests: requests ?? c.requests,
-                                        answer: answer ?? c.answer, home: home ?? c.home)
+                                        answer: answer ?? c.answer, home: home ?? c.home, subscriptions: subscriptions ?? c.subscriptions)
             #expect(changed != c, "\(name) changed nothing")
             return (name, Self.digest(pins: pins, streams: streams, circles: [changed]))
         }
-        let m = c.members[0], ask = c.requests[0], answer = try #require(c.answer), home = try #require(c.home)
+        let m = c.members[0], ask = c.requests[0], answer = try #require(c.answer), home = try #require(c.home), s = c.subscriptions[0]
+        #expect(c.subscriptions.count == 3)
         let other = TestSecrets(seed: 79)
         let variants = [
             variant("created_at", createdAt: c.createdAt - 1),
@@ -194,6 +198,20 @@ import VigilTestSupport
             variant("the answer's time", answer: .some(CheckinAnswer(at: answer.at + 1, note: answer.note, answered: answer.answered))),
             variant("no home safe", home: .some(nil)),
             variant("home safe until later", home: .some(CheckinHome(at: home.at, until: home.until + 1))),
+            variant("no subscriptions", subscriptions: []),
+            variant("a subscription removed", subscriptions: Array(c.subscriptions.dropFirst())),
+            variant("subscriptions in another order", subscriptions: c.subscriptions.reversed()),
+            variant("a subscription's id", subscriptions: [CheckinSubscription(id: SubscriptionID(high: 1, low: 2), holder: s.holder, target: s.target,
+                                                                              addedAt: s.addedAt)] + c.subscriptions.dropFirst()),
+            variant("a subscription's time", subscriptions: [CheckinSubscription(id: s.id, holder: s.holder, target: s.target,
+                                                                                addedAt: s.addedAt + 1)] + c.subscriptions.dropFirst()),
+            variant("a subscription's holder", subscriptions: [CheckinSubscription(id: s.id, holder: .member(2), target: s.target,
+                                                                                  addedAt: s.addedAt)] + c.subscriptions.dropFirst()),
+            variant("a subscription's keys", subscriptions: [CheckinSubscription(id: s.id, holder: s.holder,
+                                                                                target: CircleStateTests.pushTarget(other, "https://push.example/owner"),
+                                                                                addedAt: s.addedAt)] + c.subscriptions.dropFirst()),
+            variant("a relay handle", subscriptions: c.subscriptions.dropLast() + [CheckinSubscription(id: c.subscriptions[2].id, holder: .member(1),
+                                                                                                      target: .relay(handle: "fcm:other"), addedAt: s.addedAt)]),
             ("the circle removed", Self.digest(pins: pins, streams: streams, circles: [])),
         ]
         Self.expectAllDistinct(variants, from: original)
@@ -244,7 +262,7 @@ import VigilTestSupport
         #expect(Self.digest(circles: [c], rules: idle).circles == 0)
         let lapsed = StateDigest.Rules(now: home.until, endedGraceMs: grace, circleIdleLifetimeMs: Self.rules.circleIdleLifetimeMs)
         let homeless = CheckinCircle(id: c.id, createdAt: c.createdAt, activeAt: c.activeAt, ownerDigest: c.ownerTokenDigest, members: c.members,
-                                     nextMember: c.nextMember, requests: c.requests, answer: c.answer, home: nil)
+                                     nextMember: c.nextMember, requests: c.requests, answer: c.answer, home: nil, subscriptions: c.subscriptions)
         #expect(Self.digest(circles: [c], rules: lapsed) == Self.digest(circles: [homeless], rules: lapsed))
         let stillHome = StateDigest.Rules(now: home.until - 1, endedGraceMs: grace, circleIdleLifetimeMs: Self.rules.circleIdleLifetimeMs)
         #expect(Self.digest(circles: [c], rules: stillHome) != Self.digest(circles: [homeless], rules: stillHome))
@@ -339,7 +357,7 @@ import VigilTestSupport
     @Test func aKnownStateHasAKnownDigest() throws {
         let (pins, streams, circles) = try Self.state()
         let digest = Self.digest(pins: pins, streams: streams, circles: circles)
-        #expect(digest.hex == "0b647334859d717efa905f6994cdd86d37a4b64d16c38c828b1e38552eb94da2", "\(digest.hex)")
+        #expect(digest.hex == "bb25d8597ea5c2269dcbcdc808bb04e5a334f71c5b6ca43aa7330e0fe2c4497d", "\(digest.hex)")
         #expect(digest.hex.count == 64 && digest.pins == 6 && digest.streams == 7 && digest.circles == 1)
         #expect(Self.digest().hex != Self.digest(pins: [pins[0]]).hex)
     }

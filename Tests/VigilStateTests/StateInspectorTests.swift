@@ -56,6 +56,16 @@ import Testing
         #expect(tmp.read("journal-000000000000002a.vgj").count == journal.count, "read-only")
     }
 
+    /// A stream's circle is an id, printed whole as every id is (it opens nothing without a token).
+    @Test func aStartForACircleShowsTheCircle() throws {
+        let (tmp, _, records) = try sampleDirectory(segment: 3)
+        let circles = records.compactMap { r -> String? in if case .panicStart(let s) = r { return s.circle?.description } else { return nil } }
+        #expect(circles.count == 2)
+        let starts = try lines(tmp.path, content: false).filter { $0["record"]?.string == "panicStart" }
+        #expect(starts.compactMap { $0["circle"]?.string } == circles)
+        #expect(starts.filter { $0["circle"] == nil }.count == starts.count - 2)
+    }
+
     @Test func digestsAreNeverPrintedWhole() throws {
         let (tmp, sample, _) = try sampleDirectory(segment: 1)
         var text = ""

@@ -91,6 +91,7 @@ func expectSameStream(_ a: PanicStream, _ b: PanicStream, compareEndedStale: Boo
     #expect(a.dueAt == b.dueAt, sourceLocation: sourceLocation)
     #expect(a.missedCheckInAt == b.missedCheckInAt, sourceLocation: sourceLocation)
     #expect(a.missedCheckInSentAt == b.missedCheckInSentAt, sourceLocation: sourceLocation)
+    #expect(a.circle == b.circle, sourceLocation: sourceLocation)
     if compareEndedStale || a.isActive {
         #expect(a.isStaleNotified == b.isStaleNotified, sourceLocation: sourceLocation)
     }

@@ -233,11 +233,14 @@ class PinClient:
         return reply["pin"], reply["edit_token"]
 
     # -- events -------------------------------------------------------------------------
-    @staticmethod
-    def _check_event(msg: dict) -> None:
+    #: The event types this client takes: a subclass names its own here (or overrides
+    #: ``_check_event``, as the older ones do).
+    EVENTS = EVENT_TYPES
+
+    def _check_event(self, msg: dict) -> None:
         if "ref" in msg:
             raise ProtocolViolation(f"an event carries a ref: {msg!r}")
-        if msg["type"] not in EVENT_TYPES:
+        if msg["type"] not in self.EVENTS:
             raise ProtocolViolation(f"unexpected message type: {msg!r}")
 
     def event(self, timeout: float | None = None) -> dict:
@@ -345,6 +348,21 @@ def deg_lat(metres: float) -> float:
 # ---------------------------------------------------------------------------------------
 # daemons
 # ---------------------------------------------------------------------------------------
+
+
+def client_factory(cls, port: int):
+    """For a fixture (``yield from``): a function that opens ``n`` clients of ``cls`` on ``port``
+    (one, or a list of them), every one closed after the test."""
+    opened = []
+
+    def make(n: int = 1):
+        new = [cls(port) for _ in range(n)]
+        opened.extend(new)
+        return new[0] if n == 1 else new
+
+    yield make
+    for c in opened:
+        c.close()
 
 
 def start_daemon(launcher, config: dict):

@@ -16,7 +16,7 @@ import os
 import re
 from pathlib import Path
 
-SECRET_KEYS = {"owner_token", "edit_token", "watch_token", "member_token", "session", "stream", "circle"}
+SECRET_KEYS = {"owner_token", "edit_token", "watch_token", "member_token", "session", "stream", "circle", "subscription"}
 LIST_KEYS = {"watch_tokens"}
 COORD_KEYS = {"lat", "lon"}
 # Metadata keys a log line must never carry: they would name a person, a device or a place.
@@ -38,6 +38,13 @@ def record(raw: str) -> None:
     # Coordinates as the server wrote them (its own digits), with enough decimals to be a place.
     for _, number in _NUMBER_RE.findall(raw):
         _coords.add(number)
+
+
+def remember(value: str) -> None:
+    """Remember a value the client sent in confidence (a push endpoint's path, a relay handle, a
+    key): the server never echoes these, so ``record`` cannot find them in its replies."""
+    if len(value) >= 8:
+        _secrets.add(value)
 
 
 def _walk(value) -> None:

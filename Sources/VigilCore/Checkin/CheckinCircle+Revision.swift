@@ -38,6 +38,9 @@ extension CheckinCircle {
         } else {
             h.add(UInt8(0))
         }
+        // Only when there are any, so a circle without subscriptions keeps the revision builds
+        // before them gave it (nodes of a cluster upgraded one at a time still agree on it).
+        if !subscriptions.isEmpty { h.add(subscriptions) }
         return h.value
     }
 }
@@ -62,6 +65,28 @@ struct FNV1a64 {
         add(UInt8(1))
         add(UInt64(text.utf8.count))
         for byte in text.utf8 { add(byte) }
+    }
+
+    mutating func add(_ subscriptions: [CheckinSubscription]) {
+        add(UInt64(subscriptions.count))
+        for s in subscriptions {
+            add(s.id.high)
+            add(s.id.low)
+            switch s.holder {
+            case .owner: add(UInt64(0))
+            case .member(let m): add(UInt64(m))
+            }
+            add(s.addedAt)
+            switch s.target {
+            case .webPush(let endpoint, let p256dh, let auth):
+                add(UInt8(1))
+                add(endpoint)
+                for byte in p256dh + auth { add(byte) }
+            case .relay(let handle):
+                add(UInt8(2))
+                add(handle)
+            }
+        }
     }
 
     mutating func add(_ asks: [CheckinAsk]) {

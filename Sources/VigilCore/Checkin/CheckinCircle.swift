@@ -73,9 +73,14 @@ public struct CheckinCircle: Equatable, Sendable {
     public internal(set) var requests: [CheckinAsk]
     public internal(set) var answer: CheckinAnswer?
     public internal(set) var home: CheckinHome?
+    /// How the owner and the members are reached when not connected, in registration order; at
+    /// most `CheckinSettings.maxSubscriptionsPerHolder` each, and only the owner's and live
+    /// members' (revoking a member removes its own).
+    public internal(set) var subscriptions: [CheckinSubscription]
 
     public init(id: CircleID, createdAt: Int64, activeAt: Int64, ownerDigest: TokenDigest, members: [CheckinMember],
-                nextMember: UInt32, requests: [CheckinAsk], answer: CheckinAnswer?, home: CheckinHome?) {
+                nextMember: UInt32, requests: [CheckinAsk], answer: CheckinAnswer?, home: CheckinHome?,
+                subscriptions: [CheckinSubscription] = []) {
         self.id = id
         self.createdAt = createdAt
         self.activeAt = activeAt
@@ -85,6 +90,7 @@ public struct CheckinCircle: Equatable, Sendable {
         self.requests = requests
         self.answer = answer
         self.home = home
+        self.subscriptions = subscriptions
     }
 
     public var ownerTokenDigest: TokenDigest { ownerDigest }
@@ -105,14 +111,34 @@ public struct CheckinCircle: Equatable, Sendable {
     func member(_ id: UInt32) -> CheckinMember? { members.first { $0.id == id } }
 
     /// Whether the state is one the hub could have made: members numbered below `nextMember` and
-    /// unique, at most one request per member. Restore refuses anything else as damage.
+    /// unique, at most one request per member, subscriptions well formed, with unique ids, held by
+    /// the owner or a live member, one per destination and holder. Restore refuses anything else
+    /// as damage. (The per-holder bound is not checked: the config may have lowered it since.)
     public var isConsistent: Bool {
         var ids = Set<UInt32>()
         for m in members { guard m.id >= 1, m.id < nextMember, ids.insert(m.id).inserted else { return false } }
         var askers = Set<UInt32>()
         for r in requests { guard askers.insert(r.member).inserted else { return false } }
         if let home, home.until < home.at { return false }
+        var subscriptionIDs = Set<SubscriptionID>()
+        for (i, s) in subscriptions.enumerated() {
+            if case .member(let m) = s.holder, !ids.contains(m) { return false }
+            guard s.target.isWellFormed, subscriptionIDs.insert(s.id).inserted else { return false }
+            guard !subscriptions[..<i].contains(where: { $0.holder == s.holder && $0.target.sameDestination(as: s.target) }) else { return false }
+        }
         return activeAt >= createdAt
+    }
+
+    /// The same circle with `subscriptions` instead: the state codecs read them after the rest.
+    public func withSubscriptions(_ subscriptions: [CheckinSubscription]) -> CheckinCircle {
+        var circle = self
+        circle.subscriptions = subscriptions
+        return circle
+    }
+
+    /// The subscriptions of one holder, in registration order.
+    public func subscriptions(of holder: CheckinRole) -> [CheckinSubscription] {
+        subscriptions.filter { $0.holder == holder }
     }
 }
 

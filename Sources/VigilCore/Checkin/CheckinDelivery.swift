@@ -18,6 +18,8 @@ public struct CheckinDelivery: Sendable {
         case revoked(member: UInt32)
         /// The circle is gone (its owner closed it, or it was idle too long): nobody listens any more.
         case closed(CheckinCloseReason)
+        /// A panic stream of the circle started, was escalated or ended: to everyone listening.
+        case panic(CirclePanic)
     }
 
     public var circle: CircleID
@@ -62,4 +64,6 @@ public enum CheckinFailure: Error, Equatable, Sendable {
     case rateLimited(retryAfterMs: Int64)
     /// A home-safe time not in the future, or further ahead than `maxHomeMs`.
     case invalidHome
+    /// The caller holds `maxSubscriptionsPerHolder` subscriptions in the circle already.
+    case tooManySubscriptions
 }

@@ -19,6 +19,7 @@ import HeapModule
 /// member list (all numbers and labels) is the owner's alone.
 ///
 /// Bounds: `maxCircles` circles, `maxMembers` live members each, one pending request per member,
+/// `maxSubscriptionsPerHolder` subscriptions for the owner and each member,
 /// `requestsPerMinute` requests per member (a bucket per member, not durable: a restart refills
 /// it), and a circle left idle for `idleLifetimeMs` is removed. Listening connections are bounded
 /// by the server's connections.
@@ -125,14 +126,15 @@ public struct CheckinHub: Sendable {
     }
 
     /// Kills member `member`'s token: its connections get `.revoked` and stop listening, and its
-    /// pending request goes. A member not live (revoked already, never invited) is `.success(nil)`:
-    /// nothing changed.
+    /// pending request and its subscriptions go. A member not live (revoked already, never
+    /// invited) is `.success(nil)`: nothing changed.
     public mutating func revoke(_ id: CircleID, ownerToken: String, member: UInt32, secrets: Secrets, now: Int64,
                                 out: inout [CheckinDelivery]) -> Result<CheckinCircle?, CheckinFailure> {
         let result = steer(id, ownerToken: ownerToken, secrets: secrets) { circle -> Result<CheckinCircle?, CheckinFailure> in
             guard let index = circle.members.firstIndex(where: { $0.id == member }) else { return .success(nil) }
             circle.members.remove(at: index)
             circle.requests.removeAll { $0.member == member }
+            circle.subscriptions.removeAll { $0.holder == .member(member) }
             circle.activeAt = max(circle.activeAt, now)
             return .success(circle)
         }

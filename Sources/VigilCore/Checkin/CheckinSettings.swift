@@ -12,6 +12,10 @@ public struct CheckinSettings: Equatable, Sendable {
     public var idleLifetimeMs: Int64 = 2_592_000_000
     /// The longest "home safe" (`checkin.home`'s `for_s`, or `until` from now).
     public var maxHomeMs: Int64 = 86_400_000
+    /// Subscriptions (`checkin.register`) the owner and each member may hold in a circle: a
+    /// phone, a tablet, a browser or two. Past it `too_many_subscriptions`; re-registering a
+    /// destination already held replaces it and does not count again.
+    public var maxSubscriptionsPerHolder: Int = 5
     /// A member's label (chosen by the owner at invitation) and an answer's note: at most this
     /// many characters and bytes of UTF-8 (8 a character, as for pin titles).
     public var labelMaxCharacters: Int = 40

@@ -16,7 +16,7 @@ extension PanicHub {
         stream.owner = owner
         stream.watchers = [:]
         stream.staleArmed = stream.isActive
-        streams[stream.id] = stream
+        insert(stream)
         if let owner { owning[owner, default: []].insert(stream.id) }
         // As `start` files them, from the stream's own times (its `now` was `startedAt`).
         if let end = stream.ended {
@@ -104,7 +104,7 @@ extension PanicHub {
     /// it after its grace (its watchers were sent `ended` already). Not added to the removals
     /// `tick` hands back: this one is in the log already.
     public mutating func applyReplicatedRemove(_ id: StreamID) -> ReplicatedOutcome {
-        guard let stream = streams.removeValue(forKey: id) else { return .duplicate }
+        guard let stream = removeStream(id) else { return .duplicate }
         for watcher in stream.watchers.keys { Self.unindex(&watching, watcher, id) }
         if let owner = stream.owner { Self.unindex(&owning, owner, id) }
         return .applied

@@ -72,7 +72,7 @@ extension PanicHub {
 
     /// Removes a stream that a change of this turn started.
     public mutating func revertStart(_ id: StreamID) {
-        guard let stream = streams.removeValue(forKey: id) else { return }
+        guard let stream = removeStream(id) else { return }
         for watcher in stream.watchers.keys { Self.unindex(&watching, watcher, id) }
         if let owner = stream.owner { Self.unindex(&owning, owner, id) }
     }

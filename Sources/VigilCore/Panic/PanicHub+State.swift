@@ -36,7 +36,7 @@ extension PanicHub {
                 fileAbandon(at: Self.saturatingSum(stream.updatedAt, settings.abandonAfterMs), stream.id)
                 if let due = stream.dueAt { fileTimer(at: due, stream.id) }
             }
-            streams[stream.id] = stream
+            insert(stream)
         }
         removeEndedStreams(dueBy: now)
     }

@@ -178,7 +178,7 @@ extension PanicHub {
             // An entry outlives an end that was taken back (`revertStream`): only an ended stream
             // whose own grace is over goes.
             guard let end = streams[top.id]?.ended, Self.saturatingSum(end.at, settings.endedGraceMs) <= now,
-                  let stream = streams.removeValue(forKey: top.id) else { continue }
+                  let stream = removeStream(top.id) else { continue }
             removedSinceTick.append(top.id)
             for watcher in stream.watchers.keys { Self.unindex(&watching, watcher, top.id) }
             if let owner = stream.owner { Self.unindex(&owning, owner, top.id) }

@@ -41,6 +41,10 @@ public struct PanicHub: Sendable {
     /// Streams each connection watches, and streams it owns: what `disconnected` must undo.
     var watching: [WatcherID: Set<StreamID>] = [:]
     var owning: [WatcherID: Set<StreamID>] = [:]
+    /// The streams held (active and in grace) of each check-in circle that has any: what the
+    /// circle's state lists and what revoking a member searches (PanicHub+Circles.swift), without
+    /// a walk over every stream. Kept with `streams` by `insert` and `removeStream`.
+    var byCircle: [CircleID: Set<StreamID>] = [:]
     var staleDeadlines = Heap<Deadline>()
     var abandonDeadlines = Heap<Deadline>()
     var graceDeadlines = Heap<Deadline>()
@@ -105,8 +109,10 @@ public struct PanicHub: Sendable {
     /// default, eligible, is the rule without a reserve: a caller that cannot tell loses nothing.
     ///
     /// `timer` (not `.cancel`) starts the stream with a safety timer (see `setTimer`); it needs `amber`.
+    /// `circle`: the check-in circle whose members are the stream's standing contacts; the caller
+    /// has checked the circle's owner token (the hub knows nothing of circles but their ids).
     public mutating func start(owner: WatcherID, status: PanicStatus, location: PanicLocation, note: String?, watchers: Int,
-                               timer: PanicTimer? = nil, reserveEligible: Bool = true, secrets: Secrets, now: Int64,
+                               timer: PanicTimer? = nil, circle: CircleID? = nil, reserveEligible: Bool = true, secrets: Secrets, now: Int64,
                                out: inout [PanicDelivery])
         -> Result<(stream: PanicStream, ownerToken: String, watchTokens: [String]), PanicFailure> {
         precondition(watchers >= 1, "a panic stream starts with at least one contact (checked at decode)")
@@ -130,7 +136,8 @@ public struct PanicHub: Sendable {
                                  owner: owner, now: now, historyEvents: settings.historyEvents)
         stream.staleArmed = true
         stream.dueAt = dueAt
-        streams[id] = stream
+        stream.circle = circle
+        insert(stream)
         owning[owner, default: []].insert(id)
         fileStale(at: Self.saturatingSum(now, settings.staleAfterMs), id)
         fileAbandon(at: Self.saturatingSum(now, settings.abandonAfterMs), id)
@@ -283,9 +290,16 @@ public struct PanicHub: Sendable {
     public mutating func watch(_ id: StreamID, watcher: WatcherID, watchToken: String, since: UInt64?, secrets: Secrets,
                                out: inout [PanicDelivery]) -> Result<PanicWatch, PanicFailure> {
         let digest = secrets.digest(ofToken: watchToken)
+        return watch(id, watcher: watcher, as: digest, since: since, out: &out) { $0.watchTokenIndex(digest) != nil }
+    }
+
+    /// `watch`, for whoever `admits` lets in (the token's check, read before anything else), the
+    /// watcher kept under `digest` so that revoking what it holds finds it.
+    mutating func watch(_ id: StreamID, watcher: WatcherID, as digest: TokenDigest, since: UInt64?, out: inout [PanicDelivery],
+                        admits: (PanicStream) -> Bool) -> Result<PanicWatch, PanicFailure> {
         var isNewWatcher = false
         let result = withStream(id) { stream -> Result<PanicWatch, PanicFailure> in
-            guard stream.watchTokenIndex(digest) != nil else { return .failure(.forbidden) }
+            guard admits(stream) else { return .failure(.forbidden) }
             var replay: ClosedRange<UInt64>?
             var gap = false
             if let since {
@@ -402,7 +416,7 @@ public struct PanicHub: Sendable {
     }
 
     /// The stream's watcher count to its owner connection (nothing while it has none).
-    private static func deliverWatcherCount(of stream: PanicStream, out: inout [PanicDelivery]) {
+    static func deliverWatcherCount(of stream: PanicStream, out: inout [PanicDelivery]) {
         guard let owner = stream.owner else { return }
         out.append(PanicDelivery(stream: stream.id, kind: .watchers(count: stream.watchers.count), recipients: [owner]))
     }

@@ -31,14 +31,15 @@ extension PanicStream {
     ///
     /// `history` is the held window, oldest first: contiguous seqs ending at `seq`, at most
     /// `historyCapacity` of them. `missedCheckInSentAt` nil with `missedCheckInAt` set (a
-    /// snapshot from before it was kept) reads as sent at its time. Throws when the parts
+    /// snapshot from before it was kept) reads as sent at its time. `circle`: the check-in circle
+    /// it was started for (nil: none, as for every stream kept before circles had streams). Throws when the parts
     /// contradict each other or the limits above.
     public static func restored(id: StreamID, status: PanicStatus, startedAt: Int64, updatedAt: Int64, seq: UInt64,
                                 lastLocation: PanicLocation, lastLocationAt: Int64, note: String?,
                                 ended: (reason: PanicEndReason, at: Int64)?, history events: [PanicEvent], historyCapacity: Int,
                                 ownerDigest: TokenDigest, watchTokens: [TokenDigest], staleNotified: Bool,
                                 dueAt: Int64? = nil, missedCheckInAt: Int64? = nil,
-                                missedCheckInSentAt: Int64? = nil) throws(PanicRestoreError) -> PanicStream {
+                                missedCheckInSentAt: Int64? = nil, circle: CircleID? = nil) throws(PanicRestoreError) -> PanicStream {
         guard historyCapacity >= 1 else { throw .invalidHistoryCapacity(historyCapacity) }
         guard seq >= 1, seq <= UInt64(restorableMagnitude) else { throw .seqOutOfRange(seq) }
         for time in [startedAt, updatedAt, lastLocationAt, ended?.at ?? 0, dueAt ?? 0, missedCheckInAt ?? 0, missedCheckInSentAt ?? 0] {
@@ -90,6 +91,7 @@ extension PanicStream {
         stream.dueAt = dueAt
         stream.missedCheckInAt = missedCheckInAt
         stream.missedCheckInSentAt = missedCheckInAt.map { missedCheckInSentAt ?? $0 }
+        stream.circle = circle
         return stream
     }
 

@@ -41,6 +41,11 @@ public struct PanicStream: Sendable {
     /// When that escalation was sent (`missedCheckIn`'s `sentAt`, at or after `missedCheckInAt`);
     /// set together with it.
     public internal(set) var missedCheckInSentAt: Int64?
+    /// The check-in circle the stream was started for (`panic.start` with the circle's owner
+    /// token), whose members are its standing contacts: they watch with their member tokens, and
+    /// the circle's listeners hear of its start, escalation and end. Fixed at the start; a
+    /// circle closed since leaves it set (the stream goes on; new member watches are refused).
+    public internal(set) var circle: CircleID?
 
     /// Digest of the owner token (resume, and steering from a connection that does not own the stream).
     let ownerDigest: TokenDigest
@@ -49,7 +54,10 @@ public struct PanicStream: Sendable {
     /// The connection that started or last resumed the stream; it steers without a token. Nil while
     /// the phone is away (the stream stays active all the same).
     public internal(set) var owner: WatcherID?
-    /// Connections watching, each with the digest of the token it watches with (for revoke).
+    /// Connections watching, each with the digest of the token it watches with: a watch token's,
+    /// or a circle member's token's for a member watching (`watch(asMember:)`). Revoking either
+    /// finds the watchers it cuts by it; the two kinds of token are both 256 random bits, so a
+    /// digest of one never matches the other's.
     var watchers: [WatcherID: TokenDigest] = [:]
     /// Whether watchers were told of the current silence; a new location clears it.
     var staleNotified = false

@@ -39,7 +39,8 @@ public enum Base64URLText: IdentifierTextForm {
         Base64URL.encode(Identifier128<Self>(high: high, low: low).bytes)
     }
 
-    private static func sextet(_ byte: UInt8) -> UInt8? {
+    /// The value of one base64url character (nil: not one); `Base64URL.decode` reads with it too.
+    static func sextet(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"): return byte - UInt8(ascii: "A")
         case UInt8(ascii: "a")...UInt8(ascii: "z"): return byte - UInt8(ascii: "a") + 26

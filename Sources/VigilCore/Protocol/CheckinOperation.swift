@@ -15,10 +15,17 @@ public enum CheckinOperation: Equatable, Sendable {
     case request(circle: CircleID?, memberToken: String)
     /// Stop listening (owner or member).
     case leave(circle: CircleID?)
+    /// A way to reach the caller (owner or member) when it is not connected: Web Push or a relay
+    /// handle. `target` is well formed (`CheckinSubscription.Target.isWellFormed`); whether the
+    /// server can use it is the application's to judge.
+    case register(circle: CircleID?, credential: CheckinCredential, target: CheckinSubscription.Target)
+    /// Removes one of the caller's subscriptions (nil: `subscription` is not an id, so none of them).
+    case unregister(circle: CircleID?, credential: CheckinCredential, subscription: SubscriptionID?)
 
     /// Wire names, in `index` order.
     public static let names = ["checkin.create", "checkin.open", "checkin.invite", "checkin.revoke", "checkin.answer",
-                               "checkin.home", "checkin.close", "checkin.join", "checkin.request", "checkin.leave"]
+                               "checkin.home", "checkin.close", "checkin.join", "checkin.request", "checkin.leave",
+                               "checkin.register", "checkin.unregister"]
 
     /// Place in `names`.
     public var index: Int {
@@ -33,23 +40,26 @@ public enum CheckinOperation: Equatable, Sendable {
         case .join: return 7
         case .request: return 8
         case .leave: return 9
+        case .register: return 10
+        case .unregister: return 11
         }
     }
 
-    /// Counted against the session's write limit: what mints tokens or circles, and requests
-    /// (which also have their own per-member rate). The owner's answer and home safe are not:
-    /// saying "I am safe" is never rate limited below the message limit.
+    /// Counted against the session's write limit: what mints tokens, circles or subscriptions,
+    /// and requests (which also have their own per-member rate). The owner's answer and home safe
+    /// are not: saying "I am safe" is never rate limited below the message limit; nor is
+    /// `unregister`: taking a way of reaching someone away only shrinks what the server holds.
     public var isWrite: Bool {
         switch self {
-        case .create, .invite, .request: return true
-        case .open, .revoke, .answer, .home, .close, .join, .leave: return false
+        case .create, .invite, .request, .register: return true
+        case .open, .revoke, .answer, .home, .close, .join, .leave, .unregister: return false
         }
     }
 
     /// Journaled when they succeed (refused with `unavailable` while changes cannot be recorded).
     public var changesState: Bool {
         switch self {
-        case .create, .invite, .revoke, .answer, .home, .close, .request: return true
+        case .create, .invite, .revoke, .answer, .home, .close, .request, .register, .unregister: return true
         case .open, .join, .leave: return false
         }
     }

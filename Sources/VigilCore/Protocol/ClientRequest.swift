@@ -21,12 +21,16 @@ public enum ClientOperation: Equatable, Sendable {
     case pinDelete(id: PinID?, token: String)
     case pinVote(id: PinID?, value: Int8)
     /// Panic streams. `stream` is nil when the text is not a stream id (answered like an unknown one).
-    case panicStart(status: PanicStatus, location: PanicLocation, note: String?, watchers: Int, timer: PanicTimer?)
+    /// `circle`: the check-in circle the stream is started for, with its owner token.
+    case panicStart(status: PanicStatus, location: PanicLocation, note: String?, watchers: Int, timer: PanicTimer?,
+                    circle: CircleToken? = nil)
     case panicUpdate(stream: StreamID?, ownerToken: String?, location: PanicLocation)
     case panicStatus(stream: StreamID?, ownerToken: String?, status: PanicStatus)
     case panicEnd(stream: StreamID?, ownerToken: String?, reason: PanicEndReason)
     case panicResume(stream: StreamID?, ownerToken: String)
     case panicWatch(stream: StreamID?, watchToken: String, since: UInt64?)
+    /// `panic.watch` with a member token of the circle the stream was started for, instead of a watch token.
+    case panicWatchAsMember(stream: StreamID?, memberToken: String, since: UInt64?)
     case panicUnwatch(stream: StreamID?)
     case panicInvite(stream: StreamID?, ownerToken: String?)
     case panicRevoke(stream: StreamID?, ownerToken: String?, watchToken: String)
@@ -49,7 +53,7 @@ public enum ClientOperation: Equatable, Sendable {
         case .panicStatus: return 8
         case .panicEnd: return 9
         case .panicResume: return 10
-        case .panicWatch: return 11
+        case .panicWatch, .panicWatchAsMember: return 11
         case .panicUnwatch: return 12
         case .panicInvite: return 13
         case .panicRevoke: return 14
@@ -93,11 +97,24 @@ public enum ClientOperation: Equatable, Sendable {
         case .pinCreate, .pinUpdate, .pinDelete, .pinVote, .panicStart, .panicUpdate, .panicStatus, .panicEnd,
              .panicInvite, .panicRevoke, .panicTimer:
             return true
-        case .subscribe, .subscribeClusters, .unsubscribe, .panicResume, .panicWatch, .panicUnwatch:
+        case .subscribe, .subscribeClusters, .unsubscribe, .panicResume, .panicWatch, .panicWatchAsMember, .panicUnwatch:
             return false
         case .checkin(let c):
             return c.changesState
         }
+    }
+}
+
+/// A check-in circle named in a panic operation, with the token that opens it there (the owner
+/// token for `panic.start`). `circle` is nil when the text is not a circle id: answered like an
+/// unknown circle (`forbidden`).
+public struct CircleToken: Equatable, Sendable {
+    public var circle: CircleID?
+    public var token: String
+
+    public init(circle: CircleID?, token: String) {
+        self.circle = circle
+        self.token = token
     }
 }
 

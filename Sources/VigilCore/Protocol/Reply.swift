@@ -19,8 +19,9 @@ public enum Reply: Sendable {
     /// `pin.delete`.
     case pinDeleted(PinID)
     /// `panic.start`: the stream, its owner token and one watch token per contact (shown once).
-    /// `dueAt`: the safety timer's deadline, when the start set one.
-    case panicStarted(stream: StreamID, seq: UInt64, ownerToken: String, watchTokens: [String], dueAt: Int64?)
+    /// `dueAt`: the safety timer's deadline, when the start set one; `circle`: the check-in
+    /// circle the stream was started for, echoed.
+    case panicStarted(stream: StreamID, seq: UInt64, ownerToken: String, watchTokens: [String], dueAt: Int64?, circle: CircleID? = nil)
     /// `panic.update`, `panic.status`, `panic.end`: the stream's seq after the change.
     case seq(UInt64)
     /// `panic.timer`: the stream's seq after it, and the deadline now set (nil: no timer).
@@ -99,7 +100,7 @@ extension ServerMessages {
             ok(ref: ref, into: &w) { w in w.key("pin"); pin(p, into: &w) }
         case .pinDeleted(let id):
             ok(ref: ref, into: &w) { w in w.key("id"); w.string(id.description) }
-        case .panicStarted(let stream, let seq, let ownerToken, let watchTokens, let dueAt):
+        case .panicStarted(let stream, let seq, let ownerToken, let watchTokens, let dueAt, let circle):
             ok(ref: ref, into: &w) { w in
                 w.key("stream"); w.string(stream.description)
                 w.key("seq"); w.int(Int64(seq))
@@ -109,6 +110,7 @@ extension ServerMessages {
                 for t in watchTokens { w.string(t) }
                 w.endArray()
                 if let dueAt { w.key("due_at"); w.int(dueAt) }
+                if let circle { w.key("circle"); w.string(circle.description) }
             }
         case .seq(let seq):
             ok(ref: ref, into: &w) { w in w.key("seq"); w.int(Int64(seq)) }

@@ -19,12 +19,13 @@ extension RequestDecoder {
         "pin.update": ["id", "edit_token", "changes"],
         "pin.delete": ["id", "edit_token"],
         "pin.vote": ["id", "value"],
-        "panic.start": ["status", "lat", "lon", "accuracy_m", "heading", "speed_mps", "note", "watchers", "due_in_s", "due_at"],
+        "panic.start": ["status", "lat", "lon", "accuracy_m", "heading", "speed_mps", "note", "watchers", "due_in_s", "due_at",
+                        "circle", "owner_token"],
         "panic.update": ["stream", "owner_token", "lat", "lon", "accuracy_m", "heading", "speed_mps"],
         "panic.status": ["stream", "owner_token", "status"],
         "panic.end": ["stream", "owner_token", "reason"],
         "panic.resume": ["stream", "owner_token"],
-        "panic.watch": ["stream", "watch_token", "since"],
+        "panic.watch": ["stream", "watch_token", "member_token", "since"],
         "panic.unwatch": ["stream"],
         "panic.invite": ["stream", "owner_token"],
         "panic.revoke": ["stream", "owner_token", "watch_token"],
@@ -39,6 +40,8 @@ extension RequestDecoder {
         "checkin.join": ["circle", "member_token"],
         "checkin.request": ["circle", "member_token"],
         "checkin.leave": ["circle"],
+        "checkin.register": ["circle", "owner_token", "member_token", "push", "relay"],
+        "checkin.unregister": ["circle", "owner_token", "member_token", "subscription"],
     ]
 
     /// Throws `unknown_field` for the first member of `o`, in document order, that is neither

@@ -15,7 +15,8 @@ extension RequestDecoder {
                 watchers = Int(n)
             }
             let timer = try panicTimer(o, cancellable: false)
-            return .panicStart(status: status, location: location, note: note, watchers: watchers, timer: timer)
+            return .panicStart(status: status, location: location, note: note, watchers: watchers, timer: timer,
+                               circle: try startCircle(o))
         case "panic.timer":
             let stream = try streamID(o)
             guard let timer = try panicTimer(o, cancellable: true) else { throw RequestError.missing("due_in_s") }
@@ -36,13 +37,21 @@ extension RequestDecoder {
             return .panicResume(stream: stream, ownerToken: token)
         case "panic.watch":
             let stream = try streamID(o)
-            guard let token = try optionalToken(o, "watch_token") else { throw RequestError.missing("watch_token") }
+            let watchToken = try optionalToken(o, "watch_token")
+            let memberToken = try optionalToken(o, "member_token")
             var since: UInt64?
             if let s = o["since"] {
                 guard let n = s.int64, n >= 0 else { throw RequestError("invalid_since", field: "since", "since must be a non-negative integer seq") }
                 since = UInt64(n)
             }
-            return .panicWatch(stream: stream, watchToken: token, since: since)
+            switch (watchToken, memberToken) {
+            case (let token?, nil): return .panicWatch(stream: stream, watchToken: token, since: since)
+            case (nil, let token?): return .panicWatchAsMember(stream: stream, memberToken: token, since: since)
+            case (_?, _?):
+                throw RequestError("invalid_token", field: "member_token", "give watch_token or member_token, not both")
+            case (nil, nil):
+                throw RequestError("missing_field", field: "watch_token", "watch_token (or a circle's member_token) is required")
+            }
         case "panic.unwatch":
             return .panicUnwatch(stream: try streamID(o))
         case "panic.invite":
@@ -69,6 +78,20 @@ extension RequestDecoder {
         case .flag: return .cancel
         case nil: return nil
         }
+    }
+
+    /// `panic.start`'s circle: `circle` and its `owner_token` come together (the owner of a
+    /// circle starts a stream for it), or neither does. Either alone is `missing_field` naming
+    /// the other: a stream meant for a circle must not start as one for nobody.
+    func startCircle(_ o: JSONObject) throws -> CircleToken? {
+        let token = try optionalToken(o, "owner_token")
+        guard o["circle"] != nil else {
+            guard token == nil else { throw RequestError("missing_field", field: "circle", "owner_token needs the circle it opens") }
+            return nil
+        }
+        let circle = try circleID(o)
+        guard let token else { throw RequestError("missing_field", field: "owner_token", "circle needs the circle's owner_token") }
+        return CircleToken(circle: circle, token: token)
     }
 
     func streamID(_ o: JSONObject) throws -> StreamID? {

@@ -2,8 +2,9 @@
 public enum CheckinReply: Sendable {
     /// `checkin.create`: the circle, its owner token and a token per member (shown once).
     case created(CheckinCircle, ownerToken: String, memberTokens: [String], settings: CheckinSettings)
-    /// `checkin.open` (owner: every member) and `checkin.join` (a member: itself only).
-    case state(CheckinCircle, role: CheckinRole, settings: CheckinSettings)
+    /// `checkin.open` (owner: every member) and `checkin.join` (a member: itself only), with the
+    /// circle's panic streams still active (`panics`; the panic hub's, joined by the application).
+    case state(CheckinCircle, role: CheckinRole, settings: CheckinSettings, panics: [PanicStream] = [])
     /// `checkin.invite`: the new member and its token (shown once).
     case invited(CheckinMember, token: String)
     /// `checkin.request`: the request as recorded.
@@ -12,6 +13,8 @@ public enum CheckinReply: Sendable {
     case answered(CheckinAnswer)
     /// `checkin.home`: home safe as it now is (nil: none).
     case home(CheckinHome?)
+    /// `checkin.register`: the subscription's id (the same for the same destination again).
+    case registered(SubscriptionID)
 }
 
 extension ServerMessages {
@@ -30,9 +33,9 @@ extension ServerMessages {
             }
             w.endArray()
             w.field("expires_at", circle.idleDeadline(settings))
-        case .state(let circle, let role, let settings):
+        case .state(let circle, let role, let settings, let panics):
             w.key("state")
-            checkinState(circle, role: role, settings: settings, into: &w)
+            checkinState(circle, role: role, settings: settings, panics: panics, into: &w)
         case .invited(let m, let token):
             member(m.id, m.label, into: &w)
             w.field("member_token", token)
@@ -44,6 +47,8 @@ extension ServerMessages {
         case .home(let home):
             w.key("home")
             if let home { checkinHome(home, into: &w) } else { w.null() }
+        case .registered(let id):
+            w.field("subscription", id.description)
         }
     }
 
@@ -79,8 +84,11 @@ extension ServerMessages {
     }
 
     /// The `state` object of `checkin.open` and `checkin.join`. The member list is the owner's
-    /// alone; a member sees itself, and who asked.
-    public static func checkinState(_ c: CheckinCircle, role: CheckinRole, settings: CheckinSettings, into w: inout JSONWriter) {
+    /// alone; a member sees itself, and who asked. `panics`: the circle's streams; those still
+    /// active are listed (an ended one's news was its end), so a member who connects later finds
+    /// a panic going on and watches it with its member token.
+    public static func checkinState(_ c: CheckinCircle, role: CheckinRole, settings: CheckinSettings, panics: [PanicStream] = [],
+                                    into w: inout JSONWriter) {
         w.beginObject()
         w.field("circle", c.id.description)
         w.field("created_at", c.createdAt)
@@ -111,10 +119,22 @@ extension ServerMessages {
         w.endArray()
         if let a = c.answer { w.key("answer"); checkinAnswer(a, into: &w) }
         if let h = c.home { w.key("home"); checkinHome(h, into: &w) }
+        w.key("panics")
+        w.beginArray()
+        for stream in panics where stream.isActive {
+            w.beginObject()
+            w.field("stream", stream.id.description)
+            w.field("status", stream.status.rawValue)
+            w.field("started_at", stream.startedAt)
+            if let escalated = stream.missedCheckInAt { w.field("escalated_at", escalated) }
+            w.endObject()
+        }
+        w.endArray()
         w.endObject()
     }
 
-    /// `checkin.requested`, `checkin.answered`, `checkin.home`, `checkin.revoked` or `checkin.closed`.
+    /// `checkin.requested`, `checkin.answered`, `checkin.home`, `checkin.revoked`, `checkin.closed`
+    /// or `checkin.panic`.
     public static func checkinDelivery(_ d: CheckinDelivery, now: Int64, into w: inout JSONWriter) {
         w.beginObject()
         w.key("type")
@@ -124,6 +144,7 @@ extension ServerMessages {
         case .home: w.string("checkin.home")
         case .revoked: w.string("checkin.revoked")
         case .closed: w.string("checkin.closed")
+        case .panic: w.string("checkin.panic")
         }
         w.field("circle", d.circle.description)
         switch d.kind {
@@ -151,6 +172,17 @@ extension ServerMessages {
         case .closed(let reason):
             w.field("reason", reason.rawValue)
             w.field("at", now)
+        case .panic(let news):
+            w.field("stream", news.stream.description)
+            switch news.event {
+            case .started: w.field("event", "started")
+            case .escalated: w.field("event", "escalated")
+            case .ended(let reason):
+                w.field("event", "ended")
+                w.field("reason", reason.rawValue)
+            }
+            w.field("status", news.status.rawValue)
+            w.field("at", news.at)
         }
         w.endObject()
     }
@@ -165,6 +197,8 @@ extension RequestError {
         case .rateLimited(let retry):
             return RequestError("rate_limited", "this member asked too often; retry after \(retry) ms", retryAfterMs: retry)
         case .invalidHome: return RequestError("invalid_home", "home safe must end in the future and within the longest home safe")
+        case .tooManySubscriptions:
+            return RequestError("too_many_subscriptions", "you hold the most subscriptions allowed in this circle; unregister one first")
         }
     }
 }

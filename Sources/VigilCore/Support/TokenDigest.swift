@@ -80,4 +80,32 @@ public enum Base64URL {
         }
         return String(decoding: out, as: UTF8.self)
     }
+
+    /// The bytes of unpadded base64url `text`, as the Push API writes binary values
+    /// (`PushSubscription.toJSON()`'s keys); nil for anything else. Trailing `=` is tolerated when
+    /// it is exactly the padding the text lacks (keys pasted from other tools carry it), as
+    /// VigilPush's `Base64URLCoding` does, so a key one accepts the other accepts too. Unused low
+    /// bits of the last character must be zero: each value has one text.
+    public static func decode(_ text: String) -> [UInt8]? {
+        var utf8 = Array(text.utf8)
+        if let firstPad = utf8.firstIndex(of: UInt8(ascii: "=")) {
+            guard utf8.count % 4 == 0, utf8.count - firstPad <= 2, utf8[firstPad...].allSatisfy({ $0 == UInt8(ascii: "=") }) else { return nil }
+            utf8.removeSubrange(firstPad...)
+        }
+        guard utf8.count % 4 != 1 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(utf8.count * 3 / 4)
+        var buffer: UInt32 = 0, bits = 0
+        for c in utf8 {
+            guard let v = Base64URLText.sextet(c) else { return nil }
+            buffer = buffer << 6 | UInt32(v)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
+                buffer &= (1 << UInt32(bits)) - 1
+            }
+        }
+        return buffer == 0 ? out : nil
+    }
 }
