@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from websockets.sync.client import connect
@@ -159,6 +160,18 @@ class Page:
   check();
 }})"""
         return self.eval(script, timeout + 5)
+
+    def wait_across_navigation(self, condition: str, timeout: float = 10.0):
+        """``wait``, for a page that navigates meanwhile (a click that loads another page): a
+        wait cut short by the navigation is started again in the new document, until ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.wait(condition, max(0.1, deadline - time.monotonic()))
+            except CDPError as error:
+                gone = "navigated or closed" in str(error) or "context was destroyed" in str(error)
+                if not gone or time.monotonic() >= deadline:
+                    raise
 
     def screenshot(self, path: Path) -> None:
         data = self.send("Page.captureScreenshot", {"format": "png"})["data"]
