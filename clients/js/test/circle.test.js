@@ -164,6 +164,23 @@ test('a panic for a circle: checkin.panic, the circle\'s panics, watching with a
   assert.equal(wrong.code, 'forbidden');
 });
 
+test('a circle\'s walk-home stream that misses its check-in is told to the circle as escalated', async () => {
+  const phone = await client();
+  const mum = await client();
+  const circle = await phone.createCircle(['Mum']);
+  const joined = await mum.joinCircle(circle.id, circle.memberTokens[0].token);
+  const owner = await circle.startPanic({ status: 'amber', lat: 48.2, lon: 16.37, due_in_s: 1 });
+  await until(joined, 'panic', () => joined.panics.length === 1);
+  assert.equal(joined.panics[0].status, 'amber');
+  const escalated = await waitFor(joined, 'panic', (e) => e.event === 'escalated', 5000);
+  assert.equal(escalated.status, 'red');
+  assert.deepEqual(joined.panics.map((p) => [p.stream, p.status, p.escalated_at]), [[owner.stream, 'red', escalated.at]]);
+  // A member who joins now reads the same from the state.
+  const late = await (await client()).joinCircle(circle.id, circle.memberTokens[0].token);
+  assert.deepEqual(late.panics.map((p) => [p.stream, p.status, p.escalated_at]), [[owner.stream, 'red', escalated.at]]);
+  await owner.end('safe');
+});
+
 test('push subscriptions: registerPush with toJSON()\'s shape, unregister; registerRelay without a relay is unsupported', async () => {
   const own = new Daemon();
   const key = join(own.dir, 'vapid.pem');
