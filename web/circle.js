@@ -177,6 +177,8 @@ async function open(id) {
 
 function follow() {
   globalThis.vigilCircle = circle;
+  // The name the owner gave this member, for the list of circles kept here.
+  if (circle.role === 'member' && circle.state?.you?.label) entry = storeCircle(circle.id, { label: circle.state.you.label });
   circle.on('change', render);
   const gone = (message) => {
     forgetCircle(circle.id);

@@ -111,7 +111,7 @@ def test_owner_and_member_on_the_circle_page(server, page, member):
     member.viewport(390, 760, mobile=True)
     member_opens(member, links[0])
     assert member.eval("location.href") == f"{origin}/circle#circle={circle}"
-    assert stored(member) == {circle: {"role": "member", "token": tokens[0]}}
+    assert stored(member) == {circle: {"role": "member", "token": tokens[0], "label": "Mum"}}
     assert text(member, "role") == "you are Mum"
     assert member.eval("document.getElementById('owner-actions').hidden") is True
     assert page.eval("document.getElementById('member-actions').hidden") is True
@@ -149,9 +149,15 @@ def test_owner_and_member_on_the_circle_page(server, page, member):
     member.wait("!document.getElementById('problem').hidden")
     assert "cannot receive notifications" in text(member, "problem"), text(member, "problem")
 
-    # A reload finds the circle by the id alone, with the stored token.
+    # A reload finds the circle by the id alone, with the stored token; /circle lists it.
     member.goto(f"{origin}/circle#circle={circle}")
     member.wait("document.body.dataset.ready === 'true' && document.getElementById('role').textContent === 'you are Mum'")
+    member.goto(f"{origin}/circle")
+    member.wait("document.body.dataset.ready === 'true' && document.querySelectorAll('#circles li').length === 1")
+    assert "as Mum" in text(member, "circles")
+    assert member.eval("document.querySelector('#circles a').getAttribute('href')") == f"/circle#circle={circle}"
+    member.eval("document.querySelector('#circles a').click()")
+    member.wait_across_navigation("document.body.dataset.ready === 'true' && document.getElementById('role').textContent === 'you are Mum'")
 
     # One more invitation; then Mum's is withdrawn: her page says so and forgets the token.
     page.eval("document.getElementById('invite-label').value = 'Alex'; document.getElementById('invite').click()")
