@@ -101,7 +101,7 @@ let package = Package(
             name: "VigilServer",
             dependencies: [
                 "VigilLoop", "VigilWire", "VigilCore", "VigilGeo", "VigilState", "VigilBytes", "CLinux",
-                "VigilNATS", "VigilCluster", "VigilPush",
+                "VigilNATS", "VigilCluster", "VigilPush", "VigilHTTPClient",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
                 .product(name: "Yams", package: "Yams"),

@@ -72,7 +72,10 @@ extension Server {
         var status = HTTPStatus.ok
         switch head.path {
         case "/metrics":
-            body = metrics.exposition(figures()) { [self] sync in v1?.persistenceMetrics(&sync) }
+            body = metrics.exposition(figures()) { [self] sync in
+                v1?.persistenceMetrics(&sync)
+                v1?.alertMetrics(&sync)
+            }
             type = "text/plain; version=0.0.4; charset=utf-8"
         case "/stats":
             body = Self.statsJSON(figures())

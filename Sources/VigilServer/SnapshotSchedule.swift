@@ -112,6 +112,7 @@ final class SnapshotSchedule {
         writing = true
         let streams = panic.exportStreams()
         let circles = checkin.exportCircles()
+        let settlements = checkin.exportSettlements()
         let writer = current.writer
         let directory = self.directory, outcomes = self.outcomes
         let segment = current.segment, startedMs = current.startedMs, pins = writer.pinsWritten, takeBacks = current.takeBacks
@@ -123,6 +124,7 @@ final class SnapshotSchedule {
             var writer = writer
             for stream in streams { writer.append(stream) }
             for circle in circles { writer.append(circle) }
+            for settlement in settlements { writer.append(settlement) }
             let bytes = writer.finish()
             let result: Result<Int, StateError>
             do throws(StateError) {

@@ -64,6 +64,7 @@ extension V1Application {
             let before = checkin.checkpoint(circle)
             switch checkin.request(circle, memberToken: token, secrets: secrets, now: now, out: &scratch.checkin) {
             case .success(let asked):
+                notify(.checkinRequested(circle, ask: asked.ask, ttlMs: noticeTTLMs))
                 return Outcome(.checkin(.requested(asked.ask)), record: .circlePut(asked.circle), undo: .circle(before))
             case .failure(let failure):
                 if case .rateLimited = failure { stats.refused(.checkinRequests) }
@@ -75,6 +76,7 @@ extension V1Application {
             switch checkin.answer(circle, ownerToken: token, note: note, secrets: secrets, now: now, out: &scratch.checkin) {
             case .success(let answered):
                 guard let answer = answered.answer else { return Outcome(.ok) }
+                notify(.checkinAnswered(circle, answer: answer, ttlMs: noticeTTLMs))
                 return Outcome(.checkin(.answered(answer)), record: .circlePut(answered), undo: .circle(before))
             case .failure(let failure):
                 return Outcome(.error(.from(failure)))

@@ -259,6 +259,7 @@ final class ClusterNode {
         case .panicEvent(let id, _), .panicInvite(let id, _), .panicRevoke(let id, _), .panicRemove(let id): return .stream(id)
         case .circlePut(let circle): return .circle(circle.id)
         case .circleRemove(let id): return .circle(id)
+        case .noticeSettled(let s): return .circle(s.circle)
         }
     }
 

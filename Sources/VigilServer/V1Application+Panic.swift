@@ -30,7 +30,10 @@ extension V1Application {
                            timer: timer, circle: circle?.circle, reserveEligible: eligible, secrets: secrets, now: now, out: &scratch.panic) {
         case .success(let started):
             budgets.streamStarted(started.stream.id, by: caller.address, now: caller.monotonicMs)
-            if let id = started.stream.circle { checkin.tell(.started(started.stream), of: id, out: &scratch.checkin) }
+            if let id = started.stream.circle {
+                checkin.tell(.started(started.stream), of: id, out: &scratch.checkin)
+                notify(.panicStarted(started.stream, circle: id, ttlMs: noticeTTLMs))
+            }
             return Outcome(.panicStarted(stream: started.stream.id, seq: started.stream.seq,
                                          ownerToken: started.ownerToken, watchTokens: started.watchTokens,
                                          dueAt: started.stream.dueAt, circle: started.stream.circle),
@@ -89,10 +92,16 @@ extension V1Application {
     }
 
     /// An escalation or end of a stream started for a circle, to the circle's listeners
-    /// (`checkin.panic`); nothing for any other event or stream. (A start is told by `startStream`.)
-    func tellCircle(_ event: PanicEvent, of stream: PanicStream) {
+    /// (`checkin.panic`) and, as a notice, to the members' subscriptions; nothing for any other
+    /// event or stream. (A start is told by `startStream`.) `fromTick`: the tick's own change.
+    func tellCircle(_ event: PanicEvent, of stream: PanicStream, fromTick: Bool = false) {
         guard let circle = stream.circle, let news = CirclePanic.of(event, in: stream) else { return }
         checkin.tell(news, of: circle, out: &scratch.checkin)
+        switch event.kind {
+        case .missedCheckIn: notify(.panicEscalated(stream, circle: circle, at: event.at, ttlMs: noticeTTLMs), fromTick: fromTick)
+        case .ended: notify(.panicEnded(stream, circle: circle, at: event.at, ttlMs: noticeTTLMs), fromTick: fromTick)
+        default: break
+        }
     }
 
     /// The reply `seq`, and the record of the stream's newest event after an update, status or end

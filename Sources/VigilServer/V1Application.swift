@@ -91,6 +91,13 @@ public final class V1Application: WebSocketApplication {
     var pending = PendingChanges()
     /// Set on a cluster node: changes go through the replicated log (`V1Application+Cluster`).
     var cluster: ClusterNode?
+    /// Sends notices to subscriptions (`V1Application+Alerts`); nil when no channel is configured.
+    var alerts: AlertSender?
+    /// Notices of this turn's requests, posted once the journal took the turn; and of the tick's
+    /// changes, posted whatever it did.
+    var turnNotices: [Notice] = []
+    var tickNotices: [Notice] = []
+    var nextNoticePruneMs: Int64 = 0
 
     init(server: Server, settings: PinSettings, panic: PanicSettings, secrets: any Secrets) {
         self.server = server
@@ -107,6 +114,7 @@ public final class V1Application: WebSocketApplication {
                                             messageBurst: server.config.messageBurst,
                                             panic: panic, checkin: server.config.checkin)
         server.addTickStep { [unowned self] in self.tick() }
+        setUpAlerts()
     }
 
     /// Takes over the state recovered from disk and records every change from now on.
@@ -129,6 +137,10 @@ public final class V1Application: WebSocketApplication {
         // and its records are in the journal before anything else is.
         tick()
         _ = log?.commitTurn()
+        // Notices the restored state implies and the journal does not say were settled: sent
+        // (again) now, at least once.
+        restoreNotices()
+        sendNotices(recorded: true)
     }
 
     /// Whether changes reach the disk now.
@@ -331,8 +343,10 @@ public final class V1Application: WebSocketApplication {
     /// comes first so that a turn the journal could not record is taken back before anyone hears
     /// of it.
     public func endOfTurn() {
-        if log?.commitTurn() == false { takeBackUnrecorded() }
+        let recorded = log?.commitTurn() != false
+        if !recorded { takeBackUnrecorded() }
         pending.clear()
+        sendNotices(recorded: recorded)
         if let cluster { announceWatchers(cluster) }
         fanOut()
         continueReplays()
@@ -394,13 +408,14 @@ public final class V1Application: WebSocketApplication {
         for changed in panic.tick(now: now, out: &scratch.panic, removed: &removed, deciding: cluster == nil) {
             log?.append(.panicEvent(changed.stream, changed.event))
             if case .ended = changed.event.kind { budgets.streamEnded(changed.stream, now: monotonic) }
-            if let stream = panic.stream(changed.stream) { tellCircle(changed.event, of: stream) }
+            if let stream = panic.stream(changed.stream) { tellCircle(changed.event, of: stream, fromTick: true) }
         }
         for id in removed { log?.append(.panicRemove(id)) }
         for id in checkin.tick(now: now, out: &scratch.checkin) { log?.append(.circleRemove(id)) }
         if let cluster { publishDecisions(now: now, cluster: cluster) }
         outbox.append(deliveries: &scratch)
         _ = budgets.sweep(now: monotonic)
+        pruneNotices(now: now)
     }
 }
 

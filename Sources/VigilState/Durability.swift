@@ -15,7 +15,8 @@ public enum Durability: Sendable, Equatable {
 extension JournalRecord {
     public var durability: Durability {
         switch self {
-        case .pinPut, .pinRemove, .pinVote, .panicRemove, .circleRemove:
+        // A settlement lost to a power cut costs one notice sent again (at least once allows it).
+        case .pinPut, .pinRemove, .pinVote, .panicRemove, .circleRemove, .noticeSettled:
             return .standard
         case .panicEvent(_, let event):
             if case .location = event.kind { return .standard }

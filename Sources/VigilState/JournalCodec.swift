@@ -27,6 +27,9 @@ import VigilCore
 ///                                              is still written as 3 or 9)
 ///             20 circlePut    circle (see `CircleFields`), without subscriptions
 ///             21 circleRemove circle id 16
+///             30 noticeSettled circle id 16, notice id 29 (see `NoticeID.bytes`), subscription id
+///                              16, settlement u8 (1 delivered, 2 gone, 3 refused, 4 expired,
+///                              5 cancelled)
 ///             22 circlePut    as 20, then the circle's subscriptions (u32 count ≥ 1 ×
 ///                  with subscriptions          subscription, see `CircleFields`); a circle
 ///                                              without any is still written as 20, so a journal
@@ -205,6 +208,9 @@ public enum JournalCodec {
         case .circleRemove(let id):
             w.u8(21)
             w.circleID(id)
+        case .noticeSettled(let s):
+            w.u8(30)
+            NoticeFields.write(s, to: &w)
         }
     }
 
@@ -265,6 +271,9 @@ public enum JournalCodec {
             record = .circlePut(circle)
         case 21:
             record = .circleRemove(try r.circleID())
+        case 30:
+            r.what = "noticeSettled record"
+            record = .noticeSettled(try NoticeFields.read(&r))
         case let kind:
             throw r.invalid("unknown record kind \(kind)", at: 0)
         }

@@ -33,6 +33,8 @@ public enum JournalRecord: Equatable, Sendable {
     case circlePut(CheckinCircle)
     /// A circle closed by its owner, or removed for being idle.
     case circleRemove(CircleID)
+    /// A notice's delivery to one subscription is done: a restart does not send it again.
+    case noticeSettled(NoticeSettlement)
 }
 
 /// What `panicStart` keeps: the stream's first state, from which replay rebuilds it exactly.

@@ -76,6 +76,9 @@ public enum ReplicatedApply {
             return outcome
         case .circleRemove(let id):
             return checkin.applyReplicatedRemove(id, out: &checkinOut)
+        case .noticeSettled(let settlement):
+            // The node that sent the notice settled it; the others keep it, for a restart of theirs.
+            return checkin.recordSettlement(settlement) ? .applied : .duplicate
         }
     }
 }

@@ -19,6 +19,7 @@ import VigilCore
 ///     streams         (see `PanicFields`)
 ///     circle count    u32,  circles (see `CircleFields`)      since version 4,
 ///                              each followed by its subscriptions  since version 7
+///     settlement count u32, settlements (see `NoticeFields`)  since version 7
 ///     crc32c          u32      CRC-32C of every byte before it
 ///
 /// Little-endian throughout. The magic's high first byte and CR LF / ^Z / LF catch a file that
@@ -46,11 +47,13 @@ public enum SnapshotCodec {
         for pin in snapshot.pins { capacity += PinFields.size(pin) }
         for stream in snapshot.streams { capacity += PanicFields.estimatedSize(stream) }
         for circle in snapshot.circles { capacity += CircleFields.estimatedSize(circle) }
+        capacity += 4 + snapshot.settlements.count * NoticeFields.byteCount
         var writer = SnapshotWriter(takenAt: snapshot.takenAt, journalSegment: snapshot.journalSegment,
                                     clusterSequence: snapshot.clusterSequence, capacity: capacity)
         for pin in snapshot.pins { writer.append(pin) }
         for stream in snapshot.streams { writer.append(stream) }
         for circle in snapshot.circles { writer.append(circle) }
+        for settlement in snapshot.settlements { writer.append(settlement) }
         return writer.finish()
     }
 
@@ -105,11 +108,18 @@ public enum SnapshotCodec {
             circles.reserveCapacity(circleCount)
             for _ in 0..<circleCount { circles.append(try CircleFields.read(&body, subscriptions: found >= 7)) }
         }
+        var settlements: [NoticeSettlement] = []
+        if found >= 7 {
+            body.what = "notice settlement"
+            let count = try body.count(of: "settlement", minimumElementBytes: NoticeFields.byteCount)
+            settlements.reserveCapacity(count)
+            for _ in 0..<count { settlements.append(try NoticeFields.read(&body)) }
+        }
         guard body.isAtEnd else {
             throw .invalid(what: "snapshot", offset: body.offset, reason: "\(body.remaining) bytes after the last stream or circle")
         }
         return StateSnapshot(takenAt: takenAt, journalSegment: journalSegment, pins: pins, streams: streams, circles: circles,
-                             clusterSequence: clusterSequence)
+                             settlements: settlements, clusterSequence: clusterSequence)
     }
 
     /// The cluster fields of a version 5 header: a standalone node's sequence must be 0, so that

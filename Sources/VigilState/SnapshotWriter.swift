@@ -23,6 +23,8 @@ public struct SnapshotWriter: Sendable {
     private var pinCount: UInt32 = 0
     private var streamCount: UInt32 = 0
     private var circleCount: UInt32 = 0
+    private var settlementBytes = StateWriter()
+    private var settlementCount: UInt32 = 0
     /// Where the counts go once known.
     private static let countsOffset = 8 + 2 + 2 + 8 + 8
 
@@ -42,7 +44,7 @@ public struct SnapshotWriter: Sendable {
     }
 
     /// Bytes so far (pins and streams), for progress logs and capacity estimates.
-    public var byteCount: Int { w.bytes.count + streamBytes.bytes.count + circleBytes.bytes.count }
+    public var byteCount: Int { w.bytes.count + streamBytes.bytes.count + circleBytes.bytes.count + settlementBytes.bytes.count }
     public var pinsWritten: Int { Int(pinCount) }
 
     public mutating func append(_ pin: Pin) {
@@ -62,6 +64,11 @@ public struct SnapshotWriter: Sendable {
         circleCount += 1
     }
 
+    public mutating func append(_ settlement: NoticeSettlement) {
+        NoticeFields.write(settlement, to: &settlementBytes)
+        settlementCount += 1
+    }
+
     /// The snapshot's bytes. The writer is left empty; append nothing after this.
     public mutating func finish() -> [UInt8] {
         w.bytes.append(contentsOf: streamBytes.bytes)
@@ -69,6 +76,9 @@ public struct SnapshotWriter: Sendable {
         w.u32(circleCount)
         w.bytes.append(contentsOf: circleBytes.bytes)
         circleBytes.bytes = []
+        w.u32(settlementCount)
+        w.bytes.append(contentsOf: settlementBytes.bytes)
+        settlementBytes.bytes = []
         w.patchU32(pinCount, at: Self.countsOffset)
         w.patchU32(streamCount, at: Self.countsOffset + 4)
         w.u32(CRC32C.checksum(w.bytes))

@@ -33,6 +33,8 @@ public struct StateImage: Sendable {
     public var streams: [StreamID: PanicStream] = [:]
     /// Check-in circles: each `circlePut` replaces the circle whole.
     public var circles: [CircleID: CheckinCircle] = [:]
+    /// Notices' deliveries that are done (`noticeSettled`), by delivery.
+    public var settlements: [DeliveryKey<SubscriptionID>: NoticeSettlement] = [:]
     /// The first `maxIssuesKept` records that could not be applied, described for the log.
     public private(set) var issues: [String] = []
     /// All such records, including those past `maxIssuesKept`.
@@ -50,6 +52,7 @@ public struct StateImage: Sendable {
         streams.reserveCapacity(snapshot.streams.count)
         for stream in snapshot.streams { streams[stream.id] = stream }
         for circle in snapshot.circles { circles[circle.id] = circle }
+        for s in snapshot.settlements { settlements[s.key] = s }
     }
 
     /// The pins held, by id.
@@ -103,6 +106,8 @@ public struct StateImage: Sendable {
             count(circles.updateValue(circle, forKey: circle.id) != circle)
         case .circleRemove(let id):
             count(circles.removeValue(forKey: id) != nil)
+        case .noticeSettled(let s):
+            count(settlements.updateValue(s, forKey: s.key) != s)
         }
     }
 
@@ -131,7 +136,7 @@ public struct StateImage: Sendable {
     /// The circles as a live hub at `now` (see `CheckinHub.restoreCircles`).
     public func restoreCircles(settings: CheckinSettings, now: Int64) -> CheckinHub {
         var hub = CheckinHub(settings: settings)
-        hub.restoreCircles(Array(circles.values), now: now)
+        hub.restoreCircles(Array(circles.values), settlements: Array(settlements.values), now: now)
         return hub
     }
 
@@ -139,7 +144,10 @@ public struct StateImage: Sendable {
     public func snapshot(takenAt: Int64, journalSegment: UInt64, clusterSequence: UInt64? = nil) -> StateSnapshot {
         StateSnapshot(takenAt: takenAt, journalSegment: journalSegment, pins: pinStore.exportPins(),
                       streams: streams.keys.sorted().compactMap { streams[$0] },
-                      circles: circles.keys.sorted().compactMap { circles[$0] }, clusterSequence: clusterSequence)
+                      circles: circles.keys.sorted().compactMap { circles[$0] },
+                      settlements: settlements.values.filter { circles[$0.circle] != nil }
+                          .sorted { ($0.circle, $0.notice, $0.subscription) < ($1.circle, $1.notice, $1.subscription) },
+                      clusterSequence: clusterSequence)
     }
 
     private mutating func count(_ changed: Bool) {

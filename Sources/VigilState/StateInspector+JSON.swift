@@ -228,6 +228,13 @@ struct InspectorLine {
         case .circleRemove(let id):
             w.field("record", "circleRemove")
             w.field("circle", id.description)
+        case .noticeSettled(let s):
+            // Which notice and how it ended; the subscription's endpoint or handle never.
+            w.field("record", "noticeSettled")
+            w.field("circle", s.circle.description)
+            w.field("notice", s.notice.description)
+            w.field("kind", s.notice.kind.name)
+            w.field("settlement", s.settlement.name)
         }
     }
 }

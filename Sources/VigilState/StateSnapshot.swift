@@ -14,6 +14,8 @@ public struct StateSnapshot: Sendable {
     public var streams: [PanicStream]
     /// Check-in circles, ordered by id (snapshot version 4 and later).
     public var circles: [CheckinCircle]
+    /// Notices' deliveries that are done, by circle (snapshot version 7 and later).
+    public var settlements: [NoticeSettlement]
     /// For a cluster node, the last sequence of the replicated stream whose change this snapshot
     /// includes (a node restoring it consumes from the next one); nil for a standalone node
     /// (snapshot version 5 and later; older versions read as nil). 0 is a cluster node that had
@@ -21,7 +23,8 @@ public struct StateSnapshot: Sendable {
     public var clusterSequence: UInt64?
 
     public init(takenAt: Int64, journalSegment: UInt64, pins: [Pin], streams: [PanicStream], circles: [CheckinCircle] = [],
-                clusterSequence: UInt64? = nil) {
+                settlements: [NoticeSettlement] = [], clusterSequence: UInt64? = nil) {
+        self.settlements = settlements
         self.takenAt = takenAt
         self.journalSegment = journalSegment
         self.pins = pins
@@ -35,6 +38,7 @@ public struct StateSnapshot: Sendable {
     public init(takenAt: Int64, journalSegment: UInt64, map: MapHub, panic: PanicHub, checkin: CheckinHub? = nil,
                 clusterSequence: UInt64? = nil) {
         self.init(takenAt: takenAt, journalSegment: journalSegment, pins: map.exportPins(), streams: panic.exportStreams(),
-                  circles: checkin?.exportCircles() ?? [], clusterSequence: clusterSequence)
+                  circles: checkin?.exportCircles() ?? [], settlements: checkin?.exportSettlements() ?? [],
+                  clusterSequence: clusterSequence)
     }
 }

@@ -68,14 +68,16 @@ import VigilTestSupport
         #expect(writer.finish() == bytes)
 
         // The build before wrote version 6: its circle reads with no subscriptions, and is written
-        // back as version 7, the same bytes but for the version and the empty list's count.
+        // back as version 7, the same bytes but for the version and the empty lists' counts
+        // (its subscriptions, and the snapshot's settlements).
         let old = FormatFixtureTests.snapshotV6Circle
         let read = try SnapshotCodec.decode(old)
         let circle = try #require(read.circles.first)
         #expect(old[8] == 6 && read.circles.count == 1 && circle.subscriptions.isEmpty && circle.members.count == 2)
         let again = SnapshotCodec.encode(read)
-        #expect(again[8] == 7 && again.count == old.count + 4)
-        #expect(Array(again[9..<(again.count - 8)]) == Array(old[9..<(old.count - 4)]) && Array(again.suffix(8).prefix(4)) == [0, 0, 0, 0])
+        #expect(again[8] == 7 && again.count == old.count + 4 + 4)
+        #expect(Array(again[9..<(again.count - 12)]) == Array(old[9..<(old.count - 4)])
+                && Array(again.suffix(12).prefix(8)) == [0, 0, 0, 0, 0, 0, 0, 0])
     }
 
     @Test func replayKeepsTheLastRecordsSubscriptions() throws {

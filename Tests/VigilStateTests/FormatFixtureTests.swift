@@ -154,12 +154,12 @@ import VigilGeo
         // back as version 7 (the same bytes but for the version, two absent timer fields, the
         // pin's absent range (4 bytes, since version 3), the count of an empty circle list
         // (4 bytes, since version 4), the cluster fields (9 bytes, since version 5), the
-        // absent escalation's sent_at (1 byte, since version 6) and the absent circle (1 byte,
-        // since version 7)).
+        // absent escalation's sent_at (1 byte, since version 6), the absent circle (1 byte,
+        // since version 7) and the empty settlement list's count (4 bytes, since version 7)).
         #expect(stream.dueAt == nil && stream.missedCheckInAt == nil && pin.rangeMeters == nil && snapshot.circles.isEmpty)
         #expect(snapshot.clusterSequence == nil && stream.circle == nil)
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 7 && again.count == Self.snapshot.count + 2 + 4 + 4 + 9 + 1 + 1)
+        #expect(again[8] == 7 && again.count == Self.snapshot.count + 2 + 4 + 4 + 9 + 1 + 1 + 4)
         expectSameStreams(try SnapshotCodec.decode(again).streams, snapshot.streams)
 
         // Votes kept by session number are votes by voter number now; new voters number on above them.
@@ -171,7 +171,7 @@ import VigilGeo
 
     /// Version 4 reads as a standalone node's snapshot (no cluster sequence), and is written back
     /// as version 7: the same bytes but for the version, the 9 bytes of the cluster fields and
-    /// the circle's empty subscription list (4 bytes, since version 7).
+    /// the circle's empty subscription list and the empty settlement list (4 bytes each, since version 7).
     @Test func aVersion4SnapshotReadsAsStandalone() throws {
         let snapshot = try SnapshotCodec.decode(Self.snapshotV4)
         #expect(Self.snapshotV4[8] == 4 && snapshot.clusterSequence == nil)
@@ -179,9 +179,9 @@ import VigilGeo
         let circle = try #require(snapshot.circles.first)
         #expect(snapshot.circles.count == 1 && circle.members.count == 2 && circle.home != nil)
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 7 && again.count == Self.snapshotV4.count + 9 + 4)
-        #expect(Array(again[45..<(again.count - 8)]) == Array(Self.snapshotV4[36..<(Self.snapshotV4.count - 4)]))
-        #expect(Array(again[(again.count - 8)..<(again.count - 4)]) == [0, 0, 0, 0])
+        #expect(again[8] == 7 && again.count == Self.snapshotV4.count + 9 + 4 + 4)
+        #expect(Array(again[45..<(again.count - 12)]) == Array(Self.snapshotV4[36..<(Self.snapshotV4.count - 4)]))
+        #expect(Array(again[(again.count - 12)..<(again.count - 4)]) == [0, 0, 0, 0, 0, 0, 0, 0])
     }
 
     /// An escalation from before sent_at was kept reads as sent at its time (the deadline), in
@@ -201,7 +201,7 @@ import VigilGeo
         #expect(due == 1_700_000_900_000 && event.at == due && sentAt == event.at)
         #expect(snapshot.streams.allSatisfy { $0.missedCheckInAt != nil || $0.missedCheckInSentAt == nil })
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 7 && again.count == Self.snapshotV5.count + 2 + 8 + 8 + 2)
+        #expect(again[8] == 7 && again.count == Self.snapshotV5.count + 2 + 8 + 8 + 2 + 4)
         expectSameStreams(try SnapshotCodec.decode(again).streams, snapshot.streams)
     }
 
@@ -234,7 +234,7 @@ import VigilGeo
         #expect(snapshot.streams.allSatisfy { $0.circle == nil })
         #expect(snapshot.streams.contains { $0.missedCheckInSentAt == 1_700_000_900_040 })
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 7 && again.count == Self.snapshotV6.count + 2)
+        #expect(again[8] == 7 && again.count == Self.snapshotV6.count + 2 + 4)
         let reread = try SnapshotCodec.decode(again)
         expectSameStreams(reread.streams, snapshot.streams)
         let rules = StateDigest.Rules(now: snapshot.takenAt, endedGraceMs: 3_600_000, circleIdleLifetimeMs: 2_592_000_000)

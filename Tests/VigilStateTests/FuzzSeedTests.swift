@@ -60,8 +60,16 @@ import VigilTestSupport
         records += [.circlePut(circle), .circleRemove(circle.id)]
         // Circles with subscriptions (snapshot version 7, record kind 22).
         let subscribed = try! CircleStateTests.circle(seed: 12, subscribed: true)
+        // With the settled deliveries of two notices (record kind 30 too).
+        let settled = subscribed.subscriptions.prefix(2).enumerated().map { i, sub in
+            NoticeSettlement(circle: subscribed.id, notice: NoticeID(kind: i == 0 ? .panicStarted : .checkinRequested, circle: subscribed.id,
+                                                                     at: 1_700_000_000_000 + Int64(i), member: UInt32(i)),
+                             subscription: sub.id, settlement: i == 0 ? .delivered : .gone)
+        }
         out.append(("snapshot", "subscriptions.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 5, pins: [],
-                                                                                        streams: [], circles: [subscribed]))))
+                                                                                        streams: [], circles: [subscribed],
+                                                                                        settlements: settled))))
+        records += settled.map { .noticeSettled($0) }
         out.append(("snapshot", "v6-circle.vgs", FormatFixtureTests.snapshotV6Circle))
         records.append(.circlePut(subscribed))
         // Streams started for a circle (snapshot version 7, record kind 11 with and without a timer).

@@ -47,10 +47,11 @@ import VigilTestSupport
 
         // Version 2 wrote the same pin fields without the range: build one from a version 7 file
         // holding one pin without a range and no streams (before the checksum: the pin's range,
-        // then the empty circle list's count, 4 bytes each; in the header, the cluster fields).
+        // then the empty circle list's count, then the empty settlement list's count, 4 bytes each;
+        // in the header, the cluster fields).
         let one = SnapshotCodec.encode(StateSnapshot(takenAt: 9, journalSegment: 1, pins: [pins[1]], streams: []))
         #expect(one[8] == 7)
-        var v2 = Array(one[..<(one.count - 12)])
+        var v2 = Array(one[..<(one.count - 16)])
         v2.removeSubrange(36..<45)
         v2[8] = 2
         v2 += withUnsafeBytes(of: CRC32C.checksum(v2).littleEndian, Array.init)

@@ -36,8 +36,9 @@ import VigilTestSupport
     @Test func emptyRoundTrips() throws {
         let decoded = try roundTrip(StateSnapshot(takenAt: 0, journalSegment: 0, pins: [], streams: []))
         #expect(decoded.pins.isEmpty && decoded.streams.isEmpty)
-        // The header (with the cluster fields of version 5), the empty circle list's count (version 4) and the checksum.
-        #expect(SnapshotCodec.encode(decoded).count == SnapshotCodec.headerBytes + 4 + SnapshotCodec.checksumBytes)
+        // The header (with the cluster fields of version 5), the empty circle list's count (version 4),
+        // the empty settlement list's count (version 7) and the checksum.
+        #expect(SnapshotCodec.encode(decoded).count == SnapshotCodec.headerBytes + 4 + 4 + SnapshotCodec.checksumBytes)
     }
 
     @Test func pinsAndStreamsRoundTrip() throws {

@@ -38,7 +38,7 @@ def b64url(raw: bytes) -> str:
 
 
 def new_push(host: str = "https://push.example") -> dict:
-    """A browser's subscription as ``PushSubscription.toJSON()`` gives it (less expirationTime):
+    """A browser's subscription as ``PushSubscription.toJSON()`` gives it (``expirationTime`` null):
     a fresh endpoint path and a fresh P-256 key and auth secret, all remembered as secrets."""
     path = secrets.token_urlsafe(24)
     point = ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(
@@ -46,7 +46,7 @@ def new_push(host: str = "https://push.example") -> dict:
     keys = {"p256dh": b64url(point), "auth": b64url(os.urandom(16))}
     for value in (path, *keys.values()):
         privacy.remember(value)
-    return {"endpoint": f"{host}/wpush/v2/{path}", "keys": keys}
+    return {"endpoint": f"{host}/wpush/v2/{path}", "expirationTime": None, "keys": keys}
 
 
 def new_handle() -> str:
@@ -198,7 +198,7 @@ def test_refusals_name_the_field(server):
             ({"push": dict(good, endpoint="https://user@push.example/x")}, "invalid_push", "push.endpoint"),
             ({"push": dict(good, keys=dict(good["keys"], p256dh=b64url(b"\x04" + b"\x01" * 64)))}, "invalid_push", "push.keys.p256dh"),
             ({"push": dict(good, keys=dict(good["keys"], auth=b64url(b"\x01" * 15)))}, "invalid_push", "push.keys.auth"),
-            ({"push": dict(good, expirationTime=None)}, "unknown_field", "push.expirationTime"),
+            ({"push": dict(good, expirationTime="soon")}, "invalid_push", "push.expirationTime"),
             ({"relay": {"handle": "has space"}}, "invalid_relay", "relay.handle"),
             ({"push": good, "relay": {"handle": new_handle()}}, "invalid_subscription", None),
             ({}, "invalid_subscription", None),

@@ -178,13 +178,14 @@ public struct NoticeBoard<Target: Hashable & Sendable>: Sendable {
     }
 
     /// Forgets notices whose time to live has passed, and the settlements of notices older than
-    /// `ttlMs`; settles any of their deliveries still waiting as `expired` (returned, to journal).
-    public mutating func prune(now: Int64) -> [Key] {
-        var expired: [Key] = []
-        for (key, p) in pending where !p.inFlight && (notices[key.notice]?.expiresAt ?? .min) <= now {
-            expired.append(key)
+    /// `ttlMs`; settles any of their deliveries still waiting as `expired` (returned with their
+    /// notices, to journal).
+    public mutating func prune(now: Int64) -> [(key: Key, notice: Notice)] {
+        var expired: [(key: Key, notice: Notice)] = []
+        for (key, p) in pending where !p.inFlight {
+            if let notice = notices[key.notice], notice.expiresAt <= now { expired.append((key, notice)) }
         }
-        for key in expired { _ = settle(key, .expired) }
+        for (key, _) in expired { _ = settle(key, .expired) }
         let pendingNotices = Set(pending.keys.map(\.notice))
         for (id, notice) in notices where notice.expiresAt <= now && !pendingNotices.contains(id) { notices[id] = nil }
         for id in settled.keys where PanicHub.saturatingSum(id.at, settings.ttlMs) <= now && notices[id] == nil { settled[id] = nil }

@@ -62,3 +62,17 @@ extension CheckinHub {
         }
     }
 }
+
+extension CheckinHub {
+    /// Removes subscription `subscription` whoever holds it, because the service behind it said
+    /// it is gone for good (404 or 410). The circle afterwards, to journal; nil when it held no
+    /// such subscription (removed meanwhile) or is gone.
+    public mutating func removeGoneSubscription(_ id: CircleID, _ subscription: SubscriptionID, now: Int64) -> CheckinCircle? {
+        withCircle(id) { circle -> CheckinCircle? in
+            guard let index = circle.subscriptions.firstIndex(where: { $0.id == subscription }) else { return nil }
+            circle.subscriptions.remove(at: index)
+            circle.activeAt = max(circle.activeAt, now)
+            return circle
+        } ?? nil
+    }
+}

@@ -27,7 +27,9 @@ extension CheckinHub {
 
     /// Takes over circles read from disk at `now`: those idle past their lifetime are dropped and
     /// a home safe past its time is cleared (silently: nobody listens yet), timers are armed.
-    public mutating func restoreCircles(_ restored: [CheckinCircle], now: Int64) {
+    public mutating func restoreCircles(_ restored: [CheckinCircle], settlements restoredSettlements: [NoticeSettlement] = [],
+                                        now: Int64) {
+        defer { for s in restoredSettlements { recordSettlement(s) } }
         for var circle in restored.sorted(by: { $0.id < $1.id }) {
             guard circle.idleDeadline(settings) > now else { continue }
             if let home = circle.home, home.until <= now {

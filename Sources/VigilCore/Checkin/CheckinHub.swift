@@ -55,6 +55,8 @@ public struct CheckinHub: Sendable {
     /// replicated record from a node that had not lapsed it yet must not bring it back.
     var lapsedHomes: [CircleID: CheckinHome] = [:]
     var nextOrder: UInt64 = 0
+    /// Notices' deliveries that are done, by circle (`NoticeSettlement`): durable, dropped with the circle.
+    var settlements: [CircleID: [DeliveryKey<SubscriptionID>: NoticeSettlement]] = [:]
 
     public init(settings: CheckinSettings) {
         self.settings = settings
@@ -295,6 +297,7 @@ public struct CheckinHub: Sendable {
     mutating func remove(_ id: CircleID, reason: CheckinCloseReason, out: inout [CheckinDelivery]) {
         guard let circle = circles.removeValue(forKey: id) else { return }
         filed[id] = nil
+        settlements[id] = nil
         lapsedHomes[id] = nil
         deliver(.closed(reason), of: id, out: &out)
         for connection in listeners[id].map({ Array($0.keys) }) ?? [] { unlisten(id, connection) }

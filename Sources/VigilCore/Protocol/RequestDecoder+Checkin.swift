@@ -89,16 +89,22 @@ extension RequestDecoder {
         }
     }
 
-    /// `push`: a Push API subscription as `PushSubscription.toJSON()` gives it, less its
-    /// `expirationTime`: `{"endpoint": URL, "keys": {"p256dh": B64URL, "auth": B64URL}}`. The
-    /// endpoint's shape only (1 to 1024 bytes of visible ASCII); whether it is a URL the server
+    /// `push`: a Push API subscription as `PushSubscription.toJSON()` gives it: `{"endpoint": URL,
+    /// "keys": {"p256dh": B64URL, "auth": B64URL}}`, and `expirationTime` (null or a time, which
+    /// browsers set to null and the server has no use for: read and not kept), so a page sends
+    /// what the browser gave it, unedited. The endpoint's shape only (1 to 1024 bytes of visible ASCII); whether it is a URL the server
     /// may send to is the application's to judge. Errors never echo the values.
     func pushTarget(_ v: JSONValue) throws -> CheckinSubscription.Target {
         typealias Target = CheckinSubscription.Target
         guard let o = v.object else {
             throw RequestError("invalid_push", field: "push", "push must be an object {\"endpoint\": .., \"keys\": {\"p256dh\": .., \"auth\": ..}}")
         }
-        for key in o.keys where key != "endpoint" && key != "keys" { throw RequestError.unknownField("push.\(key.prefix(64))") }
+        for key in o.keys where key != "endpoint" && key != "keys" && key != "expirationTime" {
+            throw RequestError.unknownField("push.\(key.prefix(64))")
+        }
+        if let expiration = o["expirationTime"], !expiration.isNull, expiration.double == nil {
+            throw RequestError("invalid_push", field: "push.expirationTime", "push.expirationTime must be null or a time")
+        }
         guard let e = o["endpoint"] else { throw RequestError.missing("push.endpoint") }
         guard let endpoint = e.string, Target.isVisibleASCII(endpoint, maxBytes: Target.maxEndpointBytes) else {
             throw RequestError("invalid_push", field: "push.endpoint",

@@ -211,7 +211,7 @@ import VigilTestSupport
             (register(#"\#(Self.push),"relay":{"handle":"h"}"#), "invalid_subscription", nil),
             // push
             (register(#""push":"https://a""#), "invalid_push", "push"),
-            (register(#""push":{"endpoint":"https://a","keys":{"p256dh":"\#(key)","auth":"\#(auth)"},"expirationTime":null}"#), "unknown_field", "push.expirationTime"),
+            (register(#""push":{"endpoint":"https://a","keys":{"p256dh":"\#(key)","auth":"\#(auth)"},"expirationTime":"soon"}"#), "invalid_push", "push.expirationTime"),
             (register(#""push":{"keys":{"p256dh":"\#(key)","auth":"\#(auth)"}}"#), "missing_field", "push.endpoint"),
             (register(#""push":{"endpoint":5,"keys":{"p256dh":"\#(key)","auth":"\#(auth)"}}"#), "invalid_push", "push.endpoint"),
             (register(#""push":{"endpoint":"","keys":{"p256dh":"\#(key)","auth":"\#(auth)"}}"#), "invalid_push", "push.endpoint"),

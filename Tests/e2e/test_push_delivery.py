@@ -1,0 +1,272 @@
+"""Notices that reach the people who are not watching (issue 24; docs/PROTOCOL.md, "Notices")
+end to end: a real vigild with a VAPID key from ``vigild push keygen`` sends to the test push
+service (pushservice.py: it verifies the VAPID JWT, decrypts the aes128gcm body with the
+subscription's private key as a browser would) and to a webhook receiver that verifies Standard
+Webhooks signatures (webhookreceiver.py). Both stand-ins are the tests' own code, on loopback.
+
+What is checked: each notice kind reaches the subscriptions of its audience and nobody else's
+(a revoked member, the owner for a member's notice, another circle); the payload holds ids, kind,
+status, time and the page to open, never a location, note, label or token; retries honour
+``Retry-After`` and back off; 410 removes the subscription; ``kill -9`` between ``ok`` and the
+delivery delivers after the restart with the same notice id, and a delivery that was settled is
+not sent again by a restart; a stalled push service does not hold up the daemon's replies and
+fan-out. Every wait is on a recorded request or an event, bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import pinclient as pc
+import privacy
+from httpstandin import STALL, Answer, too_many
+from pushservice import PushService
+from test_circle_panic import Client
+from test_circle_subscriptions import push_files  # noqa: F401  (a fixture)
+from webhookreceiver import WebhookReceiver
+
+PAYLOAD_KEYS = {"v", "notice", "kind", "circle", "stream", "status", "at", "url"}
+WEBHOOK_KEYS = {"v", "type", "handle", "notice", "kind", "circle", "stream", "status", "at", "urgent", "expires_at"}
+
+
+@pytest.fixture(scope="module")
+def vapid(push_files) -> dict:
+    """The VAPID key from ``vigild push keygen`` and a relay secret file (test_circle_subscriptions')."""
+    return push_files
+
+
+def config(vapid: dict, relay_url: str | None = None, state: Path | None = None, **push) -> dict:
+    cfg = pc.pins_config(session={"messages_per_second": 1000, "message_burst": 2000},
+                         panic={"history_events": 100, "stale_after_ms": 600000, "ended_grace_ms": 600000, "max_streams": 1000},
+                         checkin={"max_members": 8})
+    cfg["limits"].update(circle_create_burst=100000, open_streams_per_address=10000)
+    cfg["push"] = {"vapid_key_file": vapid["key"], "vapid_subject": "mailto:ops@example.org",
+                   "allow_loopback_http": True, **push}
+    if relay_url is not None:
+        cfg["push"].update(relay_url=relay_url, relay_secret_file=vapid["secret"])
+    if state is not None:
+        cfg["state"] = {"directory": str(state)}
+    return cfg
+
+
+@pytest.fixture
+def service():
+    with PushService() as s:
+        yield s
+
+
+def subscribe(service: PushService, vapid: dict):
+    """A browser's subscription at the test push service, restricted to the server's key."""
+    sub = service.subscribe(application_server_key=vapid["public_key"])
+    privacy.remember(sub.endpoint.rsplit("/", 1)[-1])
+    return sub
+
+
+def register(client: Client, circle: str, credential: tuple[str, str], sub) -> str:
+    return client.ok("checkin.register", circle=circle, **{credential[0]: credential[1]}, push=sub.json())["subscription"]
+
+
+def circle_with_subscriptions(owner: Client, service: PushService, vapid: dict, members=("Mum", "Sam", "Ex")):
+    created = owner.circle(members)
+    subs = {"owner": subscribe(service, vapid)}
+    register(owner, created["circle"], ("owner_token", created["owner_token"]), subs["owner"])
+    for label, token in zip(members, created["tokens"]):
+        subs[label] = subscribe(service, vapid)
+        register(owner, created["circle"], ("member_token", token), subs[label])
+    return created, subs
+
+
+def notices(service: PushService, sub, kind: str | None = None) -> list:
+    return [n for n in service.notices_for(sub) if kind is None or n.json()["kind"] == kind]
+
+
+def wait_notices(service: PushService, sub, kind: str, count: int = 1, timeout: float = 10.0) -> list:
+    assert service.wait(lambda s: len(notices(s, sub, kind)) >= count, timeout), \
+        f"{kind}: {[n.json() for n in service.notices_for(sub)]}; rejections {service.rejections}"
+    return notices(service, sub, kind)
+
+
+def test_a_circle_panic_reaches_the_members_and_nobody_else(vigild, vapid, service):
+    d = vigild(config(vapid))
+    with Client(d.port) as owner, Client(d.port) as phone:
+        created, subs = circle_with_subscriptions(owner, service, vapid)
+        owner.ok("checkin.revoke", circle=created["circle"], owner_token=created["owner_token"], member=3)   # Ex
+        other, other_subs = circle_with_subscriptions(owner, service, vapid, members=("Neighbour",))
+        started = phone.start_for(created, status="red", note="walking home past the park")
+        stream = started["stream"]
+        for label in ("Mum", "Sam"):
+            (n,) = wait_notices(service, subs[label], "panic_started")
+            body = n.json()
+            assert set(body) == PAYLOAD_KEYS, body
+            assert body["stream"] == stream and body["circle"] == created["circle"] and body["status"] == "red"
+            assert body["url"] == f"/watch#stream={stream}&circle={created['circle']}"
+            assert abs(body["at"] / 1000 - time.time()) < 60
+            assert len(body["notice"]) == 39
+            # Danger wakes the phone; the topic (one per stream) lets a later notice replace it.
+            assert n.urgency == "high" and n.topic and len(n.topic) == 32 and 0 < n.ttl <= 86400
+            assert n.claims["sub"] == "mailto:ops@example.org" and n.claims["aud"] == service.origin
+            text = n.plaintext.decode()
+            for secret in (started["owner_token"], *started["watch_tokens"], *created["tokens"], created["owner_token"],
+                           "walking home", "52.52", "13.405", "Mum", "Sam"):
+                assert secret not in text, (secret, text)
+        # The two members got the same notice (one id), on their own subscriptions only.
+        assert notices(service, subs["Mum"])[0].json()["notice"] == notices(service, subs["Sam"])[0].json()["notice"]
+
+        # The end reaches the same members, under the same topic, not urgent.
+        phone.ok("panic.end", stream=stream, reason="safe")
+        (ended,) = wait_notices(service, subs["Sam"], "panic_ended")
+        assert ended.json()["stream"] == stream and ended.urgency == "normal"
+        assert ended.topic == notices(service, subs["Sam"], "panic_started")[0].topic
+        wait_notices(service, subs["Mum"], "panic_ended")
+        # Nobody else: the owner (its own stream), the revoked member, the other circle.
+        assert d.metric("vigil_notice_deliveries_pending") == 0
+        for quiet in (subs["owner"], subs["Ex"], other_subs["owner"], other_subs["Neighbour"]):
+            assert service.notices_for(quiet) == [], quiet.id
+        assert d.metric("vigil_notice_deliveries_total", result="delivered") == 4
+
+
+def test_a_question_reaches_the_owner_and_the_answer_every_member(vigild, vapid, service):
+    d = vigild(config(vapid))
+    with Client(d.port) as owner, Client(d.port) as mum:
+        created, subs = circle_with_subscriptions(owner, service, vapid, members=("Mum", "Sam"))
+        circle = created["circle"]
+        mum.ok("checkin.request", circle=circle, member_token=created["tokens"][0])
+        (asked,) = wait_notices(service, subs["owner"], "checkin_requested")
+        body = asked.json()
+        assert set(body) == PAYLOAD_KEYS - {"stream", "status"} and body["url"] == f"/circle#circle={circle}", body
+        assert asked.urgency == "high"
+        owner.ok("checkin.answer", circle=circle, owner_token=created["owner_token"], status="safe", note="home, all fine")
+        for label in ("Mum", "Sam"):
+            (answered,) = wait_notices(service, subs[label], "checkin_answered")
+            assert answered.urgency == "normal" and "home, all fine" not in answered.plaintext.decode()
+        assert notices(service, subs["owner"], "checkin_answered") == []
+        assert notices(service, subs["Mum"], "checkin_requested") == [] and notices(service, subs["Sam"], "checkin_requested") == []
+
+
+def test_retry_after_is_honoured_failures_back_off_and_410_removes_the_subscription(vigild, vapid, service, vigild_binary, tmp_path):
+    state = tmp_path / "state"
+    d = vigild(config(vapid, state=state))
+    with Client(d.port) as owner, Client(d.port) as phone:
+        created, subs = circle_with_subscriptions(owner, service, vapid, members=("Mum", "Sam", "Gone"))
+        service.answer(subs["Mum"], too_many(retry_after=2))
+        service.answer(subs["Sam"], Answer(500), Answer(500))
+        service.answer(subs["Gone"], Answer(410))
+        started = time.monotonic()
+        phone.start_for(created)
+        (mum,) = wait_notices(service, subs["Mum"], "panic_started", timeout=15)
+        (sam,) = wait_notices(service, subs["Sam"], "panic_started", timeout=15)
+        attempts = {label: [a for a in service.attempts if a.subscription == subs[label].id] for label in ("Mum", "Sam", "Gone")}
+        # Mum: 429 with Retry-After 2 s, then accepted no sooner.
+        assert [a.status for a in attempts["Mum"]] == [429, 201]
+        assert attempts["Mum"][1].at - attempts["Mum"][0].at >= 1.9
+        # Sam: two 500s, each followed by a backoff of 0.5-1 s then 1-2 s (equal jitter from 1 s).
+        assert [a.status for a in attempts["Sam"]] == [500, 500, 201]
+        gaps = [b.at - a.at for a, b in zip(attempts["Sam"], attempts["Sam"][1:])]
+        assert 0.45 <= gaps[0] <= 1.6 and 0.95 <= gaps[1] <= 2.6, gaps
+        # Every attempt of one delivery carries the same notice.
+        assert len({json.loads(a.plaintext)["notice"] for a in attempts["Sam"]}) == 1
+        # Gone: one attempt, then the subscription is removed from the circle (journaled).
+        assert [a.status for a in attempts["Gone"]] == [410]
+        assert d.metric("vigil_notice_deliveries_total", result="gone") == 1
+        assert d.metric("vigil_notice_retries_total") == 3
+        assert time.monotonic() - started < 15
+        phone.ok("panic.start", status="amber", lat=1, lon=2, circle=created["circle"], owner_token=created["owner_token"])
+        wait_notices(service, subs["Mum"], "panic_started", count=2)
+        assert [a.status for a in service.attempts if a.subscription == subs["Gone"].id] == [410]
+    d.stop(signal.SIGTERM)
+    out = subprocess.run([str(vigild_binary), "state", "inspect", str(state)], capture_output=True, text=True, timeout=30)
+    circles = [json.loads(line) for line in out.stdout.splitlines() if '"type":"circle"' in line]
+    (circle,) = [c for c in circles if c["id"] == created["circle"]]
+    assert circle["subscriptions"]["owner"]["web_push"] == 1
+    assert [m["web_push"] for m in circle["subscriptions"]["members"]] == [1, 1], circle
+
+
+def test_kill_9_between_ok_and_delivery_delivers_after_the_restart_once(vigild, vapid, service, tmp_path):
+    state = tmp_path / "state"
+    d = vigild(config(vapid, state=state))
+    with Client(d.port) as owner, Client(d.port) as phone:
+        created, subs = circle_with_subscriptions(owner, service, vapid, members=("Mum", "Sam"))
+        service.answer(subs["Mum"], STALL)      # the push service holds Mum's request: never answered
+        stream = phone.start_for(created)["stream"]
+        (sam,) = wait_notices(service, subs["Sam"], "panic_started")
+        assert service.wait(lambda s: s.stalled == 1, 10)
+    # Killed while Mum's delivery is in flight: the `ok` stands, the notice must still arrive.
+    d.proc.send_signal(signal.SIGKILL)
+    d.wait(10)
+    d.reported = True
+    service.answer(subs["Mum"], always=Answer(201))
+    d2 = vigild(config(vapid, state=state))
+    (mum,) = wait_notices(service, subs["Mum"], "panic_started", timeout=15)
+    assert mum.json()["notice"] == sam.json()["notice"] and mum.json()["stream"] == stream
+    # Sam's delivery was settled before the kill (journaled): not sent again.
+    assert len(notices(service, subs["Sam"])) == 1
+    # The service recorded Mum's 201 before writing it: wait until vigild has read it and settled.
+    deadline = time.monotonic() + 10
+    while d2.metric("vigil_notice_deliveries_total", result="delivered") < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert d2.metric("vigil_notice_deliveries_pending") == 0
+    assert d2.stop(signal.SIGTERM) == 0
+    # A third start (from the final snapshot): nothing left to send, nothing sent.
+    d3 = vigild(config(vapid, state=state))
+    assert d3.metric("vigil_notice_deliveries_pending") == 0
+    assert d3.metric("vigil_notice_requests_total", channel="webpush") == 0
+    assert len(notices(service, subs["Mum"])) == 1 and len(notices(service, subs["Sam"])) == 1
+
+
+def test_the_relay_gets_signed_webhooks_with_the_handle_and_no_location(vigild, vapid):
+    with WebhookReceiver([Path(vapid["secret"]).read_text().strip()]) as receiver:
+        d = vigild(config(vapid, relay_url=receiver.url))
+        with Client(d.port) as owner, Client(d.port) as phone:
+            created = owner.circle(("Mum",))
+            handle = "apns:" + os.urandom(12).hex()
+            privacy.remember(handle)
+            owner.ok("checkin.register", circle=created["circle"], member_token=created["tokens"][0], relay={"handle": handle})
+            receiver.answer(Answer(503, retry_after=1))
+            started = phone.start_for(created, note="near the station")
+            assert receiver.wait(lambda r: len(r.deliveries) >= 1, 15), receiver.rejections
+            (delivery,) = receiver.deliveries
+            body = delivery.json()
+            assert set(body) == WEBHOOK_KEYS, body
+            assert body["handle"] == handle and body["kind"] == "panic_started" and body["stream"] == started["stream"]
+            assert body["urgent"] is True and body["type"] == "vigil.notice"
+            assert "near the station" not in delivery.body.decode() and "52.52" not in delivery.body.decode()
+            # The retry after the 503 kept its webhook-id (a receiver dedupes on it) and was signed again.
+            assert [a.status for a in receiver.attempts] == [503, 200]
+            assert receiver.attempts[0].id == delivery.id and delivery.id.startswith(body["notice"])
+            assert receiver.rejections == []
+
+
+def test_a_stalled_push_service_does_not_hold_up_replies_or_fan_out(vigild, vapid, service):
+    d = vigild(config(vapid))
+    with Client(d.port) as owner, Client(d.port) as phone, Client(d.port) as watcher:
+        created, subs = circle_with_subscriptions(owner, service, vapid, members=("Mum", "Sam"))
+        for sub in subs.values():
+            service.answer(sub, always=STALL)
+        # Twenty panics for the circle: forty deliveries, every one held by the push service.
+        for _ in range(20):
+            phone.start_for(created)
+        # The client's connections to the push service's origin (4) are all held.
+        assert service.wait(lambda s: s.stalled >= 4, 10)
+        stream = phone.start_for(created)
+        watcher.ok("panic.watch", stream=stream["stream"], member_token=created["tokens"][0])
+        delays = []
+        for i in range(200):
+            t0 = time.perf_counter()
+            phone.ok("panic.update", stream=stream["stream"], lat=52.52 + i * 1e-5, lon=13.405)
+            while True:
+                ev = watcher.event(5)
+                if ev["type"] == "panic.location":
+                    break
+            delays.append(time.perf_counter() - t0)
+        median, p99 = statistics.median(delays), sorted(delays)[int(len(delays) * 0.99) - 1]
+        assert median < 0.02 and p99 < 0.2, (median, p99)
+        assert d.metric("vigil_notice_deliveries_in_flight") >= 4
+        service.release_stalled()
