@@ -413,8 +413,6 @@ def test_the_service_worker_shows_notices_and_opens_their_page(server, browser, 
 
 # --- The whole chain: vigild -> push service -> service worker -> /watch --------------------------
 
-@pytest.mark.skip(reason="waits for vigild to send notices (issue 24 C: a panic's notice POSTed to the members' "
-                         "Web Push subscriptions); everything before the push service's check runs and passes without it")
 def test_a_panic_reaches_a_member_through_web_push_and_opens_the_stream(vigild, vigild_binary, tmp_path, browser, page, member):
     key = tmp_path / "vapid.pem"
     subprocess.run([str(vigild_binary), "push", "keygen", str(key)], check=True, capture_output=True)
@@ -431,6 +429,7 @@ def test_a_panic_reaches_a_member_through_web_push_and_opens_the_stream(vigild, 
         # service. The page's own code path does the rest (permission, service worker, its
         # subscribe call with the key from /site.json, checkin.register with toJSON()).
         subscription = service.subscribe(application_server_key=public_key)
+        web.privacy.remember(subscription.endpoint.rsplit("/", 1)[-1])
         grant(browser, member, origin, "notifications")
         sw = ServiceWorker(browser, member, origin)
         member.eval(f"""(() => {{
@@ -476,7 +475,7 @@ def test_a_panic_reaches_a_member_through_web_push_and_opens_the_stream(vigild, 
         follower = browser.page(context=member.context)
         try:
             follower.goto(tapped["opened"][0])
-            follower.wait("window.vigilWatch && document.getElementById('points').textContent === '1'", timeout=15)
+            follower.wait("window.vigilWatch && window.vigilWatch.trail.length >= 1", timeout=15)
             assert text(follower, "status").startswith("RED")
             assert text(follower, "position") == "48.20820, 16.37380"
         finally:
