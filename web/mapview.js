@@ -57,6 +57,22 @@ export function text(id, value) {
   if (el && el.textContent !== value) el.textContent = value;
 }
 
+/**
+ * A link to hand to someone: the link in a read-only field, and a button that opens the phone's
+ * share sheet (or copies it where there is none). Returns `[input, button]`.
+ */
+export function linkField(url, title) {
+  const input = Object.assign(document.createElement('input'), { readOnly: true, value: url });
+  const button = Object.assign(document.createElement('button'), { type: 'button', textContent: navigator.share ? 'Share' : 'Copy' });
+  button.addEventListener('click', async () => {
+    try {
+      if (navigator.share) await navigator.share({ title, url: input.value });
+      else await navigator.clipboard.writeText(input.value);
+    } catch { input.select(); }
+  });
+  return [input, button];
+}
+
 export function show(id, visible) {
   const el = document.getElementById(id);
   if (el) el.hidden = !visible;

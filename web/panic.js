@@ -1,10 +1,11 @@
 // /panic: start a panic stream from a phone's browser (Geolocation API), hand out the watch
 // links, send the position until "I am safe". The owner token stays in this browser's
-// localStorage so that a reload (or a dead battery and a new tab) resumes the stream.
+// localStorage so that a reload (or a dead battery and a new tab) resumes the stream. A stream
+// started for a check-in circle on /circle is handed over here the same way.
 import { VigilClient, followPosition } from './vigil/index.js';
-import { serverURL, text, show, reconnectWhenBack } from './mapview.js';
+import { serverURL, text, show, linkField, reconnectWhenBack } from './mapview.js';
+import { startHere, savePanic, savedPanic, forgetPanic } from './panicstart.js';
 
-const KEY = 'vigil.panic';
 let client;
 let owner = null;
 let stopFeed = null;
@@ -15,14 +16,6 @@ function problem(message) {
   show('problem', !!message);
 }
 
-function firstFix() {
-  return new Promise((resolve, reject) => {
-    if (!navigator.geolocation) { reject(new Error('this browser has no location service')); return; }
-    navigator.geolocation.getCurrentPosition(resolve, (e) => reject(new Error(e.message || 'location refused')),
-      { enableHighAccuracy: true, timeout: 20000, maximumAge: 0 });
-  });
-}
-
 function link(token) {
   return `${location.origin}/watch#s=${encodeURIComponent(owner.stream)}&t=${encodeURIComponent(token)}`;
 }
@@ -31,15 +24,7 @@ function showLinks() {
   const list = document.getElementById('links');
   list.replaceChildren(...owner.watchTokens.map((token) => {
     const li = document.createElement('li');
-    const input = Object.assign(document.createElement('input'), { readOnly: true, value: link(token) });
-    const copy = Object.assign(document.createElement('button'), { type: 'button', textContent: navigator.share ? 'Share' : 'Copy' });
-    copy.addEventListener('click', async () => {
-      try {
-        if (navigator.share) await navigator.share({ title: 'My live location', url: input.value });
-        else await navigator.clipboard.writeText(input.value);
-      } catch { input.select(); }
-    });
-    li.append(input, copy);
+    li.append(...linkField(link(token), 'My live location'));
     return li;
   }));
 }
@@ -70,14 +55,12 @@ async function extendTimer() {
   }
 }
 
-function save() {
-  localStorage.setItem(KEY, JSON.stringify({ stream: owner.stream, ownerToken: owner.ownerToken, watchTokens: owner.watchTokens }));
-}
-
 function sharing() {
-  save();
+  savePanic(owner);
   show('start', false);
   show('sharing', true);
+  show('for-circle', !!owner.circle);
+  if (owner.circle) document.querySelector('#for-circle a').href = `/circle#circle=${encodeURIComponent(owner.circle)}`;
   showLinks();
   showStatus();
   showTimer();
@@ -103,14 +86,9 @@ async function start(chosen, dueInS = null) {
   status = chosen;
   problem('');
   try {
-    const fix = await firstFix();
-    const c = fix.coords;
-    const fields = { status, lat: c.latitude, lon: c.longitude, watchers: Number(document.getElementById('contacts').value) };
-    if (Number.isFinite(c.accuracy)) fields.accuracy_m = Math.min(100000, c.accuracy);
-    const note = document.getElementById('note').value.trim();
-    if (note) fields.note = note;
-    if (dueInS) fields.due_in_s = dueInS;
-    owner = await client.startPanic(fields);
+    owner = await startHere(client, {
+      status, dueInS, watchers: Number(document.getElementById('contacts').value), note: document.getElementById('note').value.trim(),
+    });
     globalThis.vigilOwner = owner;
     sharing();
   } catch (err) {
@@ -123,7 +101,7 @@ async function finish(reason) {
   try {
     await owner.end(reason);
     stopFeed?.();
-    localStorage.removeItem(KEY);
+    forgetPanic();
     show('sharing', false);
     show('start', true);
     problem('');
@@ -165,16 +143,17 @@ async function main() {
       problem(`Not changed: ${err.message}`);
     }
   });
-  const saved = JSON.parse(localStorage.getItem(KEY) || 'null');
+  const saved = savedPanic();
   if (saved) {
     try {
       owner = await client.resumePanic(saved.stream, saved.ownerToken);
       owner.watchTokens = saved.watchTokens;
+      owner.circle = saved.circle ?? null;
       globalThis.vigilOwner = owner;
       status = owner.status;
-      if (owner.ended) { localStorage.removeItem(KEY); owner = null; } else sharing();
+      if (owner.ended) { forgetPanic(); owner = null; } else sharing();
     } catch {
-      localStorage.removeItem(KEY);
+      forgetPanic();
     }
   }
   document.body.dataset.ready = 'true';

@@ -1,14 +1,18 @@
 // /watch#s=STREAM&t=WATCH_TOKEN: an SOS contact follows a panic stream. The stream id and token
 // are read from the URL fragment, which the browser never sends to any server.
+// /watch#stream=STREAM&circle=CIRCLE (a notification's link, or "Follow" on /circle): a member of
+// the stream's check-in circle follows it with the member token this browser keeps for the circle.
 import { VigilClient, WatchModel } from './vigil/index.js';
 import { siteConfig, createMap, serverURL, duration, text, show, reconnectWhenBack } from './mapview.js';
+import { storedCircle } from './circles.js';
 
 const STATUS = { red: 'RED – in danger', amber: 'AMBER – uneasy' };
 const ENDED = { safe: 'Home safe: the person ended the sharing.', cancelled: 'Cancelled: the person stopped sharing.', abandoned: 'Ended: no news from the phone for a long time.' };
 
 const params = new URLSearchParams(location.hash.slice(1));
-const stream = params.get('s');
-const token = params.get('t');
+const stream = params.get('s') ?? params.get('stream');
+const token = params.get('t') ?? params.get('token');
+const circle = params.get('circle');
 
 let map = null;
 let trailLine = null;
@@ -70,12 +74,24 @@ function problem(message) {
   show('problem', true);
 }
 
+/** `{watchToken}` from the link, `{memberToken}` kept for the link's circle, or a reason why not. */
+function credential() {
+  if (token) return { watchToken: token };
+  if (!circle) return { missing: 'This link is incomplete: it must end with #s=…&t=… as it was sent to you.' };
+  const kept = storedCircle(circle);
+  if (!kept) return { missing: 'This browser holds no invitation to this circle: open the invitation link you were sent first, on this device.' };
+  if (kept.role !== 'member') return { missing: 'This alarm is your own: you are the owner of this circle. Its members follow it; you share it from "Share my location".' };
+  return { memberToken: kept.token };
+}
+
 async function main() {
-  if (!stream || !token) {
-    problem('This link is incomplete: it must end with #s=…&t=… as it was sent to you.');
+  const cred = stream ? credential() : { missing: 'This link is incomplete: it must end with #s=…&t=… as it was sent to you.' };
+  if (cred.missing) {
+    problem(cred.missing);
     text('status', '–');
     return;
   }
+  if (cred.memberToken) text('revoked', 'Your invitation to this circle was withdrawn: you no longer see this location.');
   const site = await siteConfig();
   map = await createMap(document.getElementById('map'), site);
   const client = new VigilClient(serverURL(), { heartbeatMs: 20000, reconnect: { minDelayMs: 300, maxDelayMs: 4000 } });
@@ -88,9 +104,12 @@ async function main() {
   await client.connect();
   let model;
   try {
-    model = await WatchModel.open(client, stream, token);
+    model = await WatchModel.open(client, stream, cred);
   } catch (err) {
-    problem(err.code === 'forbidden' ? 'This link does not open any location (it was withdrawn, or the sharing ended more than an hour ago).' : `Cannot follow this location: ${err.message}`);
+    const forbidden = cred.memberToken
+      ? 'This alarm cannot be opened: your invitation to the circle was withdrawn, or the sharing ended more than an hour ago.'
+      : 'This link does not open any location (it was withdrawn, or the sharing ended more than an hour ago).';
+    problem(err.code === 'forbidden' ? forbidden : `Cannot follow this location: ${err.message}`);
     text('status', '–');
     client.close();
     return;

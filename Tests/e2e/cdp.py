@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from websockets.sync.client import connect
@@ -89,8 +90,11 @@ class Session:
 
 
 class Page:
-    def __init__(self, session: Session, target_id: str, session_id: str):
+    def __init__(self, session: Session, target_id: str, session_id: str, context: str | None = None):
         self.s, self.target_id, self.sid = session, target_id, session_id
+        # The browser context of a page made by ``Browser.page(isolated=True)``: its own storage,
+        # cookies, service workers and permissions, as another person's device would have.
+        self.context = context
         self.console: list[str] = []
         self.frames_received: list[str] = []
         self._lock = threading.Lock()
@@ -157,6 +161,18 @@ class Page:
 }})"""
         return self.eval(script, timeout + 5)
 
+    def wait_across_navigation(self, condition: str, timeout: float = 10.0):
+        """``wait``, for a page that navigates meanwhile (a click that loads another page): a
+        wait cut short by the navigation is started again in the new document, until ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.wait(condition, max(0.1, deadline - time.monotonic()))
+            except CDPError as error:
+                gone = "navigated or closed" in str(error) or "context was destroyed" in str(error)
+                if not gone or time.monotonic() >= deadline:
+                    raise
+
     def screenshot(self, path: Path) -> None:
         data = self.send("Page.captureScreenshot", {"format": "png"})["data"]
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -165,6 +181,8 @@ class Page:
     def close(self) -> None:
         try:
             self.s.send("Target.closeTarget", {"targetId": self.target_id})
+            if self.context:
+                self.s.send("Target.disposeBrowserContext", {"browserContextId": self.context})
         except CDPError:
             pass
 
@@ -200,10 +218,16 @@ class Browser:
         self.session = Session(found[0])
         return self
 
-    def page(self) -> Page:
-        target = self.session.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+    def page(self, *, isolated: bool = False, context: str | None = None) -> Page:
+        """A new tab: in the default browser context, in ``context``, or (``isolated``) in a new
+        context of its own, disposed of with the page (a second person's browser)."""
+        own = self.session.send("Target.createBrowserContext")["browserContextId"] if isolated else None
+        params = {"url": "about:blank"}
+        if own or context:
+            params["browserContextId"] = own or context
+        target = self.session.send("Target.createTarget", params)["targetId"]
         sid = self.session.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        return Page(self.session, target, sid)
+        return Page(self.session, target, sid, own)
 
     def stop(self) -> None:
         if self.session is not None:

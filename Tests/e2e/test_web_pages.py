@@ -138,6 +138,12 @@ def server(vigild):
 def page(browser):
     p = browser.page()
     yield p
+    checked_close(p)
+
+
+def checked_close(p: cdp.Page) -> None:
+    """Closes a page after its test: what its WebSockets received goes to the log-privacy scan,
+    and it must not have broken its CSP, thrown, or missed a file."""
     for frame in p.received():
         privacy.record(frame)
     problems = [m for m in p.messages() if "Content Security Policy" in m or m.startswith("exception") or "Failed to load" in m]

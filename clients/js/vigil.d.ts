@@ -88,6 +88,49 @@ export interface PanicStale { type: 'panic.stale'; stream: string; last_location
 export interface PanicRevoked { type: 'panic.revoked'; stream: string }
 export type PanicEvent = PanicLocation | PanicStatus | PanicEnded | PanicStale | PanicRevoked;
 
+// MARK: check-in circles (docs/PROTOCOL.md "Check-in circles")
+
+/** Who holds a circle's capability: its owner, or one of its members. */
+export type CircleCredential = { ownerToken: string } | { memberToken: string };
+
+export interface CircleMember { member: number; label?: string; added_at: number }
+export interface CheckinRequest { member: number; label?: string; at: number }
+export interface CheckinAnswer { status: 'safe'; at: number; note?: string; answered: CheckinRequest[] }
+export interface CheckinHome { at: number; until: number }
+/** An active panic stream of the circle (its members may watch it with their member tokens). */
+export interface CirclePanic { stream: string; status: 'red' | 'amber'; started_at: number; escalated_at?: number }
+
+export interface CircleState {
+  circle: string;
+  created_at: number;
+  active_at: number;
+  expires_at: number;
+  role: 'owner' | 'member';
+  /** The owner's state only. */
+  members?: CircleMember[];
+  /** A member's state only. */
+  you?: { member: number; label?: string };
+  requests: CheckinRequest[];
+  answer?: CheckinAnswer;
+  home?: CheckinHome;
+  panics?: CirclePanic[];
+}
+
+export interface CheckinRequested { type: 'checkin.requested'; circle: string; member: number; label?: string; at: number }
+export interface CheckinAnswered { type: 'checkin.answered'; circle: string; answer: CheckinAnswer }
+export interface CheckinHomeEvent { type: 'checkin.home'; circle: string; state: 'set' | 'cleared' | 'lapsed'; until?: number; at: number }
+export interface CheckinRevoked { type: 'checkin.revoked'; circle: string; member: number }
+export interface CheckinClosed { type: 'checkin.closed'; circle: string; reason: 'closed' | 'idle'; at: number }
+/** A panic stream of the circle started, was escalated (a missed check-in) or ended. */
+export interface CheckinPanic {
+  type: 'checkin.panic'; circle: string; stream: string; event: 'started' | 'escalated' | 'ended';
+  status: 'red' | 'amber'; at: number; reason?: 'safe' | 'cancelled' | 'abandoned';
+}
+export type CheckinEvent = CheckinRequested | CheckinAnswered | CheckinHomeEvent | CheckinRevoked | CheckinClosed | CheckinPanic;
+
+/** What `PushSubscription.toJSON()` gives (`expirationTime` is not sent to the server). */
+export interface PushSubscriptionJSON { endpoint: string; expirationTime?: number | null; keys: { p256dh: string; auth: string } }
+
 /** A reply `{type:"ok", ref, ...}`; its other fields depend on the op. */
 export interface Reply { type: 'ok'; ref: number; [field: string]: unknown }
 
@@ -172,9 +215,25 @@ export class VigilClient extends Emitter {
    * `attach` is called with the Watch before the request is sent: listeners added there miss nothing.
    */
   watch(stream: string, watchToken: string, options?: { since?: number; attach?: (watch: Watch) => void }): Promise<Watch>;
-  /** `due_in_s` / `due_at`: a safety timer (amber only; docs/PROTOCOL.md "Safety timer"). */
-  startPanic(fields: Position & { status: 'red' | 'amber'; note?: string; watchers?: number; due_in_s?: number; due_at?: number }): Promise<Owner>;
+  /** As a member of the stream's check-in circle: `panic.watch` with the member token. */
+  watch(stream: string, options: { memberToken: string; since?: number; attach?: (watch: Watch) => void }): Promise<Watch>;
+  /**
+   * `due_in_s` / `due_at`: a safety timer (amber only; docs/PROTOCOL.md "Safety timer").
+   * `circle` with the circle's `ownerToken`: a stream of the circle, which its members hear of
+   * (`checkin.panic`) and may watch with their member tokens.
+   */
+  startPanic(fields: Position & { status: 'red' | 'amber'; note?: string; watchers?: number; due_in_s?: number; due_at?: number; circle?: string; ownerToken?: string }): Promise<Owner>;
   resumePanic(stream: string, ownerToken: string): Promise<Owner>;
+
+  /** Makes a circle and listens to it as its owner; `memberTokens` and `ownerToken` are shown this once. */
+  createCircle(members?: (string | null)[]): Promise<Circle & { memberTokens: { member: number; label: string | null; token: string }[]; expiresAt: number }>;
+  openCircle(circle: string, ownerToken: string): Promise<Circle>;
+  joinCircle(circle: string, memberToken: string): Promise<Circle>;
+  /** Registers a Web Push subscription for the circle's notices; resolves with its id. */
+  registerPush(circle: string, credential: CircleCredential, subscription: PushSubscriptionJSON): Promise<string>;
+  /** Registers the operator's relay handle (a native app) for the circle's notices; resolves with its id. */
+  registerRelay(circle: string, credential: CircleCredential, handle: string): Promise<string>;
+  unregister(circle: string, credential: CircleCredential, subscription: string): Promise<void>;
 
   on(name: 'open', fn: (e: { welcome: Welcome; reconnected: boolean }) => void): () => void;
   on(name: 'reconnected', fn: (e: { welcome: Welcome }) => void): () => void;
@@ -185,6 +244,7 @@ export class VigilClient extends Emitter {
   on(name: 'pin.added' | 'pin.updated' | 'pin.expired', fn: (e: { type: string; pin: Pin }) => void): () => void;
   on(name: 'pin.removed', fn: (e: { type: 'pin.removed'; pin: Pin; reason: 'deleted' | 'moved' | 'flagged' }) => void): () => void;
   on(name: 'stalled', fn: (e: { silentMs: number }) => void): () => void;
+  on(name: 'checkin.panic', fn: (e: CheckinPanic) => void): () => void;
   on(name: 'closed', fn: () => void): () => void;
   on(name: 'error', fn: (e: Error) => void): () => void;
   on(name: string, fn: (payload: any) => void): () => void;
@@ -194,6 +254,8 @@ export class VigilClient extends Emitter {
 export class Watch extends Emitter {
   readonly stream: string;
   readonly token: string;
+  /** Which token `token` is: a watch token, or a member token of the stream's circle. */
+  readonly credential: 'watch_token' | 'member_token';
   lastSeq: number;
   state: StreamState | null;
   active: boolean;
@@ -214,6 +276,8 @@ export class Owner extends Emitter {
   readonly stream: string;
   readonly ownerToken: string;
   watchTokens: string[];
+  /** The check-in circle the stream was started for, or null. */
+  circle: string | null;
   seq: number;
   watchers: number;
   ended: boolean;
@@ -238,6 +302,48 @@ export class Owner extends Emitter {
   on(name: string, fn: (payload: any) => void): () => void;
 }
 
+/**
+ * A check-in circle this client listens to (as its owner or a member), re-opened after each
+ * reconnect. `state` and `panics` are kept by the circle's news.
+ */
+export class Circle extends Emitter {
+  readonly id: string;
+  readonly role: 'owner' | 'member';
+  readonly credential: CircleCredential;
+  readonly ownerToken: string | null;
+  readonly memberToken: string | null;
+  state: CircleState | null;
+  panics: CirclePanic[];
+  /** False once revoked, closed or left. */
+  active: boolean;
+  // The owner's:
+  invite(label?: string | null): Promise<{ member: number; label: string | null; token: string }>;
+  revoke(member: number): Promise<void>;
+  answer(options?: { note?: string }): Promise<CheckinAnswer>;
+  home(spec: { for_s: number } | { until: number } | { clear: true }): Promise<CheckinHome | null>;
+  close(): Promise<void>;
+  startPanic(fields: Position & { status: 'red' | 'amber'; note?: string; watchers?: number; due_in_s?: number; due_at?: number }): Promise<Owner>;
+  // A member's:
+  /** "Are you safe?"; resolves with the request's time. */
+  request(): Promise<number>;
+  watch(stream: string, options?: { since?: number; attach?: (watch: Watch) => void }): Promise<Watch>;
+  // Both:
+  leave(): Promise<void>;
+  registerPush(subscription: PushSubscriptionJSON): Promise<string>;
+  registerRelay(handle: string): Promise<string>;
+  unregister(subscription: string): Promise<void>;
+  on(name: 'state', fn: (state: CircleState) => void): () => void;
+  on(name: 'requested', fn: (e: CheckinRequested) => void): () => void;
+  on(name: 'answered', fn: (e: CheckinAnswered) => void): () => void;
+  on(name: 'home', fn: (e: CheckinHomeEvent) => void): () => void;
+  on(name: 'panic', fn: (e: CheckinPanic) => void): () => void;
+  on(name: 'revoked', fn: (e: CheckinRevoked) => void): () => void;
+  on(name: 'closed', fn: (e: CheckinClosed) => void): () => void;
+  on(name: 'event', fn: (e: CheckinEvent) => void): () => void;
+  on(name: 'change', fn: (circle: Circle) => void): () => void;
+  on(name: string, fn: (payload: any) => void): () => void;
+}
+
 export class MapModel extends Emitter {
   constructor(client: VigilClient);
   pins: Map<string, Pin>;
@@ -254,7 +360,7 @@ export class MapModel extends Emitter {
 export class WatchModel extends Emitter {
   constructor(watch: Watch, options?: { maxTrail?: number });
   /** Watches with a model attached from the start. */
-  static open(client: VigilClient, stream: string, watchToken: string, options?: { since?: number; maxTrail?: number }): Promise<WatchModel>;
+  static open(client: VigilClient, stream: string, credential: string | { watchToken: string } | { memberToken: string }, options?: { since?: number; maxTrail?: number }): Promise<WatchModel>;
   readonly watch: Watch;
   status: 'red' | 'amber' | null;
   note: string | null;

@@ -1,9 +1,11 @@
 // VigilClient: one WebSocket to vigild's /v1 (docs/PROTOCOL.md), with request/reply by `ref`,
 // per-request timeouts, typed errors, waits on `rate_limited`, and reconnection that restores
 // what the application asked for: the map subscription (and its pin set), each watched stream
-// (from the last seq delivered) and each owned stream (with its owner token).
+// (from the last seq delivered), each owned stream (with its owner token) and each check-in
+// circle listened to (opened as its owner or joined as a member).
 
 import { Emitter } from './emitter.js';
+import { Circle, credentialFields } from './circle.js';
 
 /** An error reply from the server, or a failure of the request itself (timeout, disconnected, closed). */
 export class VigilError extends Error {
@@ -75,6 +77,7 @@ export class VigilClient extends Emitter {
   #subscription = null;
   #watches = new Map();
   #owners = new Map();
+  #circles = new Map();
 
   get session() { return this.welcome?.session; }
   get limits() { return this.welcome?.limits; }
@@ -166,12 +169,19 @@ export class VigilClient extends Emitter {
   // MARK: panic streams
 
   /**
-   * Watches a stream with a watch token. Resolves with a Watch once the first reply arrived; the
-   * Watch delivers each event exactly once and in order (seq), re-watching after a reconnect or a
-   * hole with `since` = the last seq it delivered, or emits `gap` with the current state.
+   * Watches a stream with a watch token (`watch(stream, token, {since, attach})`), or as a member
+   * of the stream's check-in circle (`watch(stream, {memberToken, since, attach})`). Resolves
+   * with a Watch once the first reply arrived; the Watch delivers each event exactly once and in
+   * order (seq), re-watching after a reconnect or a hole with `since` = the last seq it
+   * delivered, or emits `gap` with the current state.
    */
-  async watch(stream, watchToken, { since, attach } = {}) {
-    const w = new Watch(this, stream, watchToken, since ?? null);
+  async watch(stream, credential, options = {}) {
+    const defined = (o) => Object.fromEntries(Object.entries(o ?? {}).filter(([, v]) => v !== undefined));
+    const opts = typeof credential === 'string' ? { ...defined(options), watchToken: credential } : { ...defined(credential), ...defined(options) };
+    const { since, attach } = opts;
+    const token = opts.memberToken ?? opts.watchToken;
+    if (typeof token !== 'string') throw new TypeError('watch needs a watch token, or {memberToken}');
+    const w = new Watch(this, stream, token, since ?? null, opts.memberToken != null ? 'member_token' : 'watch_token');
     this.#watches.set(stream, w);
     // Listeners attached here miss nothing: the reply and the events right behind it may be
     // handled before the promise this returns resolves.
@@ -198,10 +208,16 @@ export class VigilClient extends Emitter {
     });
   }
 
-  /** Starts a panic stream; resolves with its Owner (keep `ownerToken` to resume after a restart of the app). */
+  /**
+   * Starts a panic stream; resolves with its Owner (keep `ownerToken` to resume after a restart
+   * of the app). With `circle` and that circle's `ownerToken`, the stream is the circle's: its
+   * members listening hear `checkin.panic` and may watch it with their member tokens.
+   */
   async startPanic(fields) {
+    const { ownerToken, ...wire } = fields;
+    if (ownerToken !== undefined) wire.owner_token = ownerToken;
     let owner;
-    await this.#withRateLimit('panic.start', () => this.#call('panic.start', fields, {
+    await this.#withRateLimit('panic.start', () => this.#call('panic.start', wire, {
       onReply: (reply) => { owner = this.#adopt(reply.stream, reply.owner_token, { ...reply, status: fields.status }); },
     }));
     return owner;
@@ -228,6 +244,65 @@ export class VigilClient extends Emitter {
 
   _forgetWatch(w) { if (this.#watches.get(w.stream) === w) this.#watches.delete(w.stream); }
   _forgetOwner(o) { if (this.#owners.get(o.stream) === o) this.#owners.delete(o.stream); }
+  _forgetCircle(c) { if (this.#circles.get(c.id) === c) this.#circles.delete(c.id); }
+
+  // MARK: check-in circles
+
+  /**
+   * Creates a circle (`members`: a label or null per member token to mint) and listens to it as
+   * its owner; resolves with the Circle, whose `ownerToken` and `memberTokens` are shown only
+   * this once (keep them: the invite links are made of them).
+   */
+  async createCircle(members) {
+    const reply = await this.request('checkin.create', members === undefined ? {} : { members });
+    const circle = await this.#listen(reply.circle, { ownerToken: reply.owner_token });
+    circle.memberTokens = reply.members.map((m) => ({ member: m.member, label: m.label ?? null, token: m.member_token }));
+    circle.expiresAt = reply.expires_at;
+    return circle;
+  }
+
+  /** Listens to a circle as its owner (`checkin.open`); resolves with the Circle and its state. */
+  openCircle(circle, ownerToken) { return this.#listen(circle, { ownerToken }); }
+
+  /** Listens to a circle as a member (`checkin.join`); resolves with the Circle and its state. */
+  joinCircle(circle, memberToken) { return this.#listen(circle, { memberToken }); }
+
+  async #listen(id, credential) {
+    const circle = new Circle(this, id, credential);
+    const previous = this.#circles.get(id);
+    this.#circles.set(id, circle);
+    try {
+      await circle._listen();
+    } catch (err) {
+      if (this.#circles.get(id) === circle) {
+        if (previous) this.#circles.set(id, previous);
+        else this.#circles.delete(id);
+      }
+      throw err;
+    }
+    return circle;
+  }
+
+  /**
+   * Registers a Web Push subscription for a circle's notices: `credential` is `{ownerToken}` or
+   * `{memberToken}`, `subscription` what `PushSubscription.toJSON()` gives (its
+   * `expirationTime` is not sent). Resolves with the subscription's id (for `unregister`).
+   */
+  async registerPush(circle, credential, subscription) {
+    const { endpoint, keys } = subscription ?? {};
+    const push = { endpoint, keys: { p256dh: keys?.p256dh, auth: keys?.auth } };
+    return (await this.request('checkin.register', { circle, ...credentialFields(credential), push })).subscription;
+  }
+
+  /** Registers the operator's relay (a native app's `handle`) for a circle's notices; resolves with the subscription's id. */
+  async registerRelay(circle, credential, handle) {
+    return (await this.request('checkin.register', { circle, ...credentialFields(credential), relay: { handle } })).subscription;
+  }
+
+  /** Removes a subscription that `registerPush` or `registerRelay` made. */
+  async unregister(circle, credential, subscription) {
+    await this.request('checkin.unregister', { circle, ...credentialFields(credential), subscription });
+  }
 
   /** One attempt, with a synchronous `onReply` run before any later message is handled. */
   _call(op, fields, opts) { return this.#call(op, fields, opts); }
@@ -437,6 +512,7 @@ export class VigilClient extends Emitter {
       return;
     }
     if (typeof msg.type !== 'string') return;
+    if (msg.type.startsWith('checkin.') && typeof msg.circle === 'string') this.#circles.get(msg.circle)?._event(msg);
     if (msg.type.startsWith('panic.') && typeof msg.stream === 'string') {
       if (msg.type === 'panic.watchers') this.#owners.get(msg.stream)?._event(msg);
       else {
@@ -449,8 +525,21 @@ export class VigilClient extends Emitter {
     this.emit(msg.type, msg);
   }
 
-  /** After a reconnect: owners resume, the subscription is re-sent, each watch re-watches from its last seq. */
+  /**
+   * After a reconnect: owners resume, the subscription is re-sent, each watch re-watches from its
+   * last seq, each circle is opened or joined again (its new state says what was missed).
+   */
   #restore() {
+    for (const circle of [...this.#circles.values()]) {
+      circle._listen().catch((err) => {
+        // Withdrawn or closed while the connection was away: nothing to listen to any more.
+        if (err.code === 'forbidden') {
+          circle.active = false;
+          this._forgetCircle(circle);
+        }
+        reportTo(circle)(err);
+      });
+    }
     for (const owner of [...this.#owners.values()]) {
       owner._resume().catch(reportTo(owner));
     }
@@ -475,11 +564,13 @@ export class VigilClient extends Emitter {
  * `gap` ({state, lastSeq}) when events were missed and the server no longer holds them.
  */
 export class Watch extends Emitter {
-  constructor(client, stream, token, since) {
+  constructor(client, stream, token, since, credential = 'watch_token') {
     super();
     this.client = client;
     this.stream = stream;
     this.token = token;
+    /** `watch_token`, or `member_token` for a member of the stream's circle. */
+    this.credential = credential;
     /** The seq of the last event delivered (0 before any). */
     this.lastSeq = since ?? 0;
     this.state = null;
@@ -494,7 +585,7 @@ export class Watch extends Emitter {
   /** (Re-)watches from `lastSeq` (or for the first time, without since). */
   _sync() {
     this.#syncing = true;
-    const fields = { stream: this.stream, watch_token: this.token };
+    const fields = { stream: this.stream, [this.credential]: this.token };
     if (!this.#first) fields.since = this.lastSeq;
     return this.client._call('panic.watch', fields, {
       onReply: (reply) => {
@@ -551,6 +642,8 @@ export class Owner extends Emitter {
     this.stream = stream;
     this.ownerToken = ownerToken;
     this.watchTokens = reply.watch_tokens ?? [];
+    /** The check-in circle the stream was started for (its members follow it), or null. */
+    this.circle = reply.circle ?? null;
     this.seq = reply.seq ?? 0;
     this.watchers = 0;
     this.ended = false;

@@ -126,10 +126,13 @@ export class WatchModel extends Emitter {
 
   #offs;
 
-  /** Watches a stream with a model attached from the start (nothing that follows the reply is missed). */
-  static async open(client, stream, watchToken, { since, maxTrail } = {}) {
+  /**
+   * Watches a stream with a model attached from the start (nothing that follows the reply is
+   * missed): with a watch token, or `{memberToken}` for a member of the stream's circle.
+   */
+  static async open(client, stream, credential, { since, maxTrail } = {}) {
     let model;
-    await client.watch(stream, watchToken, { since, attach: (w) => { model = new WatchModel(w, { maxTrail }); } });
+    await client.watch(stream, credential, { since, attach: (w) => { model = new WatchModel(w, { maxTrail }); } });
     return model;
   }
 

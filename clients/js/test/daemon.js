@@ -16,7 +16,7 @@ export const VIGILD = process.env.VIGILD || join(REPO, '.build', 'release', 'vig
 // What the server told the clients in confidence, for the log-privacy scan: every message a
 // client received passes through `Tapped`, and the tokens, ids and coordinates in it are kept and
 // written at exit next to the daemons' logs (secrets-js-PID.json; privacy.py reads them all).
-const SECRET_KEYS = new Set(['owner_token', 'edit_token', 'watch_token', 'session', 'stream']);
+const SECRET_KEYS = new Set(['owner_token', 'edit_token', 'watch_token', 'member_token', 'session', 'stream', 'circle']);
 const secrets = new Set();
 const coords = new Set();
 

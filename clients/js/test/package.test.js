@@ -15,7 +15,7 @@ test('npm pack accepts the package and ships sources, types and README', { skip:
   const out = execFileSync('npm', ['pack', '--dry-run', '--json'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   const [info] = JSON.parse(out);
   const files = info.files.map((f) => f.path).sort();
-  for (const f of ['README.md', 'package.json', 'src/index.js', 'src/client.js', 'src/models.js', 'src/owner.js', 'src/emitter.js', 'vigil.d.ts']) {
+  for (const f of ['README.md', 'package.json', 'src/index.js', 'src/client.js', 'src/models.js', 'src/owner.js', 'src/circle.js', 'src/emitter.js', 'vigil.d.ts']) {
     assert.ok(files.includes(f), `${f} missing from ${files}`);
   }
   assert.ok(!files.some((f) => f.startsWith('test/')), 'tests are not shipped');

@@ -1,6 +1,6 @@
 // Compiled by package.test.js with tsc --strict (not run): the declarations in vigil.d.ts must type the
 // README's uses of the library.
-import { VigilClient, MapModel, WatchModel, followPosition, VigilError, Pin } from '../vigil';
+import { VigilClient, MapModel, WatchModel, followPosition, VigilError, Pin, Circle, CheckinPanic } from '../vigil';
 
 async function main(streamId: string, watchToken: string): Promise<void> {
   const client = new VigilClient('ws://127.0.0.1:8080/v1', { reconnect: { minDelayMs: 100 }, requestTimeoutMs: 5000 });
@@ -18,6 +18,19 @@ async function main(streamId: string, watchToken: string): Promise<void> {
   await owner.setStatus('amber');
   try { await client.request('pin.vote', { id: 'x', value: 1 }); } catch (e) { if (e instanceof VigilError) console.log(e.code, e.field, e.retryAfterMs); }
   stop();
+  // Circles: the owner's side, a member's side, a circle's panic followed with the member token.
+  const circle = await client.createCircle(['Mum', null]);
+  const invite: string = circle.memberTokens[0].token;
+  const mum: Circle = await client.joinCircle(circle.id, invite);
+  mum.on('panic', (e: CheckinPanic) => console.log(e.stream, e.event, e.status));
+  client.on('checkin.panic', (e) => console.log(e.circle, e.reason));
+  const alarm = await circle.startPanic({ status: 'red', lat: 1, lon: 2 });
+  const followed = await WatchModel.open(client, alarm.stream, { memberToken: invite });
+  const watch = await client.watch(alarm.stream, { memberToken: invite, since: 1 });
+  const sub: string = await client.registerPush(circle.id, { memberToken: invite }, { endpoint: 'https://push.example/x', expirationTime: null, keys: { p256dh: 'p', auth: 'a' } });
+  await mum.unregister(sub);
+  await client.startPanic({ status: 'amber', lat: 1, lon: 2, circle: circle.id, ownerToken: circle.ownerToken ?? '' });
+  console.log(mum.panics.map((p) => p.escalated_at), mum.state?.you?.label, followed.status, watch.credential, alarm.circle, await mum.request());
   console.log(pins.length, MapModel.timeLeftMs(pins[0]), titleBytes, noteBytes);
   client.close();
 }
