@@ -35,7 +35,8 @@ daemon's retries and failures (by reason) in the round, and the machine's noise:
 other processes and the share stolen by the hypervisor (/proc/stat). A table on stdout, all of it
 (with every request's times) as JSON in benchmarks/results/ (git-ignored).
 
-`--perf FILE` records vigild with `perf record -g` during the rounds (a profile of the bursts;
+`--perf FILE` records vigild with `perf record --call-graph dwarf` during the rounds (a profile of
+the bursts, which it slows;
 `perf report -i FILE`). Loopback only; every process it starts is stopped on exit, error or
 interrupt; a run of 5 rounds takes well under two minutes.
 """
@@ -348,7 +349,7 @@ def main() -> int:
     ap.add_argument("--verify-sample", type=int, default=50)
     ap.add_argument("--vigild", default=os.environ.get("VIGILD", str(REPO / ".build" / "release" / "vigild")))
     ap.add_argument("--out", default=None, help="JSON file (default benchmarks/results/notice-latency-TIME.json)")
-    ap.add_argument("--perf", default=None, metavar="FILE", help="perf record -g vigild during the rounds into FILE")
+    ap.add_argument("--perf", default=None, metavar="FILE", help="perf record --call-graph dwarf vigild during the rounds into FILE")
     args = ap.parse_args()
     if not 1 <= args.members <= MAX_MEMBERS or not 1 <= args.subs_per_member <= MAX_SUBS_PER_HOLDER:
         ap.error(f"--members 1..{MAX_MEMBERS}, --subs-per-member 1..{MAX_SUBS_PER_HOLDER} (the config's bounds)")
