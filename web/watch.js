@@ -13,6 +13,8 @@ const params = new URLSearchParams(location.hash.slice(1));
 const stream = params.get('s') ?? params.get('stream');
 const token = params.get('t') ?? params.get('token');
 const circle = params.get('circle');
+// Opened from a notification (sw.js): the notice to acknowledge once the stream is shown.
+const notice = params.get('notice');
 
 let map = null;
 let trailLine = null;
@@ -84,6 +86,18 @@ function credential() {
   return { memberToken: kept.token };
 }
 
+/** The tap on the notification was the member's "I have seen it": the circle is told who saw it. */
+async function acknowledge(client, memberToken) {
+  try {
+    await client.ack(circle, { memberToken }, notice);
+    text('acked', 'Your circle can see that you have seen this alarm.');
+    show('acked', true);
+  } catch (err) {
+    // An old notice (past its time) or one of another circle: the stream is shown all the same.
+    console.warn(`acknowledging the notice: ${err.message}`);
+  }
+}
+
 async function main() {
   const cred = stream ? credential() : { missing: 'This link is incomplete: it must end with #s=…&t=… as it was sent to you.' };
   if (cred.missing) {
@@ -117,6 +131,7 @@ async function main() {
   globalThis.vigilWatch = model;
   model.on('change', render);
   render(model);
+  if (notice && cred.memberToken) acknowledge(client, cred.memberToken);
   setInterval(() => tick(model), 1000);
 }
 

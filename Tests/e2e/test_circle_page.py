@@ -462,7 +462,7 @@ def test_a_panic_reaches_a_member_through_web_push_and_opens_the_stream(vigild, 
         payload = delivered.json()
         assert {k: payload[k] for k in ("v", "kind", "circle", "stream", "status", "url")} == {
             "v": 1, "kind": "panic_started", "circle": circle, "stream": stream, "status": "red",
-            "url": f"/watch#stream={stream}&circle={circle}"}
+            "url": f"/watch#stream={stream}&circle={circle}&notice={payload['notice']}"}
         secrets = [stored(member)[circle]["token"], stored(page)[circle]["token"], page.eval("window.vigilOwner.ownerToken")]
         assert not any(s in delivered.plaintext.decode() for s in secrets)
 
@@ -471,13 +471,17 @@ def test_a_panic_reaches_a_member_through_web_push_and_opens_the_stream(vigild, 
         [n] = [n for n in sw.notifications() if n["tag"] == stream]
         assert n["title"] == "Danger alert from your circle" and n["data"]["url"] == payload["url"]
         tapped = sw.click(stream)
-        assert tapped["opened"] == [f"{origin}/watch#stream={stream}&circle={circle}"], tapped
+        assert tapped["opened"] == [f"{origin}{payload['url']}"], tapped
         follower = browser.page(context=member.context)
         try:
             follower.goto(tapped["opened"][0])
             follower.wait("window.vigilWatch && window.vigilWatch.trail.length >= 1", timeout=15)
             assert text(follower, "status").startswith("RED")
             assert text(follower, "position") == "48.20820, 16.37380"
+            # The tap was the member's "I have seen it": the page acknowledged the notice.
+            follower.wait("!document.getElementById('acked').hidden", timeout=10)
+            owner_state = page.eval(f"window.vigilClient.request('checkin.open', {{circle: '{circle}', owner_token: {json.dumps(stored(page)[circle]['token'])}}})")
+            assert [(a["notice"], a["by"]) for a in owner_state["state"]["acks"]] == [(payload["notice"], "member")], owner_state
         finally:
             checked_close(follower)
         page.eval("document.getElementById('safe').click()")

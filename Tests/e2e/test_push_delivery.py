@@ -114,7 +114,7 @@ def test_a_circle_panic_reaches_the_members_and_nobody_else(vigild, vapid, servi
             body = n.json()
             assert set(body) == PAYLOAD_KEYS, body
             assert body["stream"] == stream and body["circle"] == created["circle"] and body["status"] == "red"
-            assert body["url"] == f"/watch#stream={stream}&circle={created['circle']}"
+            assert body["url"] == f"/watch#stream={stream}&circle={created['circle']}&notice={body['notice']}"
             assert abs(body["at"] / 1000 - time.time()) < 60
             assert len(body["notice"]) == 40
             # Danger wakes the phone; the topic (one per stream) lets a later notice replace it.
@@ -148,7 +148,7 @@ def test_a_question_reaches_the_owner_and_the_answer_every_member(vigild, vapid,
         mum.ok("checkin.request", circle=circle, member_token=created["tokens"][0])
         (asked,) = wait_notices(service, subs["owner"], "checkin_requested")
         body = asked.json()
-        assert set(body) == PAYLOAD_KEYS - {"stream", "status"} and body["url"] == f"/circle#circle={circle}", body
+        assert set(body) == PAYLOAD_KEYS - {"stream", "status"} and body["url"] == f"/circle#circle={circle}&notice={body['notice']}", body
         assert asked.urgency == "high"
         owner.ok("checkin.answer", circle=circle, owner_token=created["owner_token"], status="safe", note="home, all fine")
         for label in ("Mum", "Sam"):

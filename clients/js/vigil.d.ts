@@ -234,6 +234,8 @@ export class VigilClient extends Emitter {
   /** Registers the operator's relay handle (a native app) for the circle's notices; resolves with its id. */
   registerRelay(circle: string, credential: CircleCredential, handle: string): Promise<string>;
   unregister(circle: string, credential: CircleCredential, subscription: string): Promise<void>;
+  /** "I have seen it": acknowledges a notice (its id from the push payload or the page's link). */
+  ack(circle: string, credential: CircleCredential, notice: string): Promise<void>;
 
   on(name: 'open', fn: (e: { welcome: Welcome; reconnected: boolean }) => void): () => void;
   on(name: 'reconnected', fn: (e: { welcome: Welcome }) => void): () => void;

@@ -123,12 +123,10 @@ public struct NoticeBoard<Target: Hashable & Sendable>: Sendable {
     /// or its subscription removed while it was in flight): nothing to do, nothing to journal.
     public mutating func finished(_ key: Key, _ result: DeliveryResult, now: Int64, random: UInt64) -> DeliveryStep? {
         guard var p = pending[key], p.inFlight else { return nil }
-        p.inFlight = false
-        inFlightCount -= 1
         let expiresAt = notices[key.notice]?.expiresAt ?? now
         let delay: Int64
         switch result {
-        case .accepted: return settle(key, .delivered)
+        case .accepted: return settle(key, .delivered)      // `settle` takes it out of flight
         case .gone: return settle(key, .gone)
         case .refused: return settle(key, .refused)
         case .throttled(let after?): delay = min(max(after, 0), settings.maxRetryAfterMs)
@@ -136,6 +134,8 @@ public struct NoticeBoard<Target: Hashable & Sendable>: Sendable {
         }
         let at = PanicHub.saturatingSum(now, delay)
         guard at < expiresAt else { return settle(key, .expired) }
+        p.inFlight = false
+        inFlightCount -= 1
         p.dueAt = at
         pending[key] = p
         schedule(key, at: at)

@@ -10,10 +10,12 @@
 /// relay's own and means nothing to anyone else.
 public enum NoticePayload {
     /// The page that opens when the notification is tapped: the stream for the panic kinds, the
-    /// circle otherwise. The page finds the member's token in its own storage by the circle.
+    /// circle otherwise, and the notice, which the page acknowledges (`checkin.ack`) once it shows
+    /// it: the tap is the contact's "I have seen it". The page finds the member's token in its own
+    /// storage by the circle.
     public static func url(_ notice: Notice) -> String {
-        if let stream = notice.stream { return "/watch#stream=\(stream)&circle=\(notice.circle)" }
-        return "/circle#circle=\(notice.circle)"
+        if let stream = notice.stream { return "/watch#stream=\(stream)&circle=\(notice.circle)&notice=\(notice.id)" }
+        return "/circle#circle=\(notice.circle)&notice=\(notice.id)"
     }
 
     /// `{"v":1,"notice":…,"kind":…,"circle":…,"stream":…,"status":…,"at":…,"url":…}`.

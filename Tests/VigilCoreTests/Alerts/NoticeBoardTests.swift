@@ -122,6 +122,10 @@ import Testing
         #expect(b.finished(a[1].key, .refused(status: 400), now: 1_001, random: 0) == .settled(.refused))
         #expect(b.settlement(of: a[0].key) == .gone)
         #expect(b.pendingCount == 1)
+        // What is in flight is counted once, and leaves the count once, however it ends.
+        #expect(b.inFlightCount == 1)
+        #expect(b.finished(a[2].key, .accepted, now: 1_001, random: 0) == .settled(.delivered))
+        #expect(b.inFlightCount == 0 && b.pendingCount == 0)
         // An answer for something no longer pending is ignored.
         #expect(b.finished(a[0].key, .accepted, now: 1_002, random: 0) == nil)
     }
@@ -131,7 +135,7 @@ import Testing
         b.post(Self.notice(at: 0, ttl: 5_000), to: [("mum-phone", .member(1))], now: 0)
         let a = b.takeDue(now: 0, limit: 1)
         #expect(b.finished(a[0].key, .throttled(retryAfterMs: 6_000), now: 10, random: 0) == .settled(.expired))
-        #expect(b.pendingCount == 0)
+        #expect(b.pendingCount == 0 && b.inFlightCount == 0)
     }
 
     @Test func anAckCancelsTheHoldersOtherDevicesOnly() {

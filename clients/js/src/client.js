@@ -299,6 +299,15 @@ export class VigilClient extends Emitter {
     return (await this.request('checkin.register', { circle, ...credentialFields(credential), relay: { handle } })).subscription;
   }
 
+  /**
+   * "I have seen it": acknowledges notice `notice` (its id, from the push payload or the page's
+   * link) for `credential` (`{memberToken}`, or `{ownerToken}` for a question). The circle hears
+   * `checkin.acked`; the holder's other devices stop being told; the escalation ladder stops.
+   */
+  async ack(circle, credential, notice) {
+    await this.request('checkin.ack', { circle, ...credentialFields(credential), notice });
+  }
+
   /** Removes a subscription that `registerPush` or `registerRelay` made. */
   async unregister(circle, credential, subscription) {
     await this.request('checkin.unregister', { circle, ...credentialFields(credential), subscription });
