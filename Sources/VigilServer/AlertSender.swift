@@ -155,7 +155,9 @@ final class AlertSender {
         do {
             request = try build(notice, for: subscription, deliveryID: "\(notice.id).\(attempt.key.target)", now: now)
         } catch {
-            logger.warning("a notice could not be built for a subscription; given up", metadata: ["kind": "\(notice.kind.name)", "error": "\(error)"])
+            // The error's type only: an endpoint's error text can name its host.
+            logger.warning("a notice could not be built for a subscription; given up",
+                           metadata: ["kind": "\(notice.kind.name)", "error": "\(type(of: error))"])
             finish(attempt, .refused(status: 0), channel: nil, failure: "unbuildable", now: now)
             return
         }

@@ -252,32 +252,46 @@ def test_the_relay_gets_signed_webhooks_with_the_handle_and_no_location(vigild, 
 
 
 def test_a_stalled_push_service_does_not_hold_up_replies_or_fan_out(vigild, vapid, service):
+    """The time from a location update to its watcher, measured with the push service answering
+    and again with it stalling every request (the client's connections to it all held): the
+    sender's work waits on the loop like any other, never in front of a reply or a fan-out."""
     d = vigild(config(vapid))
+
+    def delays(phone: Client, watcher: Client, stream: str, n: int = 150) -> list[float]:
+        out = []
+        for i in range(n):
+            t0 = time.perf_counter()
+            phone.ok("panic.update", stream=stream, lat=52.52 + i * 1e-5, lon=13.405)
+            while watcher.event(5)["type"] != "panic.location":
+                pass
+            out.append(time.perf_counter() - t0)
+        return out
+
     with Client(d.port) as owner, Client(d.port) as phone, Client(d.port) as watcher:
         created, subs = circle_with_subscriptions(owner, service, vapid, members=("Mum", "Sam"))
+        stream = phone.start_for(created)
+        watcher.ok("panic.watch", stream=stream["stream"], member_token=created["tokens"][0])
+        wait_notices(service, subs["Sam"], "panic_started")
+        answering = delays(phone, watcher, stream["stream"])
         for sub in subs.values():
             service.answer(sub, always=STALL)
-        # Twenty panics for the circle: forty deliveries, every one held by the push service.
+        # Twenty more panics for the circle: forty deliveries, every one held by the push service.
         for _ in range(20):
             phone.start_for(created)
         # The client's connections to the push service's origin (4) are all held.
         assert service.wait(lambda s: s.stalled >= 4, 10)
-        stream = phone.start_for(created)
-        watcher.ok("panic.watch", stream=stream["stream"], member_token=created["tokens"][0])
-        delays = []
-        for i in range(200):
-            t0 = time.perf_counter()
-            phone.ok("panic.update", stream=stream["stream"], lat=52.52 + i * 1e-5, lon=13.405)
-            while True:
-                ev = watcher.event(5)
-                if ev["type"] == "panic.location":
-                    break
-            delays.append(time.perf_counter() - t0)
-        median, p99 = statistics.median(delays), sorted(delays)[int(len(delays) * 0.99) - 1]
-        assert median < 0.02 and p99 < 0.2, (median, p99)
+        stalled = delays(phone, watcher, stream["stream"])
         assert d.metric("vigil_notice_deliveries_in_flight") >= 4
         service.release_stalled()
 
+    def p99(xs: list[float]) -> float:
+        return sorted(xs)[int(len(xs) * 0.99) - 1]
+    base, held = statistics.median(answering), statistics.median(stalled)
+    print(f"update to watcher: answering p50 {base * 1e3:.2f} ms p99 {p99(answering) * 1e3:.2f} ms; "
+          f"stalled p50 {held * 1e3:.2f} ms p99 {p99(stalled) * 1e3:.2f} ms")
+    # The medians are the comparison (a shared machine moves single samples): within 2 ms or 2x.
+    assert held < max(2 * base, base + 0.002), (base, held)
+    assert p99(stalled) < 0.2, p99(stalled)
 
 def wait_metric(d, name: str, value: float, timeout: float = 10.0, **labels) -> float:
     """Polls a daemon metric until it reaches ``value`` (bounded)."""
