@@ -52,9 +52,13 @@ final class ReplicatedLog: ReplicationLog {
         let base: UInt64?
         /// nil when the bytes are not a record this build can read (counted, logged, skipped).
         let record: JournalRecord?
+        /// The node whose publish the stream kept (`Vigil-Node`): for a decision every node
+        /// publishes under one message id, the one JetStream stored, so exactly one node.
+        var publisher: String? = nil
     }
 
     static let baseHeader = "Vigil-Base"
+    static let publisherHeader = "Vigil-Node"
 
     let settings: ClusterSettings
     let client: NATSClient
@@ -146,7 +150,8 @@ final class ReplicatedLog: ReplicationLog {
     /// until the consumer reaches it).
     func publish(_ record: JournalRecord, subject: String, messageID: String, base: UInt64?,
                  completion: @escaping (Result<UInt64, JetStreamError>) -> Void) {
-        let headers: [(name: String, value: String)] = base.map { [(name: Self.baseHeader, value: String($0))] } ?? []
+        var headers: [(name: String, value: String)] = base.map { [(name: Self.baseHeader, value: String($0))] } ?? []
+        headers.append((name: Self.publisherHeader, value: settings.nodeID))
         do throws(NATSClientError) {
             try jetStream.publish(subject: subject, messageID: messageID, headers: headers, payload: JournalCodec.encode(record)) {
                 [weak self] result in
@@ -288,6 +293,7 @@ final class ReplicatedLog: ReplicationLog {
             logger.error("cluster: a stream message is not one readable record; skipped (every node skips it alike)",
                          metadata: ["sequence": "\(sequence)", "bytes": "\(message.payload.count)"])
         }
-        deliver(Entry(sequence: sequence, messageID: message.headers?[JSPubAck.messageIDHeader], base: base, record: record))
+        deliver(Entry(sequence: sequence, messageID: message.headers?[JSPubAck.messageIDHeader], base: base, record: record,
+                      publisher: message.headers?[Self.publisherHeader]))
     }
 }

@@ -206,3 +206,18 @@ struct LadderEntry: Comparable {
     static func < (a: LadderEntry, b: LadderEntry) -> Bool { (a.at, a.order) < (b.at, b.order) }
     static func == (a: LadderEntry, b: LadderEntry) -> Bool { a.at == b.at && a.order == b.order }
 }
+
+extension V1Application {
+    /// A cluster's decision (an escalation, an abandoned stream's end) applied from the stream,
+    /// that this node's publish put there: its notice is this node's to send. Every node
+    /// publishes a decision it sees due under one message id and JetStream keeps the first, with
+    /// its `Vigil-Node`, so exactly one node sends each such notice (no election of our own).
+    func noticeOfDecision(_ record: JournalRecord) {
+        guard case .panicEvent(let id, let event) = record, let stream = panic.stream(id), let circle = stream.circle else { return }
+        switch event.kind {
+        case .missedCheckIn: notify(.panicEscalated(stream, circle: circle, at: event.at, ttlMs: noticeTTLMs), fromTick: true)
+        case .ended: notify(.panicEnded(stream, circle: circle, at: event.at, ttlMs: noticeTTLMs), fromTick: true)
+        default: break
+        }
+    }
+}

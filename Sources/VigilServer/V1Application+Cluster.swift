@@ -371,7 +371,12 @@ extension V1Application {
         let outcome = ReplicatedApply.apply(record, base: entry.base, owner: ownerFD, map: &hub, panic: &panic, checkin: &checkin,
                                             pins: &scratch.pins, panicOut: &scratch.panic, checkinOut: &scratch.checkin)
         cluster.applied += 1
-        if outcome == .applied { releaseBudgets(after: record) }
+        if outcome == .applied {
+            releaseBudgets(after: record)
+            if entry.messageID?.hasPrefix("decision-") == true, entry.publisher == cluster.log.settings.nodeID {
+                noticeOfDecision(record)
+            }
+        }
         if let (_, write) = own {
             switch outcome {
             case .applied, .duplicate:

@@ -384,3 +384,46 @@ def test_nobody_acknowledging_climbs_the_ladder_and_an_ack_stops_it(vigild, vapi
             assert wait_metric(d, "vigil_notice_escalations_total", 1, outcome="acknowledged") == 1
             assert [n for n in notices(service, subs["Mum"]) if n.json()["stream"] == second and n.json()["notice"] != seen[0].json()["notice"]] == []
             assert len(receiver.deliveries) == 1
+
+
+def test_in_a_cluster_each_notice_leaves_one_node(vigild, vapid, service, tmp_path):
+    """Three nodes on one nats-server. The start's notice is sent by the node that took the
+    `panic.start`; the escalation is decided by every node and stored once by JetStream, and only
+    the node whose publish was stored (its `Vigil-Node`) sends that notice: each member gets one
+    of each, and the nodes sent four requests in all."""
+    from natsproc import NatsServer
+    from test_cluster import node_config, wait_applied, wait_writable
+
+    nats = NatsServer(tmp_path / "nats").start()
+    try:
+        nodes = []
+        for i in (1, 2, 3):
+            cfg = node_config([nats.url], f"n{i}")
+            cfg["checkin"] = {"max_members": 8}
+            cfg["limits"].update(circle_create_burst=100000)
+            cfg["push"] = config(vapid)["push"]
+            nodes.append(vigild(cfg))
+        for d in nodes:
+            wait_writable(d)
+        a = nodes[0]
+        with Client(a.port) as owner, Client(a.port) as phone:
+            created, subs = circle_with_subscriptions(owner, service, vapid, members=("Mum", "Sam"))
+            wait_applied(nodes)
+            stream = phone.start_for(created, status="amber", due_in_s=2)["stream"]
+            for label in ("Mum", "Sam"):
+                (started,) = wait_notices(service, subs[label], "panic_started")
+                assert started.json()["stream"] == stream
+                wait_notices(service, subs[label], "panic_escalated", timeout=15)
+            wait_applied(nodes)
+            deadline = time.monotonic() + 10
+            while any(d.metric("vigil_notice_deliveries_pending") for d in nodes) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            sent = [d.metric("vigil_notice_requests_total", channel="webpush") for d in nodes]
+            assert sum(sent) == 4, sent
+            assert sent[0] >= 2, sent                     # the start's two, from the node that took it
+            for label in ("Mum", "Sam"):
+                assert len(notices(service, subs[label], "panic_escalated")) == 1
+                assert len(notices(service, subs[label], "panic_started")) == 1
+            assert service.notices_for(subs["owner"]) == []
+    finally:
+        nats.kill()
