@@ -91,6 +91,15 @@ def circle_with_subscriptions(owner: Client, service: PushService, vapid: dict, 
     return created, subs
 
 
+def settled(d, timeout: float = 10.0) -> None:
+    """Until vigild has read the answer to every delivery it sent: the stand-ins record an answer
+    just before they write it, so a test that saw it recorded may ask the daemon too early."""
+    deadline = time.monotonic() + timeout
+    while d.metric("vigil_notice_deliveries_pending") > 0:
+        assert time.monotonic() < deadline, "deliveries still pending"
+        time.sleep(0.05)
+
+
 def notices(service: PushService, sub, kind: str | None = None) -> list:
     return [n for n in service.notices_for(sub) if kind is None or n.json()["kind"] == kind]
 
@@ -134,7 +143,7 @@ def test_a_circle_panic_reaches_the_members_and_nobody_else(vigild, vapid, servi
         assert ended.topic == notices(service, subs["Sam"], "panic_started")[0].topic
         wait_notices(service, subs["Mum"], "panic_ended")
         # Nobody else: the owner (its own stream), the revoked member, the other circle.
-        assert d.metric("vigil_notice_deliveries_pending") == 0
+        settled(d)
         for quiet in (subs["owner"], subs["Ex"], other_subs["owner"], other_subs["Neighbour"]):
             assert service.notices_for(quiet) == [], quiet.id
         assert d.metric("vigil_notice_deliveries_total", result="delivered") == 4
@@ -182,6 +191,7 @@ def test_retry_after_is_honoured_failures_back_off_and_410_removes_the_subscript
         assert len({json.loads(a.plaintext)["notice"] for a in attempts["Sam"]}) == 1
         # Gone: one attempt, then the subscription is removed from the circle (journaled).
         assert [a.status for a in attempts["Gone"]] == [410]
+        settled(d)
         assert d.metric("vigil_notice_deliveries_total", result="gone") == 1
         assert d.metric("vigil_notice_retries_total") == 3
         assert time.monotonic() - started < 15
@@ -215,11 +225,8 @@ def test_kill_9_between_ok_and_delivery_delivers_after_the_restart_once(vigild, 
     assert mum.json()["notice"] == sam.json()["notice"] and mum.json()["stream"] == stream
     # Sam's delivery was settled before the kill (journaled): not sent again.
     assert len(notices(service, subs["Sam"])) == 1
-    # The service recorded Mum's 201 before writing it: wait until vigild has read it and settled.
-    deadline = time.monotonic() + 10
-    while d2.metric("vigil_notice_deliveries_total", result="delivered") < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert d2.metric("vigil_notice_deliveries_pending") == 0
+    settled(d2)
+    assert d2.metric("vigil_notice_deliveries_total", result="delivered") == 1
     assert d2.stop(signal.SIGTERM) == 0
     # A third start (from the final snapshot): nothing left to send, nothing sent.
     d3 = vigild(config(vapid, state=state))
@@ -331,6 +338,8 @@ def test_an_ack_stops_the_members_other_devices_and_everyone_sees_who_and_when(v
         assert mum.code("checkin.ack", circle=circle, member_token="nope", notice=notice) == "forbidden"
         state_now = owner.ok("checkin.open", circle=circle, owner_token=created["owner_token"])["state"]
         assert [(a["notice"], a["member"], a["label"]) for a in state_now["acks"]] == [(notice, 1, "Mum")]
+        wait_notices(service, subs["Sam"], "panic_started")
+        settled(d)           # Sam's delivery read (and journaled) before the kill
     d.proc.send_signal(signal.SIGKILL)
     d.wait(10)
     d.reported = True
