@@ -110,11 +110,6 @@ final class AlertSender {
         }
     }
 
-    /// The subscription is gone from its circle: nothing more is sent to it.
-    func dropped(_ subscription: SubscriptionID) {
-        board.dropTarget(subscription)
-    }
-
     /// Starts what is due (up to the per-turn and in-flight bounds); asks for another turn when
     /// more is due now. Expired deliveries are settled by `prune`, from the tick.
     func pump(now: Int64) {

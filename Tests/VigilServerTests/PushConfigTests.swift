@@ -104,6 +104,35 @@ import VigilPush
         #expect(Self.issues("checkin:\n  max_subscriptions_per_holder: 0\n").first?.hasPrefix("checkin.max_subscriptions_per_holder") == true)
     }
 
+    @Test func theLadderIsReadCheckedAndPrintedBack() throws {
+        let c = try ConfigLoader.load(yaml: """
+        push:
+          first_channels: [webpush]
+          escalation: [{after_s: 120, channels: [webpush]}, {after_s: 300, channels: [relay, webpush]}]
+        """)
+        #expect(c.push.firstChannels == ["webpush"])
+        #expect(c.push.escalation == [PushConfig.EscalationStep(afterSeconds: 120, channels: ["webpush"]),
+                                      PushConfig.EscalationStep(afterSeconds: 300, channels: ["relay", "webpush"])])
+        #expect(try ConfigLoader.load(yaml: ConfigLoader.yaml(c)) == c)
+        let cases: [(String, String)] = [
+            ("first_channels: [sms]", "push.first_channels: lists \"sms\""),
+            ("escalation: [{after_s: 300, channels: [relay]}, {after_s: 120, channels: [webpush]}]", "push.escalation: step 2 comes at 120 s"),
+            ("ttl_s: 600\n  escalation: [{after_s: 600, channels: [relay]}]", "push.escalation: its last step (600 s) comes after"),
+            ("escalation: [{after_s: 0, channels: [relay]}]", "push.escalation (line 2): step 1: after_s must be whole seconds"),
+            ("escalation: [{after_s: 60, channels: []}]", "push.escalation (line 2): step 1: channels must list"),
+            ("escalation: [{after_s: 60, channels: [relay, relay]}]", "push.escalation (line 2): step 1: channels must list"),
+            ("escalation: [{after_s: 60}]", "push.escalation (line 2): step 1: needs after_s and channels"),
+            ("escalation: [{after_s: 60, channels: [relay], when: 1}]", "push.escalation (line 2): step 1: unknown key \"when\""),
+            ("escalation: 5", "push.escalation (line 2): must be a list of steps"),
+            ("escalation: [\(Array(repeating: "{after_s: 1, channels: [relay]}", count: 9).joined(separator: ", "))]",
+             "push.escalation (line 2): lists at most 8 steps"),
+        ]
+        for (body, expected) in cases {
+            let found = Self.issues("push:\n  \(body)\n")
+            #expect(found.count == 1 && found[0].hasPrefix(expected), "\(body): \(found)")
+        }
+    }
+
     @Test func siteJSONCarriesThePublicKeyOnlyWithAKey() throws {
         let f = try Files()
         var config = ServerConfig()
