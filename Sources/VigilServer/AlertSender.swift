@@ -102,8 +102,8 @@ final class AlertSender {
         board.settle(settlement.key, as: settlement.settlement)
     }
 
-    /// An acknowledgement: the holder's deliveries of the notice, at every escalation step, are
-    /// cancelled (its other devices stop being told).
+    /// An acknowledgement: the holder's waiting deliveries of the notice, at every escalation step,
+    /// are cancelled (its other devices stop being told); one in flight is not retried.
     func acknowledged(_ ack: NoticeAck, steps: Int) {
         for step in 0...steps {
             counters.settled[.cancelled, default: 0] += board.cancel(ack.notice.atStep(UInt8(clamping: step)), for: ack.by).count

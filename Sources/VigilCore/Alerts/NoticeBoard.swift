@@ -21,6 +21,8 @@ public struct NoticeBoard<Target: Hashable & Sendable>: Sendable {
         var dueAt: Int64
         var inFlight: Bool
         let role: CheckinRole
+        /// Acknowledged while in flight: its answer settles it, and a failure is not retried.
+        var acknowledged = false
     }
 
     /// A timer entry: stale once its delivery is in flight, settled, or due at another time.
@@ -123,6 +125,12 @@ public struct NoticeBoard<Target: Hashable & Sendable>: Sendable {
     /// or its subscription removed while it was in flight): nothing to do, nothing to journal.
     public mutating func finished(_ key: Key, _ result: DeliveryResult, now: Int64, random: UInt64) -> DeliveryStep? {
         guard var p = pending[key], p.inFlight else { return nil }
+        if p.acknowledged {
+            switch result {
+            case .throttled, .failed: return settle(key, .cancelled)
+            case .accepted, .gone, .refused: break
+            }
+        }
         let expiresAt = notices[key.notice]?.expiresAt ?? now
         let delay: Int64
         switch result {
@@ -154,10 +162,15 @@ public struct NoticeBoard<Target: Hashable & Sendable>: Sendable {
         return half + Int64(random % UInt64(cap - half + 1))
     }
 
-    /// An acknowledgement by `role`: that holder's deliveries of the notice are cancelled
-    /// (settled as `cancelled`, in flight or not). Returns the keys cancelled.
+    /// An acknowledgement by `role`: that holder's waiting deliveries of the notice are cancelled
+    /// (settled as `cancelled`; returned). One in flight cannot be called back: the push service
+    /// may have it already, so its answer settles it as usual, except that a failure is settled
+    /// as `cancelled` instead of being retried.
     public mutating func cancel(_ notice: NoticeID, for role: CheckinRole) -> [Key] {
-        let keys = pending.filter { $0.key.notice == notice && $0.value.role == role }.map(\.key)
+        var keys: [Key] = []
+        for (key, p) in pending where key.notice == notice && p.role == role {
+            if p.inFlight { pending[key]!.acknowledged = true } else { keys.append(key) }
+        }
         for key in keys { _ = settle(key, .cancelled) }
         return keys
     }
