@@ -22,6 +22,10 @@ let package = Package(
         .executable(name: "vigild", targets: ["vigild"]),
         .executable(name: "vigil-bench", targets: ["vigil-bench"]),
         .executable(name: "vigil-load", targets: ["vigil-load"]),
+        // The Swift client apps add by version (`.package(url: …, from: …)`). Its graph holds no
+        // target with unsafe flags and none of the daemon's: SwiftPM builds a version dependency
+        // only then (docs/design/swift-client.md).
+        .library(name: "VigilClient", targets: ["VigilClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -146,6 +150,17 @@ let package = Package(
             dependencies: [
                 "VigilLoad", "VigilLoop", "VigilWire", "VigilCore", "VigilGeo", "VigilBytes", "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // The Swift client: the protocol's models, requests, reconnects, resume and the outbox in
+        // transport-independent code, a URLSessionWebSocketTask transport on Apple platforms, and
+        // on Linux (no WebSocket in URLSession there) a socket transport on VigilWire's client
+        // handshake and frames, plain or TLS through OpenSSL. No unsafe flags anywhere in its graph.
+        .target(
+            name: "VigilClient",
+            dependencies: [
+                .target(name: "VigilWire", condition: .when(platforms: [.linux])),
+                .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
             ]
         ),
         // What several test targets share (seeded generator, deterministic secrets, client frames,
