@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 // Vigil: a realtime WebSocket pub/sub daemon for safety and community-map apps.
 // The target list is the architecture: C shims → event loop → pure wire protocol → server glue → executables.
 import PackageDescription
@@ -16,6 +16,14 @@ import PackageDescription
 /// depends on Vigil as a package.
 let hotPathFlags: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"])]
 
+/// A package product that the daemon, the load client, the benchmarks or the tests use: only with
+/// the `Daemon` trait, which is on by default. An app that adds this package for `VigilClient`
+/// with `traits: []` resolves and fetches none of these packages (SwiftPM prunes dependencies
+/// used only under disabled traits), so their versions can never conflict with the app's own.
+func daemon(_ product: String, _ package: String) -> Target.Dependency {
+    .product(name: product, package: package, condition: .when(traits: ["Daemon"]))
+}
+
 let package = Package(
     name: "vigil",
     products: [
@@ -27,6 +35,10 @@ let package = Package(
         // only then (docs/design/swift-client.md).
         .library(name: "VigilClient", targets: ["VigilClient"]),
     ],
+    traits: [
+        .trait(name: "Daemon", description: "vigild, vigil-load, vigil-bench and the tests, with their package dependencies"),
+        .default(enabledTraits: ["Daemon"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -35,6 +47,8 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // `swift package generate-documentation --target VigilClient` (DocC); used by no target.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // Linux syscalls Swift's Glibc module does not export (epoll, eventfd, timerfd, signalfd).
@@ -69,7 +83,7 @@ let package = Package(
             name: "VigilCore",
             dependencies: [
                 "VigilGeo", "VigilBytes",
-                .product(name: "HeapModule", package: "swift-collections"),
+                daemon("HeapModule", "swift-collections"),
             ],
             swiftSettings: hotPathFlags
         ),
@@ -88,8 +102,8 @@ let package = Package(
             name: "VigilHTTPClient",
             dependencies: [
                 "VigilLoop", "VigilWire",
-                .product(name: "DequeModule", package: "swift-collections"),
-                .product(name: "Logging", package: "swift-log"),
+                daemon("DequeModule", "swift-collections"),
+                daemon("Logging", "swift-log"),
             ]
         ),
         // Durable state: snapshot and journal codecs (pure), the state directory's files, recovery,
@@ -106,12 +120,12 @@ let package = Package(
             dependencies: [
                 "VigilLoop", "VigilWire", "VigilCore", "VigilGeo", "VigilState", "VigilBytes", "CLinux",
                 "VigilNATS", "VigilCluster", "VigilPush", "VigilHTTPClient",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "OrderedCollections", package: "swift-collections"),
-                .product(name: "HeapModule", package: "swift-collections"),
-                .product(name: "Yams", package: "Yams"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                daemon("Logging", "swift-log"),
+                daemon("OrderedCollections", "swift-collections"),
+                daemon("HeapModule", "swift-collections"),
+                daemon("Yams", "Yams"),
+                daemon("Metrics", "swift-metrics"),
+                daemon("Prometheus", "swift-prometheus"),
             ],
             swiftSettings: hotPathFlags
         ),
@@ -119,10 +133,10 @@ let package = Package(
             name: "vigild",
             dependencies: [
                 "VigilServer", "VigilState", "VigilLoop", "VigilCluster", "VigilNATS", "VigilPush",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                daemon("ArgumentParser", "swift-argument-parser"),
+                daemon("Logging", "swift-log"),
+                daemon("Metrics", "swift-metrics"),
+                daemon("Prometheus", "swift-prometheus"),
             ]
         ),
         // Micro-benchmarks of the core without sockets (the load client measures the whole daemon;
@@ -133,7 +147,7 @@ let package = Package(
             dependencies: [
                 "VigilCore", "VigilGeo", "VigilWire", "VigilLoop", "VigilState", "VigilBytes", "VigilLoad",
                 "VigilCluster", "VigilNATS", "VigilServer",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                daemon("ArgumentParser", "swift-argument-parser"),
             ]
         ),
         // The load client's logic without sockets: latency bookkeeping, correctness checkers, reports.
@@ -141,7 +155,7 @@ let package = Package(
             name: "VigilLoad",
             dependencies: [
                 "VigilCore", "VigilGeo",
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                daemon("Histogram", "hdrhistogram-swift"),
             ]
         ),
         // The load client: the project's own event loop and codec in client mode, driving a vigild.
@@ -149,7 +163,7 @@ let package = Package(
             name: "vigil-load",
             dependencies: [
                 "VigilLoad", "VigilLoop", "VigilWire", "VigilCore", "VigilGeo", "VigilBytes", "CLinux",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                daemon("ArgumentParser", "swift-argument-parser"),
             ]
         ),
         // The Swift client: the protocol's models, requests, reconnects, resume and the outbox in
@@ -177,7 +191,7 @@ let package = Package(
             name: "VigilServerTests",
             dependencies: [
                 "VigilServer", "VigilLoop", "VigilWire", "VigilCore", "VigilState", "VigilBytes", "VigilTestSupport", "VigilPush",
-                .product(name: "Logging", package: "swift-log"),
+                daemon("Logging", "swift-log"),
             ]
         ),
         .testTarget(name: "VigilGeoTests", dependencies: ["VigilGeo", "VigilTestSupport"]),
