@@ -1,0 +1,46 @@
+import Foundation
+
+/// What the client needs from a WebSocket: open a connection, then text messages in and out.
+///
+/// Every piece of the client's logic (requests, reconnects, resume, the outbox) sits above this
+/// protocol, so it runs the same over ``SocketTransport`` (Linux: the project's own client-mode
+/// wire code, plain or TLS), ``URLSessionTransport`` (Apple platforms) and the tests' fake.
+public protocol VigilTransport: Sendable {
+    /// Opens a WebSocket to `url` (`ws://` or `wss://`): the TCP (and TLS) connection and the
+    /// opening handshake, within `timeout`.
+    func connect(to url: URL, timeout: Duration) async throws(TransportError) -> any VigilConnection
+}
+
+/// One open WebSocket connection.
+///
+/// `receive()` is called by one reader at a time; `send` and `close` may be called from any task.
+public protocol VigilConnection: Sendable {
+    /// Sends one text message. Throws ``TransportError/closed(code:reason:)`` once the
+    /// connection is closed or lost.
+    func send(_ text: String) async throws(TransportError)
+    /// The next text message. Throws ``TransportError/closed(code:reason:)`` when the connection
+    /// ends: the peer's close code and reason, or `nil` for a connection lost without a close.
+    func receive() async throws(TransportError) -> String
+    /// Starts the closing handshake (RFC 6455 §7) with `code` and `reason`, and releases the
+    /// connection. Idempotent.
+    func close(code: UInt16, reason: String) async
+}
+
+/// Why a connection could not be made, or ended.
+public enum TransportError: Error, Equatable, Sendable {
+    /// The URL is not a `ws://` or `wss://` URL with a host.
+    case invalidURL(String)
+    /// The host did not resolve, or no address accepted the connection.
+    case connectFailed(String)
+    /// The connection or the handshake took longer than its timeout.
+    case timedOut
+    /// The TLS handshake failed (certificate not trusted, wrong name, protocol).
+    case tls(String)
+    /// The server did not accept the WebSocket upgrade (its status, or what was wrong).
+    case handshake(String)
+    /// The peer broke RFC 6455 (the connection was failed with a close code).
+    case protocolViolation(String)
+    /// The connection ended: the close code and reason the peer sent, or `nil` when it was lost
+    /// without a closing handshake (1006 in RFC 6455's terms).
+    case closed(code: UInt16?, reason: String)
+}
