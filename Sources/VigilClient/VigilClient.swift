@@ -321,8 +321,9 @@ public actor VigilClient {
         }
         let delay = policy.delay(attempt: attempt, random: options.random())
         attempt += 1
-        emit(.reconnecting(attempt: attempt, delay: delay))
+        // The deadline before the event: whoever hears it may move a test clock at once.
         let deadline = clock.now + delay
+        emit(.reconnecting(attempt: attempt, delay: delay))
         let gen = generation
         retryTask = Task { [clock] in
             do { try await clock.sleep(until: deadline) } catch { return }
@@ -389,9 +390,11 @@ public actor VigilClient {
         probing = false
         let gen = generation
         let step = max(.milliseconds(50), every / 2)
+        var next = clock.now + step  // a fixed schedule from now, not from each wake
         heartbeatTask = Task { [clock] in
             while true {
-                do { try await clock.sleep(until: clock.now + step) } catch { return }
+                do { try await clock.sleep(until: next) } catch { return }
+                next += step
                 guard self.heartbeatTick(gen, every: every) else { return }
             }
         }
@@ -457,8 +460,9 @@ public actor VigilClient {
                 guard error.code == VigilError.Code.rateLimited, retries < options.rateLimitRetries, state != .closed else { throw error }
                 retries += 1
                 let wait = max(.zero, error.retryAfter ?? .seconds(1))
+                let deadline = clock.now + wait
                 emit(.rateLimited(op: op, retryAfter: wait))
-                do { try await clock.sleep(until: clock.now + wait) } catch { throw VigilError(code: "cancelled", message: "\(op): cancelled", op: op) }
+                do { try await clock.sleep(until: deadline) } catch { throw VigilError(code: "cancelled", message: "\(op): cancelled", op: op) }
             }
         }
     }
@@ -610,4 +614,9 @@ final class RequestRecord {
     /// A write with a key is sent again after a lost connection: the server answers a repeat
     /// with the first answer and changes nothing.
     var keptOnLoss: Bool { isWrite && idem != nil }
+}
+
+extension VigilClient {
+    /// How many requests wait for a connection (the outbox's unsent writes among them).
+    var queuedCount: Int { queued.count }
 }
