@@ -290,22 +290,24 @@ extension VigilClient {
     }
 
     func listenCall(_ rec: CircleRecord) async throws(VigilError) {
-        _ = try await call(rec.isOwner ? "checkin.open" : "checkin.join", rec.fields, timeout: options.requestTimeout, onReply: { reply in
+        _ = try await result(of: startListen(rec))
+    }
+
+    func startListen(_ rec: CircleRecord) throws(VigilError) -> RequestRecord {
+        try start(rec.isOwner ? "checkin.open" : "checkin.join", rec.fields, timeout: options.requestTimeout, onReply: { reply in
             guard rec.active else { return nil }
             return rec.reply(reply)
         })
     }
 
-    func relisten(_ rec: CircleRecord) async {
+    func relisten(_ rec: CircleRecord) {
         guard circles[rec.id] === rec else { return }
-        do {
-            try await listenCall(rec)
-        } catch {
-            guard VigilClient.reportable(error) else { return }
+        background({ () throws(VigilError) -> RequestRecord in try self.startListen(rec) }) { error in
+            guard let error, VigilClient.reportable(error) else { return }
             rec.events.yield(.error(error))
             // Withdrawn or closed while the connection was away: nothing to listen to any more.
             if error.code == "forbidden" {
-                forgetCircle(rec)
+                self.forgetCircle(rec)
                 rec.finish()
             }
         }

@@ -2,10 +2,10 @@ import Foundation
 
 /// What a ``PositionFollower`` did with a position.
 public enum FollowerEvent: Sendable, Equatable {
-    /// Sent and answered with this seq.
-    case sent(seq: Int, Position)
-    /// Sent and refused (the next position is sent as usual).
-    case failed(VigilError, Position)
+    /// Sent at `at` (the clock's time) and answered with this seq.
+    case sent(seq: Int, Position, at: Duration)
+    /// Sent at `at` and refused (the next position is sent as usual).
+    case failed(VigilError, Position, at: Duration)
 }
 
 /// Sends a location feed to a stream as `panic.update` at a bounded rate: at most one every
@@ -21,6 +21,8 @@ public actor PositionFollower {
     var timer: Task<Void, Never>?
     var feed: Task<Void, Never>?
     var stopped = false
+    /// How many positions the feed gave.
+    var offered = 0
     let continuation: AsyncStream<FollowerEvent>.Continuation
     /// What was sent, and its answers, in order: one consumer.
     public nonisolated let events: AsyncStream<FollowerEvent>
@@ -45,6 +47,7 @@ public actor PositionFollower {
     /// Takes a position (the newest wins).
     func offer(_ p: Position) {
         guard !stopped else { return }
+        offered += 1
         pending = p
         if timer == nil { pump() }
     }
@@ -64,14 +67,15 @@ public actor PositionFollower {
         }
         pending = nil
         inFlight = true
-        lastSentAt = clock.now
+        let at = clock.now
+        lastSentAt = at
         let owner = self.owner
         Task {
             do throws(VigilError) {
                 let seq = try await owner.update(update)
-                self.done(.sent(seq: seq, update))
+                self.done(.sent(seq: seq, update, at: at))
             } catch {
-                self.done(.failed(error, update))
+                self.done(.failed(error, update, at: at))
             }
         }
     }

@@ -189,21 +189,38 @@ extension VigilClient {
     }
 
     func sendSubscribe(_ rec: MapRecord, resubscribed: Bool) async throws(VigilError) {
-        let fields = rec.fields
-        let timeout = options.requestTimeout
         _ = try await withRateLimit("subscribe") { () async throws(VigilError) -> JSONObject in
-            try await self.call("subscribe", fields, timeout: timeout, onReply: { reply in
-                guard self.map === rec, rec.fields == fields else { return nil }
-                return rec.apply(reply, resubscribed: resubscribed)
-            })
+            try await self.result(of: self.startSubscribe(rec, resubscribed: resubscribed))
         }
     }
 
-    func resubscribe(_ rec: MapRecord) async {
-        do {
-            try await sendSubscribe(rec, resubscribed: true)
-        } catch {
-            if VigilClient.reportable(error), map === rec { rec.fail(error) }
+    func startSubscribe(_ rec: MapRecord, resubscribed: Bool) throws(VigilError) -> RequestRecord {
+        let fields = rec.fields
+        return try start("subscribe", fields, timeout: options.requestTimeout, onReply: { reply in
+            guard self.map === rec, rec.fields == fields else { return nil }
+            return rec.apply(reply, resubscribed: resubscribed)
+        })
+    }
+
+    func resubscribe(_ rec: MapRecord) {
+        background({ () throws(VigilError) -> RequestRecord in try self.startSubscribe(rec, resubscribed: true) }) { error in
+            guard let error, VigilClient.reportable(error), self.map === rec else { return }
+            if error.code == VigilError.Code.rateLimited {
+                // Waited out and retried as any subscribe.
+                let wait = max(.zero, error.retryAfter ?? .seconds(1))
+                let deadline = self.clock.now + wait
+                self.emit(.rateLimited(op: "subscribe", retryAfter: wait))
+                Task {
+                    do { try await self.clock.sleep(until: deadline) } catch { return }
+                    do throws(VigilError) {
+                        try await self.sendSubscribe(rec, resubscribed: true)
+                    } catch {
+                        if VigilClient.reportable(error), self.map === rec { rec.fail(error) }
+                    }
+                }
+                return
+            }
+            rec.fail(error)
         }
     }
 

@@ -71,8 +71,7 @@ final class WatchRecord {
         if syncing || seq <= lastSeq { return }  // replayed after the pending reply, or a duplicate
         if seq > lastSeq + 1 {
             // A hole (a conflated backlog): ask for what is missing, from the last seq delivered.
-            syncing = true
-            Task { await client.syncInBackground(self) }
+            client.syncInBackground(self)
             return
         }
         lastSeq = seq
@@ -330,26 +329,27 @@ extension VigilClient {
     }
 
     func sync(_ rec: WatchRecord) async throws(VigilError) {
+        _ = try await result(of: startSync(rec))
+    }
+
+    func startSync(_ rec: WatchRecord) throws(VigilError) -> RequestRecord {
         rec.syncing = true
         var fields: JSONObject = ["stream": .string(rec.stream), rec.credentialKey: .string(rec.token)]
         if !rec.first { fields["since"] = .number(Double(rec.lastSeq)) }
-        _ = try await call("panic.watch", fields, timeout: options.requestTimeout, onReply: { reply in
+        return try start("panic.watch", fields, timeout: options.requestTimeout, onReply: { reply in
             guard rec.active else { return nil }
             return rec.reply(reply)
         })
     }
 
-    func syncInBackground(_ rec: WatchRecord) async {
+    func syncInBackground(_ rec: WatchRecord) {
         guard rec.active, watches[rec.stream] === rec else { return }
-        do {
-            try await sync(rec)
-        } catch {
-            if VigilClient.reportable(error) {
-                rec.events.yield(.error(error))
-                if error.code == "forbidden" {
-                    forgetWatch(rec)
-                    rec.finish()
-                }
+        background({ () throws(VigilError) -> RequestRecord in try self.startSync(rec) }) { error in
+            guard let error, VigilClient.reportable(error) else { return }
+            rec.events.yield(.error(error))
+            if error.code == "forbidden" {
+                self.forgetWatch(rec)
+                rec.finish()
             }
         }
     }
@@ -432,8 +432,12 @@ extension VigilClient {
     }
 
     func resume(_ rec: OwnerRecord) async throws(VigilError) {
-        _ = try await call("panic.resume", ["stream": .string(rec.stream), "owner_token": .string(rec.ownerToken)],
-                           timeout: options.requestTimeout, onReply: { reply in
+        _ = try await result(of: startResume(rec))
+    }
+
+    func startResume(_ rec: OwnerRecord) throws(VigilError) -> RequestRecord {
+        try start("panic.resume", ["stream": .string(rec.stream), "owner_token": .string(rec.ownerToken)],
+                  timeout: options.requestTimeout, onReply: { reply in
             guard let s = reply["state"], let state = try? s.decode(PanicState.self) else {
                 return VigilError(code: VigilError.Code.badMessage, message: "panic.resume: the state could not be read")
             }
@@ -442,12 +446,10 @@ extension VigilClient {
         })
     }
 
-    func resumeInBackground(_ rec: OwnerRecord) async {
+    func resumeInBackground(_ rec: OwnerRecord) {
         guard owners[rec.stream] === rec else { return }
-        do {
-            try await resume(rec)
-        } catch {
-            if VigilClient.reportable(error) { rec.events.yield(.error(error)) }
+        background({ () throws(VigilError) -> RequestRecord in try self.startResume(rec) }) { error in
+            if let error, VigilClient.reportable(error) { rec.events.yield(.error(error)) }
         }
     }
 

@@ -471,6 +471,14 @@ public actor VigilClient {
     /// result fails the request with that error.
     func call(_ op: String, _ fields: JSONObject, timeout: Duration?, isWrite: Bool = false, idem: String? = nil,
               onReply: ((JSONObject) -> VigilError?)? = nil) async throws(VigilError) -> JSONObject {
+        let rec = try start(op, fields, timeout: timeout, isWrite: isWrite, idem: idem, onReply: onReply)
+        return try await result(of: rec)
+    }
+
+    /// Makes a request and sends it now (or queues it for the connection), synchronously: what
+    /// is started in one turn of the actor goes out in that order.
+    func start(_ op: String, _ fields: JSONObject, timeout: Duration?, isWrite: Bool = false, idem: String? = nil,
+               onReply: ((JSONObject) -> VigilError?)? = nil) throws(VigilError) -> RequestRecord {
         switch state {
         case .idle: throw VigilError(code: VigilError.Code.notConnected, message: "\(op): call connect() first", op: op)
         case .closed: throw VigilError(code: VigilError.Code.closed, message: "\(op): the client was closed", op: op)
@@ -484,18 +492,24 @@ public actor VigilClient {
         }
         let rec = RequestRecord(id: nextID, op: op, fields: fields, isWrite: isWrite, idem: idem, onReply: onReply)
         nextID += 1
-        let result = await withCheckedContinuation { (cont: CheckedContinuation<Result<JSONObject, VigilError>, Never>) in
-            rec.continuation = cont
-            if let timeout {
-                let deadline = clock.now + timeout
-                rec.timeoutTask = Task { [clock] in
-                    do { try await clock.sleep(until: deadline) } catch { return }
-                    self.timedOut(rec, timeout)
-                }
+        if let timeout {
+            let deadline = clock.now + timeout
+            rec.timeoutTask = Task { [clock] in
+                do { try await clock.sleep(until: deadline) } catch { return }
+                self.timedOut(rec, timeout)
             }
-            if state == .open { send(rec) } else { queued.append(rec) }
         }
-        return try result.get()
+        if state == .open { send(rec) } else { queued.append(rec) }
+        return rec
+    }
+
+    /// The answer to a started request.
+    func result(of rec: RequestRecord) async throws(VigilError) -> JSONObject {
+        if let r = rec.result { return try r.get() }
+        let r = await withCheckedContinuation { (cont: CheckedContinuation<Result<JSONObject, VigilError>, Never>) in
+            rec.continuation = cont
+        }
+        return try r.get()
     }
 
     func send(_ rec: RequestRecord) {
@@ -524,9 +538,12 @@ public actor VigilClient {
     func finish(_ rec: RequestRecord, _ result: Result<JSONObject, VigilError>) {
         rec.timeoutTask?.cancel()
         rec.timeoutTask = nil
-        let cont = rec.continuation
+        guard let cont = rec.continuation else {
+            if rec.result == nil { rec.result = result }  // answered before anyone awaited it
+            return
+        }
         rec.continuation = nil
-        cont?.resume(returning: result)
+        cont.resume(returning: result)
     }
 
     // MARK: dispatch
@@ -572,15 +589,29 @@ public actor VigilClient {
     /// After a reconnect: circles are opened or joined again, owners resume, the subscription
     /// is sent again, each watch re-watches from its last seq. (Then the outbox is sent.)
     func restore() {
-        for circle in circles.values.sorted(by: { $0.order < $1.order }) {
-            Task { await self.relisten(circle) }
+        // Each first attempt is sent in this turn, in this order, before the outbox.
+        for circle in circles.values.sorted(by: { $0.order < $1.order }) { relisten(circle) }
+        for owner in owners.values.sorted(by: { $0.order < $1.order }) { resumeInBackground(owner) }
+        if let map { resubscribe(map) }
+        for w in watches.values.sorted(by: { $0.order < $1.order }) { syncInBackground(w) }
+    }
+
+    /// Starts `body`'s request now and hands its outcome to `done` when it comes.
+    func background(_ body: () throws(VigilError) -> RequestRecord, _ done: @escaping (VigilError?) -> Void) {
+        let rec: RequestRecord
+        do {
+            rec = try body()
+        } catch {
+            done(error)
+            return
         }
-        for owner in owners.values.sorted(by: { $0.order < $1.order }) {
-            Task { await self.resumeInBackground(owner) }
-        }
-        if let map { Task { await self.resubscribe(map) } }
-        for w in watches.values.sorted(by: { $0.order < $1.order }) {
-            Task { await self.syncInBackground(w) }
+        Task {
+            do throws(VigilError) {
+                _ = try await self.result(of: rec)
+                done(nil)
+            } catch {
+                done(error)
+            }
         }
     }
 
@@ -600,6 +631,7 @@ final class RequestRecord {
     let onReply: ((JSONObject) -> VigilError?)?
     var ref: Int?
     var continuation: CheckedContinuation<Result<JSONObject, VigilError>, Never>?
+    var result: Result<JSONObject, VigilError>?
     var timeoutTask: Task<Void, Never>?
 
     init(id: Int, op: String, fields: JSONObject, isWrite: Bool, idem: String?, onReply: ((JSONObject) -> VigilError?)?) {
