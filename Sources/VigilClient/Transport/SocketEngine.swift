@@ -272,6 +272,11 @@ final class SocketEngine: @unchecked Sendable {
         return nil
     }
 
+    /// `Sec-WebSocket-Accept` for a key (the tests' stand-in servers answer with it).
+    static func acceptValue(forKey key: String) -> String {
+        Handshake.acceptValue(forKey: key)
+    }
+
     private func waitDuringConnect(for events: Int16) throws(TransportError) {
         switch wait(for: events) {
         case .ready: return
