@@ -148,6 +148,19 @@ import Testing
         #expect(error == .closed(code: nil, reason: "connection lost"))
     }
 
+    /// A connection the app lets go of without closing it: its thread cuts the TCP connection
+    /// and ends (nothing is left holding the socket).
+    @Test func aForgottenConnectionIsCut() async throws {
+        let server = try StandInServer { peer, found in
+            peer.handshake()
+            found.yield(peer.readsEnd() ? "end" : "no end")
+        }
+        var connection: SocketConnection? = try await connect(server)
+        #expect(connection != nil)
+        connection = nil
+        #expect(try await server.next() == "end")
+    }
+
     @Test func aCloseNobodyAnswersEndsAtTheCloseTimeout() async throws {
         let server = try StandInServer { peer, found in
             peer.handshake()

@@ -32,6 +32,8 @@ public final class SocketConnection: VigilConnection {
         core.abort()
     }
 
+    /// Sends one text message (masked, RFC 6455 §5.3) and returns once the socket thread has
+    /// written it to the kernel. A send once queued is not withdrawn by cancelling its task.
     public func send(_ text: String) async throws(TransportError) {
         let frame = FrameEncoder.frame(opcode: .text, payload: Array(text.utf8), maskKey: SecureRandom.uint32())
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, TransportError>, Never>) in

@@ -342,7 +342,11 @@ final class SocketEngine: @unchecked Sendable {
             if reading && mayHaveInput { timeout = 0 }
             var events: Int16 = reading ? Int16(POLLIN) : 0
             if wireOffset < wire.count { events |= Int16(POLLOUT) }
-            var fds = [pollfd(fd: fd, events: events, revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            // A socket neither read nor written is left out (a negative fd is skipped): `poll`
+            // reports POLLHUP and POLLERR unasked, and a paused reader would spin on them. A dead
+            // socket is found by the next read or write.
+            var fds = [pollfd(fd: events == 0 ? -1 : fd, events: events, revents: 0),
+                       pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
             if poll(&fds, 2, timeout) < 0 && errno != EINTR {
                 return end(report ?? .closed(code: nil, reason: "poll: " + String(cString: strerror(errno))))
             }
@@ -352,9 +356,6 @@ final class SocketEngine: @unchecked Sendable {
             let socketEvents = fds[0].revents
             if reading && (mayHaveInput || socketEvents & Int16(POLLIN | POLLHUP | POLLERR) != 0) {
                 if let ended = readAvailable() { return end(ended) }
-            } else if socketEvents & Int16(POLLERR | POLLHUP) != 0 && socketEvents & Int16(POLLIN) == 0 && !reading {
-                // Paused, and the socket is dead: nothing more will come.
-                if socketEvents & Int16(POLLERR) != 0 { return end(report ?? .closed(code: nil, reason: "connection lost")) }
             }
         }
     }
