@@ -85,11 +85,14 @@ import Testing
 
     /// A reader slower than the server: the socket is not read past the receive buffer, and
     /// nothing is lost or reordered when the reader catches up.
-    @Test func aSlowReaderLosesNothing() async throws {
-        let daemon = try await Self.started()
+    /// Under TLS too, where OpenSSL may hold decrypted bytes that `poll` does not see.
+    @Test(arguments: [false, true])
+    func aSlowReaderLosesNothing(tls: Bool) async throws {
+        let daemon = tls ? try await Self.startedTLS() : try await Self.started()
         var options = SocketTransport.Options()
         options.receiveBufferBytes = 128 << 10
-        let connection = try await connect(daemon.url("/echo"), options)
+        options.trustedCertificateFiles = [ClientTestPKI.file("ca.pem")]
+        let connection = try await connect(daemon.url("/echo", tls: tls), options)
         let count = 64
         let chunk = String(repeating: "x", count: 32 << 10)
         for i in 0..<count { try await connection.send("\(i) \(chunk)") }
@@ -242,13 +245,15 @@ import Testing
         #expect(why.hasPrefix("status 404"))
     }
 
-    @Test func silentServerTimesOut() async throws {
-        // A listening socket that never accepts: the kernel completes TCP, nobody answers HTTP.
+    @Test(arguments: ["ws", "wss"])
+    func silentServerTimesOut(scheme: String) async throws {
+        // A listening socket that never accepts: the kernel completes TCP, nobody answers the
+        // upgrade request (ws) or the TLS client hello (wss).
         let (fd, port) = try Self.silentListener()
         defer { close(fd) }
         let started = ContinuousClock.now
         let error = await transportError {
-            _ = try await connect(URL(string: "ws://127.0.0.1:\(port)/v1")!, timeout: .milliseconds(300))
+            _ = try await connect(URL(string: "\(scheme)://127.0.0.1:\(port)/v1")!, timeout: .milliseconds(300))
         }
         let elapsed = ContinuousClock.now - started
         #expect(error == .timedOut)
@@ -319,6 +324,20 @@ import Testing
             return
         }
         #expect(why.contains("certificate"))
+    }
+
+    /// A certificate from the trusted CA for another name (elsewhere.example): the name is
+    /// checked, for a DNS name and for an address alike.
+    @Test(arguments: ["localhost", "127.0.0.1"])
+    func wssToACertificateForAnotherNameIsRefused(host: String) async throws {
+        let daemon = try Daemon(DaemonConfig(
+            tls: (ClientTestPKI.file("elsewhere.pem"), ClientTestPKI.file("elsewhere.key")), persistentState: false))
+        try await daemon.start()
+        var options = SocketTransport.Options()
+        options.trustedCertificateFiles = [ClientTestPKI.file("ca.pem")]
+        let error = await transportError { _ = try await connect(daemon.url("/echo", tls: true, host: host), options) }
+        #expect(error == .tls("certificate not trusted: " + (host == "localhost" ? "hostname mismatch" : "IP address mismatch")))
+        await daemon.stop()
     }
 
     @Test func wssToAPlainPortFails() async throws {
