@@ -57,6 +57,21 @@ final class Daemon: Sendable {
 
     private let state = Mutex(State())
 
+    /// Every daemon process running and every directory made, so that the test process's exit
+    /// takes them along: a daemon held by a `static let` is never deinitialised.
+    private static let leftovers = Mutex<(pids: Set<pid_t>, directories: Set<String>)>(([], []))
+    private static let cleanupAtExit: Void = {
+        atexit {
+            let (pids, directories) = Daemon.leftovers.withLock { ($0.pids, $0.directories) }
+            for pid in pids {
+                Glibc.kill(pid, SIGKILL)
+                var status: Int32 = 0
+                waitpid(pid, &status, 0)
+            }
+            for directory in directories { try? FileManager.default.removeItem(atPath: directory) }
+        }
+    }()
+
     static func findBinary() -> String? {
         if let path = ProcessInfo.processInfo.environment["VIGILD"], !path.isEmpty { return path }
         let repo = URL(fileURLWithPath: #filePath)
@@ -79,6 +94,9 @@ final class Daemon: Sendable {
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("vigil-client-test-\(getpid())-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory + "/state", withIntermediateDirectories: true)
+        Self.cleanupAtExit
+        let made = directory
+        Self.leftovers.withLock { _ = $0.directories.insert(made) }
     }
 
     deinit {
@@ -87,6 +105,8 @@ final class Daemon: Sendable {
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(atPath: directory)
+        let made = directory
+        Self.leftovers.withLock { _ = $0.directories.remove(made) }
     }
 
     var port: Int { state.withLock { $0.port ?? 0 } }
@@ -151,7 +171,7 @@ final class Daemon: Sendable {
         process.standardOutput = FileHandle.nullDevice
         let errors = Pipe()
         process.standardError = errors
-        process.terminationHandler = { [weak self] p in self?.exited(p.terminationStatus) }
+        process.terminationHandler = { [weak self] p in self?.exited(p.terminationStatus, pid: p.processIdentifier) }
         state.withLock { s in
             s.runStart = s.log.count
             s.exited = false
@@ -159,6 +179,8 @@ final class Daemon: Sendable {
             s.process = process
         }
         try process.run()
+        let pid = process.processIdentifier
+        Self.leftovers.withLock { _ = $0.pids.insert(pid) }
         let reader = errors.fileHandleForReading
         let drain = Thread { [weak self] in
             while true {
@@ -271,8 +293,11 @@ final class Daemon: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    private func exited(_ status: Int32) {
+    private func exited(_ status: Int32, pid: pid_t) {
+        Self.leftovers.withLock { _ = $0.pids.remove(pid) }
         let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            // A run before the current one (its handler late): nothing to tell.
+            guard s.process?.processIdentifier == pid else { return [] }
             s.exited = true
             s.exitStatus = status
             defer {
