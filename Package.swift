@@ -205,9 +205,6 @@ let package = Package(
         .testTarget(name: "VigilHTTPClientTests", dependencies: ["VigilHTTPClient", "VigilLoop", "VigilWire", "VigilTestSupport"]),
         .testTarget(name: "VigilLoadTests", dependencies: ["VigilLoad", "VigilCore", "VigilGeo"]),
         .testTarget(name: "VigilPushTests", dependencies: ["VigilPush", "VigilWire", "COpenSSL"]),
-        // The client's transport against a real vigild the tests start (Support/Daemon.swift finds
-        // the binary: $VIGILD, the release build, or the debug one beside the tests) and against a
-        // hostile stand-in server. VigilClient alone: what an app gets, nothing of the daemon's.
         .testTarget(name: "VigilClientTests", dependencies: ["VigilClient"]),
         // VigilPush from the command line, for the end-to-end tests' independent checks in Python
         // (Tests/e2e/test_push_crypto.py: their push service decrypts and verifies what it makes).
