@@ -576,6 +576,7 @@ final class SocketEngine: @unchecked Sendable {
     }
 
     private func writeSocket() -> WriteResult {
+        guard wireOffset < wire.count else { return .progress }
         while true {
             let n = wire.withUnsafeBytes { all in
                 send(fd, all.baseAddress! + wireOffset, all.count - wireOffset, Int32(MSG_NOSIGNAL))
