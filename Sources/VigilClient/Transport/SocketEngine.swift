@@ -41,26 +41,12 @@ final class SocketEngine: @unchecked Sendable {
     private var queued = 0
     /// `send` calls waiting for their frame to be written: the frame's end in `queued` terms.
     private var pendingSends: [(end: Int, continuation: CheckedContinuation<Result<Void, TransportError>, Never>)] = []
-    private var phase = Phase.open
-    /// How `receive()` will report the end, once decided.
-    private var report: TransportError?
-    private var closeQueued = false
-    private var writeShut = false
+    /// The closing handshake's rules; the loop carries out the actions it returns.
+    private var closing: ClosingHandshake
     /// The reader has no room: the socket is not read until it makes some.
     private var readPaused = false
     /// Under TLS, OpenSSL may hold decrypted bytes `poll` cannot see: read again before waiting.
     private var mayHaveInput = false
-
-    private enum Phase {
-        case open
-        /// Our close frame is queued or sent; waiting for the server's until the deadline.
-        case closing(deadline: UInt64)
-        /// The end is decided and our close frame (if any) queued: once it is written, our side
-        /// is shut for writing and what arrives is read and dropped until the server closes or
-        /// the deadline passes, so that closing with unread input never resets the connection
-        /// before the server has read our close frame.
-        case lingering(deadline: UInt64)
-    }
 
     init(endpoint: Endpoint, options: SocketTransport.Options, timeout: Duration, attempt: ConnectAttempt) throws(TransportError) {
         // The wake "pipe" is a socket pair: `pipe2` (for its flags) is not in Glibc's module.
@@ -77,6 +63,7 @@ final class SocketEngine: @unchecked Sendable {
         core = ConnectionCore(wakeFD: wakeWrite, receiveBufferBytes: max(1, options.receiveBufferBytes),
                               pingObserver: options.pingObserver)
         messages = MessageAssembler(reader: MessageReader(role: .client, maxMessageBytes: options.maxMessageBytes))
+        closing = ClosingHandshake(timeoutMs: Self.milliseconds(options.closeTimeout))
     }
 
     func start() {
@@ -300,43 +287,33 @@ final class SocketEngine: @unchecked Sendable {
     private func frameLoop() {
         while true {
             let requests = core.takeRequests()
-            if requests.aborted { return end(.closed(code: nil, reason: "aborted")) }
+            if requests.aborted, let final = perform(closing.aborted()) { return end(final) }
             readPaused = requests.readPaused
             for outgoing in requests.frames {
-                guard case .open = phase else {
-                    outgoing.continuation.resume(returning: .failure(report ?? .closed(code: nil, reason: "the connection is closing")))
+                guard closing.isOpen else {
+                    outgoing.continuation.resume(returning: .failure(closing.report ?? .closed(code: nil, reason: "the connection is closing")))
                     continue
                 }
                 queued += outgoing.frame.count
                 frames.append(outgoing.frame)
                 pendingSends.append((queued, outgoing.continuation))
             }
-            if let close = requests.close, case .open = phase {
-                queueControl(.close, FrameEncoder.closePayload(code: CloseCode(rawValue: close.code), reason: close.reason))
-                closeQueued = true
-                phase = .closing(deadline: Self.nowMs() + Self.milliseconds(options.closeTimeout))
+            if let close = requests.close {
+                _ = perform(closing.closeRequested(code: close.code, reason: close.reason, nowMs: Self.nowMs()))
             }
 
             // Write.
-            if let failure = flush() { return end(report ?? .closed(code: nil, reason: failure)) }
-            if case .lingering = phase, !writeShut, wireOffset == wire.count, framesHead == frames.count {
-                if let tls {
-                    tls.shutdown()
-                    tls.drainOutput(into: &wire)
-                    _ = flush()
-                }
-                shutdown(fd, Int32(SHUT_WR))
-                writeShut = true
+            if let failure = flush(), let final = perform(closing.ioFailed(failure)) { return end(final) }
+            if wireOffset == wire.count && framesHead == frames.count, let final = perform(closing.outputFlushed()) {
+                return end(final)
             }
 
             // Wait.
-            let reading = !readPaused || !isOpen
+            let reading = !readPaused || !closing.isOpen
             var timeout: Int32 = -1
-            switch phase {
-            case .open: break
-            case .closing(let deadline), .lingering(let deadline):
+            if let deadline = closing.deadlineMs {
                 let now = Self.nowMs()
-                if now >= deadline { return end(report ?? .closed(code: nil, reason: "no close frame from the server within the close timeout")) }
+                if let final = perform(closing.tick(nowMs: now)) { return end(final) }
                 timeout = Int32(clamping: deadline - now)
             }
             if reading && mayHaveInput { timeout = 0 }
@@ -347,22 +324,40 @@ final class SocketEngine: @unchecked Sendable {
             // socket is found by the next read or write.
             var fds = [pollfd(fd: events == 0 ? -1 : fd, events: events, revents: 0),
                        pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-            if poll(&fds, 2, timeout) < 0 && errno != EINTR {
-                return end(report ?? .closed(code: nil, reason: "poll: " + String(cString: strerror(errno))))
+            if poll(&fds, 2, timeout) < 0 && errno != EINTR,
+               let final = perform(closing.ioFailed("poll: " + String(cString: strerror(errno)))) {
+                return end(final)
             }
             if fds[1].revents != 0 { ConnectionCore.drainWakePipe(wakeRead) }
 
             // Read.
             let socketEvents = fds[0].revents
             if reading && (mayHaveInput || socketEvents & Int16(POLLIN | POLLHUP | POLLERR) != 0) {
-                if let ended = readAvailable() { return end(ended) }
+                if let final = readAvailable() { return end(final) }
             }
         }
     }
 
-    private var isOpen: Bool {
-        if case .open = phase { return true }
-        return false
+    /// Carries out the closing handshake's actions; returns the end when one of them is it.
+    private func perform(_ actions: [ClosingHandshake.Action]) -> TransportError? {
+        for action in actions {
+            switch action {
+            case .sendClose(let payload):
+                queueControl(.close, payload)
+            case .report(let end):
+                core.publishEnd(end)
+            case .shutWrite:
+                if let tls {
+                    tls.shutdown()
+                    tls.drainOutput(into: &wire)
+                    _ = flush()
+                }
+                shutdown(fd, Int32(SHUT_WR))
+            case .end(let end):
+                return end
+            }
+        }
+        return nil
     }
 
     /// Reads until the socket has nothing more (or the reader has no room); returns how the
@@ -371,30 +366,26 @@ final class SocketEngine: @unchecked Sendable {
         mayHaveInput = false
         defer {
             // Stopped for want of room: under TLS decrypted bytes may wait unseen by `poll`.
-            if readPaused && isOpen { mayHaveInput = true }
+            if readPaused && closing.isOpen { mayHaveInput = true }
         }
-        while !readPaused || !isOpen {
+        while !readPaused || !closing.isOpen {
             switch readApp() {
             case .bytes(let n):
-                if case .lingering = phase { continue }  // draining: dropped
+                if case .lingering = closing.phase { continue }  // draining: dropped
                 decode((0, n))
             case .wouldBlock:
                 return nil
             case .end:
-                switch phase {
-                case .open: return report ?? .closed(code: nil, reason: "connection lost")
-                case .closing: return report ?? .closed(code: nil, reason: "the server closed the connection without answering the close")
-                case .lingering: return report ?? .closed(code: nil, reason: "connection lost")
-                }
+                return perform(closing.inputEnded())
             case .failed(let why):
-                return report ?? .closed(code: nil, reason: why)
+                return perform(closing.ioFailed(why))
             }
         }
         return nil
     }
 
     /// Decodes `appBuffer[range]`: messages to the reader, pings answered, a close or a failure
-    /// moving `phase` on.
+    /// moving the closing handshake on.
     private func decode(_ range: (Int, Int)) {
         var offset = range.0
         var stop = false
@@ -405,66 +396,28 @@ final class SocketEngine: @unchecked Sendable {
                 case .needMore:
                     stop = true
                 case .message(let kind, let bytes):
-                    guard isOpen else { continue }
+                    guard closing.isOpen else { continue }
                     guard kind == .text else {
-                        fail(code: .unsupportedData, reason: "binary message")
+                        _ = perform(closing.violated(code: .unsupportedData, reason: "binary message", nowMs: Self.nowMs()))
                         stop = true
                         continue
                     }
                     if core.deliver(String(decoding: bytes, as: UTF8.self)) { readPaused = true }
                 case .ping(let payload):
-                    if isOpen {
+                    if closing.isOpen {
                         queueControl(.pong, payload)
                         core.pingObserver?(payload)
                     }
                 case .pong:
                     break
                 case .close(let code, let reason):
-                    closeReceived(code: code, reason: reason)
+                    _ = perform(closing.closeReceived(code: code, reason: reason, nowMs: Self.nowMs()))
                     stop = true
                 case .failure(let error):
-                    fail(code: error.closeCode, reason: error.reason)
+                    _ = perform(closing.violated(code: error.closeCode, reason: error.reason, nowMs: Self.nowMs()))
                     stop = true
                 }
             }
-        }
-    }
-
-    /// The server's close frame (§5.5.1): answered with its code when it opened the handshake,
-    /// the handshake complete when we had.
-    private func closeReceived(code: UInt16?, reason: String) {
-        let end = TransportError.closed(code: code ?? CloseCode.noStatus.rawValue, reason: reason)
-        report = report ?? end
-        core.publishEnd(report!)
-        switch phase {
-        case .open:
-            queueControl(.close, code.map { FrameEncoder.closePayload(code: CloseCode(rawValue: $0), reason: "") } ?? [])
-            closeQueued = true
-            phase = .lingering(deadline: Self.nowMs() + Self.milliseconds(options.closeTimeout))
-        case .closing(let deadline):
-            phase = .lingering(deadline: deadline)
-        case .lingering:
-            break
-        }
-    }
-
-    /// Fails the connection (§7.1.7): a close frame with `code` if none was sent, then the end.
-    private func fail(code: CloseCode, reason: String) {
-        if report == nil {
-            report = .protocolViolation("\(code.rawValue) \(reason)")
-            core.publishEnd(report!)
-        }
-        if !closeQueued {
-            queueControl(.close, FrameEncoder.closePayload(code: code, reason: reason))
-            closeQueued = true
-        }
-        switch phase {
-        case .open:
-            phase = .lingering(deadline: Self.nowMs() + Self.milliseconds(options.closeTimeout))
-        case .closing(let deadline):
-            phase = .lingering(deadline: deadline)
-        case .lingering:
-            break
         }
     }
 
@@ -595,10 +548,9 @@ final class SocketEngine: @unchecked Sendable {
 
     /// Closes everything and answers everyone: the senders whose frames were not written, the
     /// reader (after the messages it has not taken), the `close` callers.
-    private func end(_ reason: TransportError) {
+    private func end(_ final: TransportError) {
         closeSocket()
         tls = nil
-        let final = report ?? reason
         for send in pendingSends { send.continuation.resume(returning: .failure(final)) }
         pendingSends = []
         core.finish(final)
