@@ -1,4 +1,6 @@
 import Foundation
+import Glibc
+import Synchronization
 import Testing
 @testable import VigilClient
 
@@ -113,6 +115,36 @@ import Testing
         #expect(try await server.next() == "8a masked=true p1")
         await connection.close(code: 1000, reason: "")
         #expect(try await server.next() == "close 1000 ")
+    }
+
+    /// A server that pings without reading: the client's pongs back up, and past a few unsent
+    /// ones the pings go unanswered instead of growing the queue; the connection goes on.
+    @Test func aPingFloodFromAServerThatDoesNotReadIsNotQueuedWithoutBound() async throws {
+        let pings = 200_000
+        // The server keeps its socket until the client has read everything: closing it with our
+        // pongs unread would reset the connection under the client's last reads.
+        let received = DispatchSemaphore(value: 0)
+        let server = try StandInServer { peer, found in
+            var small: Int32 = 4096
+            setsockopt(peer.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+            peer.handshake()
+            let ping = StandInPeer.frame(0x9, [UInt8](repeating: 0x70, count: 125))
+            let burst = Array([[UInt8]](repeating: ping, count: 1000).joined())
+            for _ in 0..<(pings / 1000) { peer.write(burst) }
+            peer.write(StandInPeer.text("done"))
+            found.yield("sent")
+            _ = received.wait(timeout: .now() + 20)
+        }
+        let answered = Mutex(0)
+        var options = SocketTransport.Options()
+        options.pingObserver = { _ in answered.withLock { $0 += 1 } }
+        let connection = try await connect(server, options)
+        #expect(try await within(.seconds(20)) { try await connection.receive() } == "done")
+        received.signal()
+        #expect(try await server.next() == "sent")
+        let count = answered.withLock { $0 }
+        #expect(count >= 16 && count < pings)
+        connection.abort()
     }
 
     @Test func aServerCloseIsAnsweredWithItsCode() async throws {

@@ -47,6 +47,11 @@ final class SocketEngine: @unchecked Sendable {
     private var readPaused = false
     /// Under TLS, OpenSSL may hold decrypted bytes `poll` cannot see: read again before waiting.
     private var mayHaveInput = false
+    /// Where the pongs not yet written end (in `queued` terms). A server that pings without
+    /// reading would otherwise grow our queue of pongs without bound; past `maxUnsentPongs` a
+    /// ping goes unanswered (RFC 6455 §5.5.3 lets an endpoint answer only some of a burst).
+    private var unsentPongEnds: [Int] = []
+    private static let maxUnsentPongs = 16
 
     init(endpoint: Endpoint, options: SocketTransport.Options, timeout: Duration, attempt: ConnectAttempt) throws(TransportError) {
         // The wake "pipe" is a socket pair: `pipe2` (for its flags) is not in Glibc's module.
@@ -404,8 +409,9 @@ final class SocketEngine: @unchecked Sendable {
                     }
                     if core.deliver(String(decoding: bytes, as: UTF8.self)) { readPaused = true }
                 case .ping(let payload):
-                    if closing.isOpen {
+                    if closing.isOpen && unsentPongEnds.count < Self.maxUnsentPongs {
                         queueControl(.pong, payload)
+                        unsentPongEnds.append(queued)
                         core.pingObserver?(payload)
                     }
                 case .pong:
@@ -460,6 +466,7 @@ final class SocketEngine: @unchecked Sendable {
     }
 
     private func completeSends() {
+        unsentPongEnds.removeAll { $0 <= flushed }
         var done = 0
         while done < pendingSends.count && pendingSends[done].end <= flushed { done += 1 }
         guard done > 0 else { return }
