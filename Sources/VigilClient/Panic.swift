@@ -419,16 +419,27 @@ extension VigilClient {
 
     /// Becomes the owner of a stream again (after the app restarted), with its owner token.
     public func resumePanic(stream: String, ownerToken: String) async throws(VigilError) -> PanicOwner {
-        let owner = adopt(stream, ownerToken, reply: [:], status: nil)
-        guard let rec = owners[stream] else { throw closedError("panic.resume") }
+        if state == .closed { throw closedError("panic.resume") }
+        // Already owned with this token: resumed again, the same owner (and its events).
+        if let rec = owners[stream], rec.ownerToken == ownerToken {
+            try await resume(rec)
+            return PanicOwner(client: self, stream: stream, ownerToken: ownerToken, order: rec.order, events: rec.eventStream)
+        }
+        let previous = owners[stream]
+        let (events, cont) = AsyncStream<OwnerEvent>.makeStream()
+        let rec = OwnerRecord(order: nextID, stream: stream, ownerToken: ownerToken, reply: [:], status: nil, events: cont, eventStream: events)
+        nextID += 1
+        owners[stream] = rec
         do {
             try await resume(rec)
         } catch {
-            if owners[stream] === rec { owners[stream] = nil }
+            // A wrong token changes nothing: the stream stays its previous owner's.
+            if owners[stream] === rec { owners[stream] = previous }
             rec.events.finish()
             throw error
         }
-        return owner
+        if let previous, previous !== rec { previous.events.finish() }
+        return PanicOwner(client: self, stream: stream, ownerToken: ownerToken, order: rec.order, events: events)
     }
 
     func resume(_ rec: OwnerRecord) async throws(VigilError) {

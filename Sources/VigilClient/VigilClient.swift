@@ -64,9 +64,11 @@ public actor VigilClient {
     var endedWatches: [Int: WatchRecord] = [:]
     var endedCircles: [Int: CircleRecord] = [:]
 
-    /// A client of `url` over `transport` (the platform's WebSocket transport, or a test's).
+    /// A client of `url` over `transport` (by default the platform's WebSocket transport:
+    /// ``SocketTransport`` on Linux, ``URLSessionTransport`` on Apple platforms).
     /// Nothing happens before ``connect()``.
-    public init(url: URL, options: VigilClientOptions = VigilClientOptions(), transport: any VigilTransport) {
+    public init(url: URL, options: VigilClientOptions = VigilClientOptions(),
+                transport: any VigilTransport = Transports.platformDefault) {
         self.url = url
         self.options = options
         self.transport = transport
