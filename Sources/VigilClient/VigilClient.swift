@@ -65,7 +65,7 @@ public actor VigilClient {
     var endedCircles: [Int: CircleRecord] = [:]
 
     /// A client of `url` over `transport` (by default the platform's WebSocket transport:
-    /// ``SocketTransport`` on Linux, ``URLSessionTransport`` on Apple platforms).
+    /// ``SocketTransport`` on Linux, `URLSessionTransport` on Apple platforms).
     /// Nothing happens before ``connect()``.
     public init(url: URL, options: VigilClientOptions = VigilClientOptions(),
                 transport: any VigilTransport = Transports.platformDefault) {
