@@ -4,6 +4,7 @@ import Foundation
 /// kept by the circle's news. Opened (or joined) again after each reconnect.
 final class CircleRecord {
     let order: Int
+    var lastRequest: RequestRecord?
     let id: String
     let credential: CircleCredential
     var state: CircleState?
@@ -294,10 +295,12 @@ extension VigilClient {
     }
 
     func startListen(_ rec: CircleRecord) throws(VigilError) -> RequestRecord {
-        try start(rec.isOwner ? "checkin.open" : "checkin.join", rec.fields, timeout: options.requestTimeout, onReply: { reply in
+        let r = try start(rec.isOwner ? "checkin.open" : "checkin.join", rec.fields, timeout: options.requestTimeout, onReply: { reply in
             guard rec.active else { return nil }
             return rec.reply(reply)
         })
+        rec.lastRequest = r
+        return r
     }
 
     func relisten(_ rec: CircleRecord) {
@@ -316,6 +319,8 @@ extension VigilClient {
     func forgetCircle(_ rec: CircleRecord) {
         if circles[rec.id] === rec { circles[rec.id] = nil }
         endedCircles[rec.order] = rec
+        // The last state of circles no longer listened to, for their handles: the newest 64.
+        if endedCircles.count > 64, let oldest = endedCircles.keys.min() { endedCircles[oldest] = nil }
     }
 
     func circleRecord(_ order: Int) -> CircleRecord? { circles.values.first { $0.order == order } }

@@ -3,6 +3,8 @@ import Foundation
 /// The client's map subscription: its pin set (or cells), kept by replies and events.
 final class MapRecord {
     let order: Int
+    /// Its last request (a restore skips a record whose request still waits to be sent).
+    var lastRequest: RequestRecord?
     var fields: JSONObject
     let clusters: Bool
     var pins: [String: Pin] = [:]
@@ -196,10 +198,12 @@ extension VigilClient {
 
     func startSubscribe(_ rec: MapRecord, resubscribed: Bool) throws(VigilError) -> RequestRecord {
         let fields = rec.fields
-        return try start("subscribe", fields, timeout: options.requestTimeout, onReply: { reply in
+        let r = try start("subscribe", fields, timeout: options.requestTimeout, onReply: { reply in
             guard self.map === rec, rec.fields == fields else { return nil }
             return rec.apply(reply, resubscribed: resubscribed)
         })
+        rec.lastRequest = r
+        return r
     }
 
     func resubscribe(_ rec: MapRecord) {

@@ -4,6 +4,7 @@ import Foundation
 /// after a reconnect or a hole with `since` = the last seq delivered, or says ``WatchEvent/gap(_:lastSeq:)``.
 final class WatchRecord {
     let order: Int
+    var lastRequest: RequestRecord?
     let stream: String
     let token: String
     /// `watch_token`, or `member_token` for a member of the stream's circle.
@@ -122,6 +123,7 @@ public struct VigilWatch: Sendable {
 /// A stream this client owns (``VigilClient/startPanic(status:position:note:watchers:dueIn:circle:)``).
 final class OwnerRecord {
     let order: Int
+    var lastRequest: RequestRecord?
     let stream: String
     let ownerToken: String
     var watchTokens: [String]
@@ -336,10 +338,12 @@ extension VigilClient {
         rec.syncing = true
         var fields: JSONObject = ["stream": .string(rec.stream), rec.credentialKey: .string(rec.token)]
         if !rec.first { fields["since"] = .number(Double(rec.lastSeq)) }
-        return try start("panic.watch", fields, timeout: options.requestTimeout, onReply: { reply in
+        let r = try start("panic.watch", fields, timeout: options.requestTimeout, onReply: { reply in
             guard rec.active else { return nil }
             return rec.reply(reply)
         })
+        rec.lastRequest = r
+        return r
     }
 
     func syncInBackground(_ rec: WatchRecord) {
@@ -357,6 +361,8 @@ extension VigilClient {
     func forgetWatch(_ rec: WatchRecord) {
         if watches[rec.stream] === rec { watches[rec.stream] = nil }
         endedWatches[rec.order] = rec
+        // The last state of ended watches, for their handles: the newest 64.
+        if endedWatches.count > 64, let oldest = endedWatches.keys.min() { endedWatches[oldest] = nil }
     }
 
     func watchInfo(_ order: Int) -> (lastSeq: Int, state: PanicState?, active: Bool) {
@@ -447,14 +453,16 @@ extension VigilClient {
     }
 
     func startResume(_ rec: OwnerRecord) throws(VigilError) -> RequestRecord {
-        try start("panic.resume", ["stream": .string(rec.stream), "owner_token": .string(rec.ownerToken)],
-                  timeout: options.requestTimeout, onReply: { reply in
+        let r = try start("panic.resume", ["stream": .string(rec.stream), "owner_token": .string(rec.ownerToken)],
+                          timeout: options.requestTimeout, onReply: { reply in
             guard let s = reply["state"], let state = try? s.decode(PanicState.self) else {
                 return VigilError(code: VigilError.Code.badMessage, message: "panic.resume: the state could not be read")
             }
             rec.resumed(state)
             return nil
         })
+        rec.lastRequest = r
+        return r
     }
 
     func resumeInBackground(_ rec: OwnerRecord) {

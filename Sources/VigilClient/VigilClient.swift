@@ -591,11 +591,17 @@ public actor VigilClient {
     /// After a reconnect: circles are opened or joined again, owners resume, the subscription
     /// is sent again, each watch re-watches from its last seq. (Then the outbox is sent.)
     func restore() {
-        // Each first attempt is sent in this turn, in this order, before the outbox.
-        for circle in circles.values.sorted(by: { $0.order < $1.order }) { relisten(circle) }
-        for owner in owners.values.sorted(by: { $0.order < $1.order }) { resumeInBackground(owner) }
-        if let map { resubscribe(map) }
-        for w in watches.values.sorted(by: { $0.order < $1.order }) { syncInBackground(w) }
+        // Each first attempt is sent in this turn, in this order, before the outbox. A record
+        // whose own request was made while offline (and waits to go out next) needs no other.
+        for circle in circles.values.sorted(by: { $0.order < $1.order }) where !waitsToBeSent(circle.lastRequest) { relisten(circle) }
+        for owner in owners.values.sorted(by: { $0.order < $1.order }) where !waitsToBeSent(owner.lastRequest) { resumeInBackground(owner) }
+        if let map, !waitsToBeSent(map.lastRequest) { resubscribe(map) }
+        for w in watches.values.sorted(by: { $0.order < $1.order }) where !waitsToBeSent(w.lastRequest) { syncInBackground(w) }
+    }
+
+    func waitsToBeSent(_ r: RequestRecord?) -> Bool {
+        guard let r else { return false }
+        return queued.contains { $0 === r }
     }
 
     /// Starts `body`'s request now and hands its outcome to `done` when it comes.

@@ -130,6 +130,31 @@ struct OutboxTests {
         await c.close()
     }
 
+    @Test func aSubscribeOrWatchMadeWhileOfflineIsSentOnceNotAlsoByTheRestore() async throws {
+        let server = FakeServer()
+        let (c, conn, clock) = try await server.client()
+        // Something to restore: the connection was open once.
+        let delay = await goOffline(c, conn)
+        async let subscribing = c.subscribe(area: .bbox(south: 1, west: 1, north: 2, east: 2))
+        await waitQueued(c, 1)
+        async let watching = c.watch(stream: "S", watchToken: "W")
+        await waitQueued(c, 2)
+        clock.advance(by: delay)
+        let back = try await server.nextConnection()
+        let sub = try await back.expect("subscribe")
+        let watch = try await back.expect("panic.watch")
+        back.ok(sub, ["pins": []])
+        back.ok(watch, ["state": panicState("S", seq: 3)])
+        _ = try await subscribing
+        #expect(try await watching.lastSeq() == 3)
+        async let barrier = c.request("unsubscribe")
+        let u = try await back.next()
+        #expect(u["op"] == "unsubscribe", "nothing was sent twice")
+        back.ok(u)
+        _ = try await barrier
+        await c.close()
+    }
+
     @Test func restoreComesBeforeTheOutboxAndOwnerWritesCarryTheToken() async throws {
         let server = FakeServer()
         let (c, conn, clock) = try await server.client()
