@@ -301,6 +301,88 @@ struct IntegrationTests {
         _ = await d.stop()
     }
 
+    @Test func pinsWithAReachAndTheClustersView() async throws {
+        let d = try Daemon(.client())
+        try await d.start()
+        let author = try await liveClient(d)
+        let near = try await liveClient(d)
+        let far = try await liveClient(d)
+        let counts = try await liveClient(d)
+        let area = Area.bbox(south: 52.3, west: 13.0, north: 52.7, east: 13.8)
+        let nearMap = try await near.subscribe(area: area, viewer: Coordinate(lat: 52.52, lon: 13.41))
+        let farMap = try await far.subscribe(area: area, viewer: Coordinate(lat: 52.65, lon: 13.7))
+        let view = try await counts.subscribeClusters(area: area)
+        let nearEvents = Reader(nearMap.events), farEvents = Reader(farMap.events), viewEvents = Reader(view.events)
+        _ = await nearEvents.next()
+        _ = await farEvents.next()
+        guard case .snapshot(let empty, false)? = await viewEvents.next() else { Issue.record("no snapshot"); return }
+        #expect(empty.clusters.isEmpty)
+        // A lost dog within 1.5 km of the near viewer only; then a pin for everyone.
+        let dog = try await author.createPin(NewPin(lat: 52.52, lon: 13.405, title: "Lost dog, brown", rangeMeters: 1500))
+        #expect(dog.pin.rangeM == 1500)
+        guard case .added(let seen)? = await nearEvents.next() else { Issue.record("not seen near"); return }
+        #expect(seen.id == dog.pin.id && seen.rangeM == 1500)
+        let open = try await author.createPin(NewPin(lat: 52.5, lon: 13.4, title: "Open", category: "hazard"))
+        #expect(await farEvents.next()?.summary == "added \(open.pin.id)", "the far viewer never saw the dog")
+        #expect(await nearEvents.next()?.summary == "added \(open.pin.id)")
+        // Counts leave out pins with a reach.
+        guard case .changed(_, let cells)? = await viewEvents.next() else { Issue.record("no change"); return }
+        #expect(cells.map(\.count) == [1] && cells.first?.byCategory == ["hazard": 1])
+        for c in [author, near, far, counts] { await c.close() }
+        _ = await d.stop()
+    }
+
+    @Test func aMissedCheckInReachesTheWatcherAndTheOwner() async throws {
+        let d = try Daemon(.client())
+        try await d.start()
+        let phone = try await liveClient(d)
+        let contact = try await liveClient(d)
+        let owner = try await phone.startPanic(status: .amber, position: Position(lat: 48.2, lon: 16.37), dueIn: .seconds(600))
+        let ownerEvents = Reader(owner.events)
+        let token = try #require(await owner.snapshot()?.watchTokens.first)
+        let watch = try await contact.watch(stream: owner.stream, watchToken: token)
+        let events = Reader(watch.events)
+        guard case .state(let s, _)? = await events.next() else { Issue.record("no state"); return }
+        #expect(s.timer?.dueAt == (await owner.snapshot()?.dueAt))
+        // Running late, then later still: the deadline moves, 1 s from now.
+        let due = try await owner.setTimer(dueIn: .seconds(1))
+        guard case .timer(let moved)? = await events.next() else { Issue.record("no timer event"); return }
+        #expect(moved.dueAt == due)
+        guard case .status(let missed)? = await events.next() else { Issue.record("no escalation"); return }
+        #expect(missed.reason == "missed_check_in" && missed.status == .red && missed.dueAt == due)
+        #expect((missed.sentAt ?? 0) >= missed.at)
+        guard case .missedCheckIn(let told)? = await ownerEvents.next(where: { if case .missedCheckIn = $0 { true } else { false } }) else {
+            Issue.record("the owner was not told"); return
+        }
+        #expect(told.seq == missed.seq)
+        let snap = await owner.snapshot()
+        #expect(snap?.status == .red && snap?.dueAt == nil && snap?.escalated?.sentAt == missed.sentAt)
+        try await owner.end("safe")
+        await phone.close()
+        await contact.close()
+        _ = await d.stop()
+    }
+
+    @Test func aWriteMadeWhileOfflineIsSentAndAnsweredOnReconnect() async throws {
+        let d = try Daemon(.client())
+        try await d.start()
+        let gate = GatedTransport()
+        let c = try await liveClient(d, gate)
+        let viewer = try await liveClient(d)
+        let map = try await viewer.subscribe(area: .bbox(south: 10, west: 10, north: 11, east: 11))
+        let events = Reader(map.events)
+        _ = await events.next()
+        await gate.cut()
+        async let created = c.createPin(NewPin(lat: 10.5, lon: 10.5, title: "offline"))
+        await waitQueued(c, 1)
+        gate.open()
+        let pin = try await created
+        #expect(await events.next()?.summary == "added \(pin.pin.id)", "applied once")
+        await c.close()
+        await viewer.close()
+        _ = await d.stop()
+    }
+
     @Test func aRateLimitedWriteIsWaitedOutAgainstTheRealServer() async throws {
         let d = try Daemon(.client("pins:\n  writes_per_minute: 60\n  write_burst: 2\n"))
         try await d.start()
