@@ -376,11 +376,17 @@ public actor VigilClient {
             cont.resume(returning: .success(()))
         }
         startHeartbeat()
+        // The outbox first, in order, with the keys the writes had (writes made offline, and
+        // those whose answer the lost connection took), as the JavaScript client does; then the
+        // restore; then the other requests that waited for the connection.
+        let waiting = queued
+        queued = waiting.filter { !$0.isWrite }
+        for r in waiting where r.isWrite { send(r) }
         emit(.open(w, reconnected: reconnected))
         if reconnected { restore() }
-        let waiting = queued
+        let reads = queued
         queued = []
-        for r in waiting { send(r) }
+        for r in reads { send(r) }
     }
 
     // MARK: heartbeat
@@ -540,6 +546,11 @@ public actor VigilClient {
     func finish(_ rec: RequestRecord, _ result: Result<JSONObject, VigilError>) {
         rec.timeoutTask?.cancel()
         rec.timeoutTask = nil
+        var result = result
+        if case .failure(var e) = result, e.idem == nil, let key = rec.idem {
+            e.idem = key  // the write's key, for a resend of the same write
+            result = .failure(e)
+        }
         guard let cont = rec.continuation else {
             if rec.result == nil { rec.result = result }  // answered before anyone awaited it
             return
@@ -588,10 +599,10 @@ public actor VigilClient {
         emit(.event(type: type, message: msg))
     }
 
-    /// After a reconnect: circles are opened or joined again, owners resume, the subscription
-    /// is sent again, each watch re-watches from its last seq. (Then the outbox is sent.)
+    /// After a reconnect (and the outbox): circles are opened or joined again, owners resume, the
+    /// subscription is sent again, each watch re-watches from its last seq.
     func restore() {
-        // Each first attempt is sent in this turn, in this order, before the outbox. A record
+        // Each first attempt is sent in this turn, in this order, after the outbox. A record
         // whose own request was made while offline (and waits to go out next) needs no other.
         for circle in circles.values.sorted(by: { $0.order < $1.order }) where !waitsToBeSent(circle.lastRequest) { relisten(circle) }
         for owner in owners.values.sorted(by: { $0.order < $1.order }) where !waitsToBeSent(owner.lastRequest) { resumeInBackground(owner) }

@@ -39,6 +39,9 @@ public struct VigilError: Error, Sendable, Equatable, CustomStringConvertible {
     public var op: String?
     /// The server's whole error reply, when there was one.
     public var reply: JSONObject?
+    /// A failed write's idempotency key: sending the same write again with it (after a
+    /// `timeout`, it may or may not have been applied) is answered without applying it twice.
+    public var idem: String?
 
     /// Makes an error.
     public init(code: String, message: String? = nil, field: String? = nil, retryAfter: Duration? = nil,

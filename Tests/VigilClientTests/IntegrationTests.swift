@@ -372,7 +372,10 @@ struct IntegrationTests {
         let map = try await viewer.subscribe(area: .bbox(south: 10, west: 10, north: 11, east: 11))
         let events = Reader(map.events)
         _ = await events.next()
+        let connection = Reader(await c.events())
         await gate.cut()
+        // Offline for sure (keys are off: a write sent on the dying connection would fail).
+        _ = await connection.next(where: { if case .disconnected = $0 { true } else { false } })
         async let created = c.createPin(NewPin(lat: 10.5, lon: 10.5, title: "offline"))
         await waitQueued(c, 1)
         gate.open()

@@ -88,6 +88,7 @@ struct OutboxTests {
         clock.advance(by: .milliseconds(100))
         guard case .failure(let e) = await a else { Issue.record("a was answered"); return }
         #expect(e.code == "timeout" && e.op == "pin.delete")
+        #expect(e.idem?.count == 22, "the key, for a resend")
         clock.advance(by: delay)
         let back = try await server.nextConnection()
         let mb = try await back.expect("pin.delete")
@@ -155,7 +156,7 @@ struct OutboxTests {
         await c.close()
     }
 
-    @Test func restoreComesBeforeTheOutboxAndOwnerWritesCarryTheToken() async throws {
+    @Test func theOutboxGoesBeforeTheRestoreAndOwnerWritesCarryTheToken() async throws {
         let server = FakeServer()
         let (c, conn, clock) = try await server.client()
         async let starting = c.startPanic(status: .red, position: Position(lat: 1, lon: 2))
@@ -168,8 +169,8 @@ struct OutboxTests {
         await waitQueued(c, 1)
         clock.advance(by: delay)
         let back = try await server.nextConnection()
-        let resume = try await back.expect("panic.resume")
         let up = try await back.expect("panic.update")
+        let resume = try await back.expect("panic.resume")
         #expect(up["owner_token"] == "O" && up["idem"]?.stringValue != startKey)
         back.ok(resume, ["state": panicState("S", seq: 1)])
         back.ok(up, ["seq": 2])
