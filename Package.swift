@@ -205,6 +205,7 @@ let package = Package(
         .testTarget(name: "VigilHTTPClientTests", dependencies: ["VigilHTTPClient", "VigilLoop", "VigilWire", "VigilTestSupport"]),
         .testTarget(name: "VigilLoadTests", dependencies: ["VigilLoad", "VigilCore", "VigilGeo"]),
         .testTarget(name: "VigilPushTests", dependencies: ["VigilPush", "VigilWire", "COpenSSL"]),
+        .testTarget(name: "VigilClientTests", dependencies: ["VigilClient"]),
         // VigilPush from the command line, for the end-to-end tests' independent checks in Python
         // (Tests/e2e/test_push_crypto.py: their push service decrypts and verifies what it makes).
         // Test-only; not a product.

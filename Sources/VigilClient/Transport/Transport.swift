@@ -15,11 +15,14 @@ public protocol VigilTransport: Sendable {
 ///
 /// `receive()` is called by one reader at a time; `send` and `close` may be called from any task.
 public protocol VigilConnection: Sendable {
-    /// Sends one text message. Throws ``TransportError/closed(code:reason:)`` once the
-    /// connection is closed or lost.
+    /// Sends one text message. Throws once the connection is closing, closed or lost: the error
+    /// that ended it (``TransportError/closed(code:reason:)``, or
+    /// ``TransportError/protocolViolation(_:)`` when this side failed it).
     func send(_ text: String) async throws(TransportError)
-    /// The next text message. Throws ``TransportError/closed(code:reason:)`` when the connection
-    /// ends: the peer's close code and reason, or `nil` for a connection lost without a close.
+    /// The next text message. When the connection ends, after the messages that came before its
+    /// end: ``TransportError/closed(code:reason:)`` with the peer's close code and reason (1005
+    /// for a close frame without a code, RFC 6455 §7.1.5), or `nil` for a connection lost without
+    /// a close; ``TransportError/protocolViolation(_:)`` when the peer broke RFC 6455.
     func receive() async throws(TransportError) -> String
     /// Starts the closing handshake (RFC 6455 §7) with `code` and `reason`, and releases the
     /// connection. Idempotent.
@@ -38,7 +41,8 @@ public enum TransportError: Error, Equatable, Sendable {
     case tls(String)
     /// The server did not accept the WebSocket upgrade (its status, or what was wrong).
     case handshake(String)
-    /// The peer broke RFC 6455 (the connection was failed with a close code).
+    /// The peer broke RFC 6455 (the connection was failed with a close code). The text starts
+    /// with the code this side sent, e.g. "1009 message too big" (SocketTransport).
     case protocolViolation(String)
     /// The connection ended: the close code and reason the peer sent, or `nil` when it was lost
     /// without a closing handshake (1006 in RFC 6455's terms).
