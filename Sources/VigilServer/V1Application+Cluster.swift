@@ -30,6 +30,8 @@ final class ClusterNode {
         case pin(PinID)
         case stream(StreamID)
         case circle(CircleID)
+        /// A kept answer (`answerKept`): never published, kept by the node that gave it.
+        case keptAnswer
     }
 
     /// A write of this node applied here and not yet seen in the stream.
@@ -228,6 +230,7 @@ final class ClusterNode {
         case .pin: return "\(name).pins.\(cell.map { String($0.prefix(3)) } ?? "_")"
         case .stream(let id): return "\(name).panic.\(Self.shortDigest(id.description))"
         case .circle(let id): return "\(name).checkin.\(Self.shortDigest(id.description))"
+        case .keptAnswer: return "\(name).idem"
         }
     }
 
@@ -261,6 +264,7 @@ final class ClusterNode {
         case .circleRemove(let id): return .circle(id)
         case .noticeSettled(let s): return .circle(s.circle)
         case .noticeAcked(let a): return .circle(a.circle)
+        case .answerKept: return .keptAnswer
         }
     }
 
