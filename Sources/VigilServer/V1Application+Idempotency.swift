@@ -13,7 +13,10 @@ import VigilState
 /// a read's. Only `ok` answers are kept: a client may fix a refused request and send it again
 /// under the same key.
 ///
-/// Standalone only: a cluster node does not keep answers (docs/CLUSTER.md, "Idempotency keys").
+/// On a cluster node (docs/CLUSTER.md, "Idempotency keys") the answer is sealed when the write is
+/// made and published in the same stream message as its record; every node keeps it as it applies
+/// the record, and a repeat that reaches the writing node before the stream confirmed the write
+/// waits for the write's answer (`InFlightAnswer`).
 extension V1Application {
     static let idemConflict = RequestError("idem_conflict", field: "idem",
                                            "this idem key was used for a different request; choose a new key for a new write")
@@ -51,6 +54,41 @@ extension V1Application {
         }
     }
 
+    /// On a cluster node: the answer a write with a key will keep, sealed now to travel with its
+    /// record (nil for an error, which is not kept).
+    func inFlightAnswer(_ reply: Reply, claim: IdempotencyClaim, caller: Caller) -> InFlightAnswer? {
+        var w = JSONWriter(capacity: 512)
+        guard let members = ServerMessages.keptMembers(of: reply, into: &w),
+              let answer = IdempotencySeal.keep(members, claim: claim, nonce: secrets.randomBytes(IdempotencySeal.nonceBytes),
+                                                now: Self.wallClockMs()) else { return nil }
+        return InFlightAnswer(lookup: answer.lookup, members: members, kept: answer, address: caller.address)
+    }
+
+    /// A repeat of a write of this node still on its way through the stream: it waits for that
+    /// write's answer (true), or is `idem_conflict` for another request (true); false when no
+    /// write with its key is in flight here.
+    func waitForInFlight(_ claim: IdempotencyClaim, fd: Int32, ref: JSONValue?, cluster: ClusterNode) -> Bool {
+        let lookup = IdempotencySeal.lookup(key: claim.key)
+        guard let number = cluster.inFlight[lookup], var idem = cluster.writes[number]?.idem else { return false }
+        guard idem.kept.requestDigest == IdempotencySeal.requestDigest(claim) else {
+            stats.idemConflicts += 1
+            outbox.append(.reply(fd, ref: ref, .error(Self.idemConflict)))
+            return true
+        }
+        idem.waiters.append(.init(fd: fd, ref: ref, serial: cluster.nextSerial, closes: cluster.closes))
+        cluster.writes[number]?.idem = idem
+        return true
+    }
+
+    /// The write the waiters wait for is answered: they get its answer as a repeat, or its error.
+    func answerWaiters(_ idem: InFlightAnswer, _ reply: Reply, cluster: ClusterNode) {
+        if cluster.inFlight[idem.lookup] != nil { cluster.inFlight[idem.lookup] = nil }
+        for w in idem.waiters where cluster.isSame(w.fd, serial: w.serial, closes: w.closes) {
+            if !reply.isError { stats.idemRepeats += 1 }
+            outbox.append(.reply(w.fd, ref: w.ref, reply.isError ? reply : .repeated(members: idem.members)))
+        }
+    }
+
     /// The turn was not recorded: its kept answers go with its changes.
     func forgetUnrecordedAnswers() {
         for lookup in keptThisTurn { kept.forget(lookup) }
@@ -63,4 +101,23 @@ extension V1Application {
         for answer in p.recovered.keptAnswers { kept.insert(answer, address: nil, now: now) }
         p.keptAnswers = { [unowned self] in self.kept.export(now: Self.wallClockMs()) }
     }
+}
+
+/// A cluster node's write with an idempotency key, on its way through the stream: its answer
+/// (sealed, published with the record) and, until the write is answered, its members in the
+/// clear for the repeats that wait (`waiters`): they are in memory only, for that long.
+struct InFlightAnswer {
+    struct Waiter {
+        let fd: Int32
+        let ref: JSONValue?
+        /// The connection's identity when it started waiting (`ClusterNode.isSame`).
+        let serial: UInt64
+        let closes: UInt64
+    }
+
+    let lookup: [UInt8]
+    let members: [UInt8]
+    let kept: KeptAnswer
+    let address: AddressKey
+    var waiters: [Waiter] = []
 }

@@ -242,8 +242,12 @@ public final class V1Application: WebSocketApplication {
             outbox.append(.reply(fd, ref: rejected.ref, .error(rejected.error)))
             return
         }
-        // A repeat changes nothing: answered before any limit or the disk's state is consulted.
-        if cluster == nil, let claim = request.idem, answerFromKept(claim, fd: fd, ref: request.ref) { return }
+        // A repeat changes nothing: answered before any limit or the disk's state is consulted
+        // (on a cluster node, a repeat of a write still on its way waits for its answer).
+        if let claim = request.idem {
+            if answerFromKept(claim, fd: fd, ref: request.ref) { return }
+            if let cluster, waitForInFlight(claim, fd: fd, ref: request.ref, cluster: cluster) { return }
+        }
         if request.operation.changesState, let cluster, !cluster.log.writable {
             // Not connected to the stream (or not caught up with it): nothing is acknowledged
             // that the stream does not hold (docs/CLUSTER.md, "Losing NATS").
@@ -274,7 +278,7 @@ public final class V1Application: WebSocketApplication {
         let first = outbox.count
         let outcome = dispatch(request.operation, caller: caller, now: Self.wallClockMs())
         if let cluster, let record = outcome.record {
-            replicate(outcome, record: record, caller: caller, ref: request.ref, cluster: cluster)
+            replicate(outcome, record: record, caller: caller, ref: request.ref, cluster: cluster, claim: request.idem)
             return
         }
         apply(outcome, to: fd, ref: request.ref)

@@ -6,7 +6,9 @@ different request is ``idem_conflict``; a bad key is ``invalid_idem``. The kept 
 cut connection, a graceful restart and kill -9 (journal), and a snapshot; its bytes on disk are
 sealed (no token in the files). The per-address bound evicts the oldest key.
 
-Standalone only: a cluster node does not keep answers (docs/CLUSTER.md).
+On a cluster (three nodes and a nats-server, as in test_cluster.py) the answer travels with the
+record through the stream: a repeat sent to another node is answered the same way, and nothing is
+published twice.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import subprocess
 from pathlib import Path
 
 import pinclient as pc
+from test_cluster import cluster, nats, wait_applied  # noqa: F401 (fixtures)
 import wsraw
 from pinclient import PinClient
 
@@ -223,3 +226,25 @@ def test_checkin_create_repeated_gives_one_circle(vigild):
         again = c.ok("checkin.create", idem=k, members=["Mum"])
         assert again["repeat"] is True and without_ref(again) == without_ref(first)
     assert d.metric("vigil_checkin_circles") == 1
+
+
+def test_a_repeat_on_another_node_of_a_cluster_gets_the_same_answer(cluster):
+    nodes = cluster(3)
+    k = key()
+    pin = {"lat": 8.0, "lon": 8.0, "title": "clustered"}
+    with PinClient(nodes[0].port) as c:
+        first = c.ok("pin.create", idem=k, pin=pin)
+        start_key = key()
+        stream = c.ok("panic.start", idem=start_key, status="red", lat=1.0, lon=1.0, watchers=1)
+    sequence = wait_applied(nodes)
+    for d in nodes[1:]:
+        with PinClient(d.port) as c:
+            again = c.ok("pin.create", idem=k, pin=pin)
+            assert again["repeat"] is True and without_ref(again) == without_ref(first)
+            s2 = c.ok("panic.start", idem=start_key, status="red", lat=1.0, lon=1.0, watchers=1)
+            assert (s2["repeat"], s2["stream"], s2["owner_token"], s2["watch_tokens"]) == \
+                (True, stream["stream"], stream["owner_token"], stream["watch_tokens"])
+            assert c.error("pin.create", idem=k, pin={**pin, "title": "other"})["code"] == "idem_conflict"
+    assert wait_applied(nodes) == sequence, "no repeat was published to the stream"
+    for d in nodes:
+        assert [p["id"] for p in world_pins(d.port)] == [first["pin"]["id"]]
