@@ -88,9 +88,15 @@ public struct IdempotencyTable: Sendable {
         return dropped
     }
 
-    /// The live answers at `now`, oldest first (a snapshot's list; restored in this order).
+    /// The live answers at `now`, oldest first (a snapshot's list; restored in this order): a
+    /// walk of the global queue, O(held), no sort.
     public func export(now: Int64) -> [KeptAnswer] {
-        entries.values.filter { !isExpired($0.answer, now: now) }.sorted { $0.order < $1.order }.map(\.answer)
+        var out: [KeptAnswer] = []
+        out.reserveCapacity(entries.count)
+        all.forEach { order, lookup in
+            if let entry = entries[lookup], entry.order == order, !isExpired(entry.answer, now: now) { out.append(entry.answer) }
+        }
+        return out
     }
 
     func isExpired(_ answer: KeptAnswer, now: Int64) -> Bool {
@@ -140,6 +146,11 @@ struct OrderQueue: Sendable {
     }
 
     func front() -> (UInt64, [UInt8])? { head < items.count ? items[head] : nil }
+
+    /// Every queued entry, stale ones included, oldest first.
+    func forEach(_ body: (UInt64, [UInt8]) -> Void) {
+        for i in head..<items.count { body(items[i].0, items[i].1) }
+    }
 
     mutating func dropFront() {
         head += 1
