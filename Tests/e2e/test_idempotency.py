@@ -248,3 +248,35 @@ def test_a_repeat_on_another_node_of_a_cluster_gets_the_same_answer(cluster):
     assert wait_applied(nodes) == sequence, "no repeat was published to the stream"
     for d in nodes:
         assert [p["id"] for p in world_pins(d.port)] == [first["pin"]["id"]]
+
+
+def test_a_key_lives_on_in_periodic_snapshots_once_its_journal_is_gone(vigild, tmp_path):
+    """The kept answer is carried by the periodic snapshots (taken in slices, the kept answers on
+    the writer thread): once the journal segment that recorded it is deleted, a restart after
+    kill -9 still answers the repeat."""
+    import hashlib
+    state = tmp_path / "state"
+    cfg = config(state)
+    cfg["state"]["snapshot_interval_s"] = 1
+    d = vigild(cfg)
+    k = key()
+    lookup = hashlib.sha256(b"vigil idem id" + k.encode()).digest()
+    pin = {"lat": 9.0, "lon": 9.0, "title": "snapshotted"}
+    with PinClient(d.port) as c:
+        first = c.ok("pin.create", idem=k, pin=pin)
+    # Two snapshots after the write: the second one's cleanup deletes the segment that held it.
+    mark = d.line_count()
+    d.wait_for_log("snapshot written", 10, start=mark)
+    d.wait_for_log("snapshot written", 10, start=d.line_count())
+    files = {f.name: f.read_bytes() for f in state.iterdir() if f.is_file()}
+    assert not any(lookup in data for name, data in files.items() if name.endswith(".vgj")), "still in a journal segment"
+    assert any(lookup in data for name, data in files.items() if name.endswith(".vgs")), "not in the snapshots"
+    d.proc.send_signal(signal.SIGKILL)
+    d.wait(10)
+    d.reported = True  # killed on purpose
+    cfg["state"]["snapshot_interval_s"] = 3600
+    d2 = vigild(cfg)
+    with PinClient(d2.port) as c:
+        again = c.ok("pin.create", idem=k, pin=pin)
+        assert again["repeat"] is True and without_ref(again) == without_ref(first)
+    assert len(world_pins(d2.port)) == 1
