@@ -43,11 +43,7 @@ extension V1Application {
     /// Keeps the answer of a write with a key (not an error: those are not kept), sealed under
     /// the key, and journals it after the change.
     func keepAnswer(_ reply: Reply, claim: IdempotencyClaim, caller: Caller) {
-        var w = JSONWriter(capacity: 512)
-        guard let members = ServerMessages.keptMembers(of: reply, into: &w) else { return }
-        let now = Self.wallClockMs()
-        guard let answer = IdempotencySeal.keep(members, claim: claim, nonce: secrets.randomBytes(IdempotencySeal.nonceBytes), now: now),
-              kept.insert(answer, address: caller.address, now: now) else { return }
+        guard let (_, answer) = seal(reply, claim: claim), kept.insert(answer, address: caller.address, now: answer.createdAt) else { return }
         if let log {
             log.append(.answerKept(answer))
             keptThisTurn.append(answer.lookup)
@@ -57,11 +53,18 @@ extension V1Application {
     /// On a cluster node: the answer a write with a key will keep, sealed now to travel with its
     /// record (nil for an error, which is not kept).
     func inFlightAnswer(_ reply: Reply, claim: IdempotencyClaim, caller: Caller) -> InFlightAnswer? {
+        guard let (members, answer) = seal(reply, claim: claim) else { return nil }
+        return InFlightAnswer(lookup: answer.lookup, members: members, kept: answer, address: caller.address)
+    }
+
+    /// The reply's members as a repeat shows them, and the answer that keeps them sealed under
+    /// the client's key with a fresh nonce, given now; nil for an error.
+    private func seal(_ reply: Reply, claim: IdempotencyClaim) -> (members: [UInt8], answer: KeptAnswer)? {
         var w = JSONWriter(capacity: 512)
         guard let members = ServerMessages.keptMembers(of: reply, into: &w),
               let answer = IdempotencySeal.keep(members, claim: claim, nonce: secrets.randomBytes(IdempotencySeal.nonceBytes),
                                                 now: Self.wallClockMs()) else { return nil }
-        return InFlightAnswer(lookup: answer.lookup, members: members, kept: answer, address: caller.address)
+        return (members, answer)
     }
 
     /// A repeat of a write of this node still on its way through the stream: it waits for that
