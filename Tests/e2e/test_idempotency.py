@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 
 import pinclient as pc
-from test_cluster import cluster, nats, wait_applied  # noqa: F401 (fixtures)
+from test_cluster import cluster, nats, node_config, wait_applied, wait_writable  # noqa: F401 (fixtures)
 import wsraw
 from pinclient import PinClient
 
@@ -280,3 +280,28 @@ def test_a_key_lives_on_in_periodic_snapshots_once_its_journal_is_gone(vigild, t
         again = c.ok("pin.create", idem=k, pin=pin)
         assert again["repeat"] is True and without_ref(again) == without_ref(first)
     assert len(world_pins(d2.port)) == 1
+
+
+def test_a_cluster_node_killed_and_restarted_still_answers_the_repeat(vigild, nats, tmp_path):
+    """Node 2 applied the write (and its answer) from the stream, is killed with SIGKILL and
+    restarted on its state directory: it catches up from the stream and answers the repeat."""
+    cfgs = [node_config([nats.url], f"n{i}", tmp_path / f"state-n{i}") for i in (1, 2)]
+    a, b = vigild(cfgs[0]), vigild(cfgs[1])
+    wait_writable(a)
+    wait_writable(b)
+    k = key()
+    pin = {"lat": 11.0, "lon": 11.0, "title": "survives a node"}
+    with PinClient(a.port) as c:
+        first = c.ok("pin.create", idem=k, pin=pin)
+    wait_applied([a, b])
+    b.signal(signal.SIGKILL)
+    b.wait(10)
+    b.reported = True  # killed on purpose
+    b2 = vigild(cfgs[1])
+    wait_writable(b2)
+    sequence = wait_applied([a, b2])
+    with PinClient(b2.port) as c:
+        again = c.ok("pin.create", idem=k, pin=pin)
+        assert again["repeat"] is True and without_ref(again) == without_ref(first)
+    assert wait_applied([a, b2]) == sequence, "the repeat published nothing"
+    assert [p["id"] for p in world_pins(b2.port)] == [first["pin"]["id"]]
