@@ -30,7 +30,8 @@ final class ClusterNode {
         case pin(PinID)
         case stream(StreamID)
         case circle(CircleID)
-        /// A kept answer (`answerKept`): never published, kept by the node that gave it.
+        /// A kept answer (`answerKept`): never a message's own record (it travels after the
+        /// change it answers, `ReplicatedLog.change`), so never the entity of a write.
         case keptAnswer
     }
 
@@ -378,7 +379,7 @@ extension V1Application {
                 var deliveries = Deliveries()
                 swap(&deliveries, &write.deliveries)
                 if anyStale { forgetStale(&deliveries, cluster: cluster) }
-                if let answer = entry.kept { kept.insert(answer, address: write.idem?.address, now: Self.wallClockMs()) }
+                if let keptAnswer = entry.kept { kept.insert(keptAnswer, address: write.idem?.address, now: Self.wallClockMs()) }
                 answer(write, write.reply, cluster: cluster)
                 outbox.append(deliveries: &deliveries)
                 cluster.recycle(&deliveries)
@@ -396,8 +397,8 @@ extension V1Application {
         cluster.applied += 1
         // Every node keeps the answer of a change it applied (or held already): a repeat sent to
         // any of them is answered from it. A change refused (`conflict`) leaves no answer.
-        if let answer = entry.kept, outcome == .applied || outcome == .duplicate {
-            kept.insert(answer, address: own?.1.idem?.address, now: Self.wallClockMs())
+        if let keptAnswer = entry.kept, outcome == .applied || outcome == .duplicate {
+            kept.insert(keptAnswer, address: own?.1.idem?.address, now: Self.wallClockMs())
         }
         if outcome == .applied {
             releaseBudgets(after: record)
