@@ -14,7 +14,7 @@ import { Circle, credentialFields } from './circle.js';
 export class VigilError extends Error {
   /**
    * @param {string} code the server's `code` (`invalid_lat`, `rate_limited`, ...) or one of the
-   *   client's own: `timeout`, `disconnected`, `closed`, `not_connected`
+   *   client's own: `timeout`, `disconnected`, `closed`, `not_connected`, `outbox_full`; a write's carry its `idem`
    */
   constructor(code, message, { field, retryAfterMs, reply, op, idem } = {}) {
     super(message || code);
