@@ -26,6 +26,8 @@ func daemon(_ product: String, _ package: String) -> Target.Dependency {
 
 let package = Package(
     name: "vigil",
+    // Apple platforms matter only to VigilClient (its API uses `Duration`); the daemon is Linux-only.
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9)],
     products: [
         .executable(name: "vigild", targets: ["vigild"]),
         .executable(name: "vigil-bench", targets: ["vigil-bench"]),

@@ -126,6 +126,11 @@ public enum ConfigLoader {
             ("circle_creates_per_hour", .integer(1...10_000_000, \.addressBudgets.circleCreates.refill)),
             ("circle_create_burst", .integer(1...10_000_000, \.addressBudgets.circleCreates.capacity)),
         ]),
+        ("idempotency", [
+            ("window_s", .integer(1...31_536_000, \.idempotency.windowSeconds)),
+            ("max_keys", .integer(0...100_000_000, \.idempotency.maxKeys)),
+            ("max_keys_per_address", .integer(1...100_000_000, \.idempotency.maxKeysPerAddress)),
+        ]),
         ("pins", [
             ("default_ttl_s", .integer(1...31_536_000, \.pins.defaultTTLSeconds)),
             ("min_ttl_s", .integer(1...31_536_000, \.pins.minTTLSeconds)),

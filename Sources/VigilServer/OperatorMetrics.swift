@@ -112,6 +112,11 @@ final class OperatorMetrics {
         sync.gauge("vigil_panic_replays_in_progress", f.v1.replaysInProgress, help: "`since` replays still sending.")
         sync.gauge("vigil_checkin_circles", f.circles, help: "Check-in circles held.")
         sync.gauge("vigil_tracked_addresses", f.trackedAddresses, help: "Client addresses with per-address budgets in memory.")
+        sync.gauge("vigil_idempotency_keys", f.v1.idemKeys, help: "Answers kept for idempotency keys (idem), sealed.")
+        sync.counter("vigil_idempotency_evicted_total", f.v1.idemEvicted,
+                     help: "Kept answers evicted before their window ended to stay within max_keys_per_address or max_keys.")
+        sync.counter("vigil_idempotency_repeats_total", f.v1.idemRepeats, help: "Requests answered again from a kept answer (repeat: true).")
+        sync.counter("vigil_idempotency_conflicts_total", f.v1.idemConflicts, help: "Requests refused with idem_conflict.")
 
         // The service and the process.
         sync.gauge("vigil_up_seconds", f.uptimeSeconds, help: "Seconds since vigild started.")

@@ -53,6 +53,11 @@ struct PendingChanges {
         }
     }
 
+    /// A repeat answered from an answer kept in this turn (`answerFromKept`): withdrawn with it.
+    mutating func noteReader(_ items: Range<Int>) {
+        readers.append(items)
+    }
+
     /// Every outbox range to withdraw: the changes' and the readers'.
     var withdrawn: [Range<Int>] { changes.map(\.items) + readers }
 

@@ -80,6 +80,9 @@ final class Persistence: ChangeLog {
         get { snapshots.written }
         set { snapshots.written = newValue }
     }
+    /// The live answers kept for idempotency keys, oldest first, for each snapshot (the
+    /// application sets it; `IdempotencyTable.export`).
+    var keptAnswers: () -> [KeptAnswer] = { [] }
     /// See `SnapshotSchedule.takeBacks`.
     var takeBacks: () -> Int {
         get { snapshots.takeBacks }
@@ -318,7 +321,7 @@ final class Persistence: ChangeLog {
                 snapshots.begin(segment: segment, map: map, nowMs: now)
             }
         }
-        snapshots.advance(map: map, panic: panic, checkin: checkin)
+        snapshots.advance(map: map, panic: panic, checkin: checkin, kept: keptAnswers)
     }
 
     /// The interval sync's outcome, on the loop. A failure fails the segment it synced if that is
@@ -370,8 +373,9 @@ final class Persistence: ChangeLog {
         let segment = rotateJournal() ?? outage?.resumeSegment
         guard let segment else { return }
         do {
-            let final = StateSnapshot(takenAt: V1Application.wallClockMs(), journalSegment: segment, map: map, panic: panic,
+            var final = StateSnapshot(takenAt: V1Application.wallClockMs(), journalSegment: segment, map: map, panic: panic,
                                       checkin: checkin, clusterSequence: clusterSequence())
+            final.keptAnswers = keptAnswers()
             let bytes = SnapshotCodec.encode(final)
             try directory.writeSnapshot(bytes, segment: segment)
             _ = try directory.removeObsolete(before: segment, liveStreams: Set(final.streams.map(\.id)))

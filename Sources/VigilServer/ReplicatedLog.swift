@@ -20,9 +20,10 @@ protocol ReplicationLog: AnyObject {
     func nextMessageID() -> (id: String, number: UInt64)
     /// The number in a message id of this node's run, nil for anyone else's.
     func ownWriteNumber(_ messageID: String?) -> UInt64?
-    /// Publishes `record`; `completion` (on the loop, possibly at once) learns its sequence or
-    /// why it was not stored.
-    func publish(_ record: JournalRecord, subject: String, messageID: String, base: UInt64?,
+    /// Publishes `record`, with the answer kept for its idempotency key in the same message
+    /// (`kept`, docs/CLUSTER.md "Idempotency keys"); `completion` (on the loop, possibly at once)
+    /// learns its sequence or why it was not stored.
+    func publish(_ record: JournalRecord, kept: KeptAnswer?, subject: String, messageID: String, base: UInt64?,
                  completion: @escaping (Result<UInt64, JetStreamError>) -> Void)
     /// Sends a watcher-count message to the other nodes (not stored; lost when disconnected).
     func publishPresence(_ payload: [UInt8])
@@ -55,6 +56,9 @@ final class ReplicatedLog: ReplicationLog {
         /// The node whose publish the stream kept (`Vigil-Node`): for a decision every node
         /// publishes under one message id, the one JetStream stored, so exactly one node.
         var publisher: String? = nil
+        /// The answer kept for the write's idempotency key, published in the same message (a
+        /// second record, `answerKept`): kept by every node that applies the record.
+        var kept: KeptAnswer? = nil
     }
 
     static let baseHeader = "Vigil-Base"
@@ -148,12 +152,14 @@ final class ReplicatedLog: ReplicationLog {
     /// Publishes `record`; `completion` (on the loop) learns JetStream's sequence for it, or why
     /// it was not stored (then it is not in the stream, or — after a timeout — its fate is unknown
     /// until the consumer reaches it).
-    func publish(_ record: JournalRecord, subject: String, messageID: String, base: UInt64?,
+    func publish(_ record: JournalRecord, kept: KeptAnswer?, subject: String, messageID: String, base: UInt64?,
                  completion: @escaping (Result<UInt64, JetStreamError>) -> Void) {
+        var payload = JournalCodec.encode(record)
+        if let kept { JournalCodec.append(.answerKept(kept), to: &payload) }
         var headers: [(name: String, value: String)] = base.map { [(name: Self.baseHeader, value: String($0))] } ?? []
         headers.append((name: Self.publisherHeader, value: settings.nodeID))
         do throws(NATSClientError) {
-            try jetStream.publish(subject: subject, messageID: messageID, headers: headers, payload: JournalCodec.encode(record)) {
+            try jetStream.publish(subject: subject, messageID: messageID, headers: headers, payload: payload) {
                 [weak self] result in
                 guard let self else { return }
                 switch result {
@@ -285,15 +291,32 @@ final class ReplicatedLog: ReplicationLog {
         knownLastSequence = max(knownLastSequence, sequence)
         let base = message.headers?[Self.baseHeader].flatMap { UInt64($0) }
         var record: JournalRecord?
+        var kept: KeptAnswer?
         let scan = JournalCodec.scan(message.payload)
-        if scan.stop == nil, scan.records.count == 1 {
-            record = scan.records[0]
+        if scan.stop == nil, let decoded = Self.change(scan.records) {
+            (record, kept) = decoded
         } else {
             undecodable += 1
             logger.error("cluster: a stream message is not one readable record; skipped (every node skips it alike)",
                          metadata: ["sequence": "\(sequence)", "bytes": "\(message.payload.count)"])
         }
         deliver(Entry(sequence: sequence, messageID: message.headers?[JSPubAck.messageIDHeader], base: base, record: record,
-                      publisher: message.headers?[Self.publisherHeader]))
+                      publisher: message.headers?[Self.publisherHeader], kept: kept))
+    }
+
+    /// A message's records: one change, optionally followed by the answer kept for it; nil for
+    /// anything else (two changes, an answer alone or first).
+    static func change(_ records: [JournalRecord]) -> (JournalRecord, KeptAnswer?)? {
+        switch records.count {
+        case 1:
+            if case .answerKept = records[0] { return nil }
+            return (records[0], nil)
+        case 2:
+            guard case .answerKept(let kept) = records[1] else { return nil }
+            if case .answerKept = records[0] { return nil }
+            return (records[0], kept)
+        default:
+            return nil
+        }
     }
 }

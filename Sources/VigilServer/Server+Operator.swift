@@ -35,6 +35,8 @@ extension Server {
         if let v1 {
             f.v1 = v1.stats
             f.v1.replaysInProgress = v1.replays.count
+            f.v1.idemKeys = v1.kept.count
+            f.v1.idemEvicted = Int(v1.kept.evicted)
             f.pins = v1.hub.store.count
             f.channels = v1.hub.subscriptions.channelCount
             f.subscriptions = v1.hub.subscriptions.count

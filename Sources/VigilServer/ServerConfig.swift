@@ -58,6 +58,8 @@ public struct ServerConfig: Equatable, Sendable {
     public var subscribeBurst = 20
     // limits: per-address budgets that a reconnect does not reset
     public var addressBudgets = AddressBudgetSettings()
+    // idempotency: answers kept for writes' `idem` keys
+    public var idempotency = IdempotencySettings()
     // pins
     public var pins = PinSettings()
     // panic

@@ -93,7 +93,7 @@ final class SnapshotSchedule {
     }
 
     /// Encodes the next slice of pins; after the last one, hands the rest to the background thread.
-    func advance(map: MapHub, panic: PanicHub, checkin: CheckinHub) {
+    func advance(map: MapHub, panic: PanicHub, checkin: CheckinHub, kept: () -> [KeptAnswer] = { [] }) {
         // Take the job out of `self` while it grows: a second reference to the snapshot buffer
         // would make every append copy all of it (copy-on-write).
         guard var current = job.take() else { return }
@@ -114,6 +114,7 @@ final class SnapshotSchedule {
         let circles = checkin.exportCircles()
         let settlements = checkin.exportSettlements()
         let acks = checkin.exportAcks()
+        let keptAnswers = kept()
         let writer = current.writer
         let directory = self.directory, outcomes = self.outcomes
         let segment = current.segment, startedMs = current.startedMs, pins = writer.pinsWritten, takeBacks = current.takeBacks
@@ -127,6 +128,7 @@ final class SnapshotSchedule {
             for circle in circles { writer.append(circle) }
             for settlement in settlements { writer.append(settlement) }
             for ack in acks { writer.append(ack) }
+            for answer in keptAnswers { writer.append(answer) }
             let bytes = writer.finish()
             let result: Result<Int, StateError>
             do throws(StateError) {

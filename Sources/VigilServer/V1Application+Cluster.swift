@@ -30,6 +30,9 @@ final class ClusterNode {
         case pin(PinID)
         case stream(StreamID)
         case circle(CircleID)
+        /// A kept answer (`answerKept`): never a message's own record (it travels after the
+        /// change it answers, `ReplicatedLog.change`), so never the entity of a write.
+        case keptAnswer
     }
 
     /// A write of this node applied here and not yet seen in the stream.
@@ -52,7 +55,13 @@ final class ClusterNode {
         /// given up (`expireUnanswered`).
         let atMs: Int64
         var takenBack = false
+        /// Its idempotency key's answer on its way with it, and the repeats waiting for it.
+        var idem: InFlightAnswer? = nil
     }
+
+    /// Writes with an idempotency key awaiting the stream: lookup → write number (a repeat that
+    /// comes meanwhile waits for that write's answer, `V1Application+Idempotency`).
+    var inFlight: [[UInt8]: UInt64] = [:]
 
     let log: any ReplicationLog
     /// This node's writes awaiting the stream, by the number in their message id.
@@ -214,9 +223,15 @@ final class ClusterNode {
 
     /// Whether `fd` is still the connection that was open when `write` was made.
     func isSame(_ fd: Int32, as write: Write) -> Bool {
-        if write.closes == closes { return true }
+        isSame(fd, serial: write.serial, closes: write.closes)
+    }
+
+    /// Whether `fd` is still the connection that was open when `nextSerial` was `serial` and
+    /// `closes` was `closes`.
+    func isSame(_ fd: Int32, serial: UInt64, closes: UInt64) -> Bool {
+        if closes == self.closes { return true }
         let i = Int(fd)
-        return i < serials.count && serials[i] != 0 && serials[i] < write.serial
+        return i < serials.count && serials[i] != 0 && serials[i] < serial
     }
 
     /// The subject a record is published under: `NAME.pins.<geohash, 3 characters>`, or
@@ -228,6 +243,7 @@ final class ClusterNode {
         case .pin: return "\(name).pins.\(cell.map { String($0.prefix(3)) } ?? "_")"
         case .stream(let id): return "\(name).panic.\(Self.shortDigest(id.description))"
         case .circle(let id): return "\(name).checkin.\(Self.shortDigest(id.description))"
+        case .keptAnswer: return "\(name).idem"
         }
     }
 
@@ -261,6 +277,7 @@ final class ClusterNode {
         case .circleRemove(let id): return .circle(id)
         case .noticeSettled(let s): return .circle(s.circle)
         case .noticeAcked(let a): return .circle(a.circle)
+        case .answerKept: return .keptAnswer
         }
     }
 
@@ -275,7 +292,8 @@ final class ClusterNode {
 
 extension V1Application {
     /// A validated change on a cluster node: held, published, answered when the stream has it.
-    func replicate(_ outcome: Outcome, record: JournalRecord, caller: Caller, ref: JSONValue?, cluster: ClusterNode) {
+    func replicate(_ outcome: Outcome, record: JournalRecord, caller: Caller, ref: JSONValue?, cluster: ClusterNode,
+                   claim: IdempotencyClaim? = nil) {
         let entity = ClusterNode.entity(of: record)
         // The write owns its events' lists until it is confirmed or taken back; the handlers go
         // on filling `scratch`, which gets the emptied lists of an earlier write (their capacity
@@ -307,7 +325,12 @@ extension V1Application {
                                                    deliveries: held, serial: cluster.nextSerial, closes: cluster.closes, owner: owner,
                                                    atMs: cluster.clock())
         cluster.byEntity[entity, default: []].append(number)
-        cluster.log.publish(record, subject: cluster.subject(for: record, cell: cell), messageID: messageID, base: base) {
+        let inFlight = claim.flatMap { inFlightAnswer(outcome.reply, claim: $0, caller: caller) }
+        if let inFlight {
+            cluster.writes[number]?.idem = inFlight
+            cluster.inFlight[inFlight.lookup] = number
+        }
+        cluster.log.publish(record, kept: inFlight?.kept, subject: cluster.subject(for: record, cell: cell), messageID: messageID, base: base) {
             [unowned self, unowned cluster] result in
             if case .failure = result { self.giveUp(number, cluster: cluster) }
         }
@@ -356,6 +379,7 @@ extension V1Application {
                 var deliveries = Deliveries()
                 swap(&deliveries, &write.deliveries)
                 if anyStale { forgetStale(&deliveries, cluster: cluster) }
+                if let keptAnswer = entry.kept { kept.insert(keptAnswer, address: write.idem?.address, now: Self.wallClockMs()) }
                 answer(write, write.reply, cluster: cluster)
                 outbox.append(deliveries: &deliveries)
                 cluster.recycle(&deliveries)
@@ -371,6 +395,11 @@ extension V1Application {
         let outcome = ReplicatedApply.apply(record, base: entry.base, owner: ownerFD, map: &hub, panic: &panic, checkin: &checkin,
                                             pins: &scratch.pins, panicOut: &scratch.panic, checkinOut: &scratch.checkin)
         cluster.applied += 1
+        // Every node keeps the answer of a change it applied (or held already): a repeat sent to
+        // any of them is answered from it. A change refused (`conflict`) leaves no answer.
+        if let keptAnswer = entry.kept, outcome == .applied || outcome == .duplicate {
+            kept.insert(keptAnswer, address: own?.1.idem?.address, now: Self.wallClockMs())
+        }
         if outcome == .applied {
             releaseBudgets(after: record)
             if entry.messageID?.hasPrefix("decision-") == true, entry.publisher == cluster.log.settings.nodeID {
@@ -392,6 +421,7 @@ extension V1Application {
 
     /// The writer's reply, unless its connection is gone (or its fd now someone else's).
     private func answer(_ write: ClusterNode.Write, _ reply: Reply, cluster: ClusterNode) {
+        if let idem = write.idem { answerWaiters(idem, reply, cluster: cluster) }
         guard cluster.isSame(write.fd, as: write) else { return }
         outbox.append(.reply(write.fd, ref: write.ref, reply))
     }
@@ -516,7 +546,7 @@ extension V1Application {
             guard cluster.decisionsPublished[id] == nil else { continue }
             cluster.decisionsPublished[id] = monotonic
             let record = JournalRecord.panicEvent(decision.stream, decision.event)
-            cluster.log.publish(record, subject: cluster.subject(for: record, cell: nil), messageID: id, base: nil) {
+            cluster.log.publish(record, kept: nil, subject: cluster.subject(for: record, cell: nil), messageID: id, base: nil) {
                 [unowned cluster] result in
                 if case .failure = result { cluster.decisionsPublished[id] = nil }
             }
@@ -639,6 +669,9 @@ extension V1Application {
         hub = map
         panic = restoredPanic
         checkin = circles
+        kept = IdempotencyTable(settings: kept.settings)
+        for answer in image.keptAnswers { kept.insert(answer, address: nil, now: now) }
+        cluster?.inFlight.removeAll()
         cluster?.writes.removeAll()
         cluster?.byEntity.removeAll()
         cluster?.pruneChanged()

@@ -85,6 +85,10 @@ public final class V1Application: WebSocketApplication {
     /// The largest reply (a subscribe's pin list is cut to fit, and says `truncated`): half a
     /// connection's output budget, at most 1 MiB, so a reply never closes an honest client.
     let maxReplyBytes: Int
+    /// Answers kept for idempotency keys (`V1Application+Idempotency`).
+    var kept: IdempotencyTable
+    /// Lookups of the answers kept in this turn: forgotten if the journal does not take it.
+    var keptThisTurn: [[UInt8]] = []
     /// Where changes are recorded (nil: state in memory only).
     var log: (any ChangeLog)?
     private(set) var persistence: Persistence?
@@ -109,6 +113,7 @@ public final class V1Application: WebSocketApplication {
         self.server = server
         self.hub = MapHub(settings: settings)
         self.budgets = AddressBudgets(settings: server.config.addressBudgets)
+        self.kept = IdempotencyTable(settings: server.config.idempotency)
         self.panic = PanicHub(settings: panic)
         self.checkin = CheckinHub(settings: server.config.checkin)
         self.decoder = RequestDecoder(settings: settings, panic: panic, checkin: server.config.checkin)
@@ -133,6 +138,7 @@ public final class V1Application: WebSocketApplication {
         budgets = AddressBudgets(settings: server.config.addressBudgets, firstVoter: p.recovered.highestVoteSession + 1)
         persistence = p
         log = p
+        restoreKeptAnswers(p)
         server.addTickStep { [unowned self, unowned p] in p.tick(map: self.hub, panic: self.panic, checkin: self.checkin) }
         server.addStopStep { [unowned self, unowned p] in
             p.beforeFinalSnapshot()
@@ -236,6 +242,12 @@ public final class V1Application: WebSocketApplication {
             outbox.append(.reply(fd, ref: rejected.ref, .error(rejected.error)))
             return
         }
+        // A repeat changes nothing: answered before any limit or the disk's state is consulted
+        // (on a cluster node, a repeat of a write still on its way waits for its answer).
+        if let claim = request.idem {
+            if answerFromKept(claim, fd: fd, ref: request.ref) { return }
+            if let cluster, waitForInFlight(claim, fd: fd, ref: request.ref, cluster: cluster) { return }
+        }
         if request.operation.changesState, let cluster, !cluster.log.writable {
             // Not connected to the stream (or not caught up with it): nothing is acknowledged
             // that the stream does not hold (docs/CLUSTER.md, "Losing NATS").
@@ -266,10 +278,11 @@ public final class V1Application: WebSocketApplication {
         let first = outbox.count
         let outcome = dispatch(request.operation, caller: caller, now: Self.wallClockMs())
         if let cluster, let record = outcome.record {
-            replicate(outcome, record: record, caller: caller, ref: request.ref, cluster: cluster)
+            replicate(outcome, record: record, caller: caller, ref: request.ref, cluster: cluster, claim: request.idem)
             return
         }
         apply(outcome, to: fd, ref: request.ref)
+        if let claim = request.idem, cluster == nil { keepAnswer(outcome.reply, claim: claim, caller: caller) }
         if log != nil { pending.note(request.operation, outcome, items: first..<outbox.count) }
     }
 
@@ -350,8 +363,9 @@ public final class V1Application: WebSocketApplication {
     /// of it.
     public func endOfTurn() {
         let recorded = log?.commitTurn() != false
-        if !recorded { takeBackUnrecorded() }
+        if !recorded { takeBackUnrecorded(); forgetUnrecordedAnswers() }
         pending.clear()
+        keptThisTurn.removeAll(keepingCapacity: true)
         sendNotices(recorded: recorded)
         if let cluster { announceWatchers(cluster) }
         fanOut()
@@ -421,6 +435,7 @@ public final class V1Application: WebSocketApplication {
         if let cluster { publishDecisions(now: now, cluster: cluster) }
         outbox.append(deliveries: &scratch)
         _ = budgets.sweep(now: monotonic)
+        kept.sweep(now: now)
         pruneNotices(now: now)
     }
 }

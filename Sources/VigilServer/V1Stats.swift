@@ -25,6 +25,14 @@ struct V1Stats {
     /// Replays in progress (set when the figures are taken).
     var replaysInProgress = 0
 
+    /// Requests with an idempotency key answered from a kept answer, and refused because the key
+    /// was kept for another request (`V1Application+Idempotency`).
+    var idemRepeats = 0
+    var idemConflicts = 0
+    /// Set when the figures are taken: kept answers held, and those evicted by the bounds.
+    var idemKeys = 0
+    var idemEvicted = 0
+
     mutating func refused(_ kind: Refusal) { refusals[kind.rawValue] += 1 }
 }
 

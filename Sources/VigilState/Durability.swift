@@ -29,6 +29,9 @@ extension JournalRecord {
         // "Mum has seen it": losing it would tell the person in danger nobody has, and escalate.
         case .noticeAcked:
             return .critical
+        // Written with the change it answers: it is synced when that change is.
+        case .answerKept:
+            return .standard
         }
     }
 }

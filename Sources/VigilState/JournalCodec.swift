@@ -32,6 +32,8 @@ import VigilCore
 ///                              5 cancelled)
 ///             31 noticeAcked  circle id 16, notice id 30, by u32 (0 the owner, else the member's
 ///                              number), at i64
+///             32 answerKept   lookup 32, request digest 32, created i64, sealed answer (u32
+///                              length ≤ 1 MiB, ≥ 28 + bytes: nonce 12 ‖ ciphertext ‖ tag 16)
 ///             22 circlePut    as 20, then the circle's subscriptions (u32 count ≥ 1 ×
 ///                  with subscriptions          subscription, see `CircleFields`); a circle
 ///                                              without any is still written as 20, so a journal
@@ -216,6 +218,9 @@ public enum JournalCodec {
         case .noticeAcked(let a):
             w.u8(31)
             NoticeFields.write(a, to: &w)
+        case .answerKept(let a):
+            w.u8(32)
+            KeptAnswerFields.write(a, to: &w)
         }
     }
 
@@ -282,6 +287,9 @@ public enum JournalCodec {
         case 31:
             r.what = "noticeAcked record"
             record = .noticeAcked(try NoticeFields.readAck(&r))
+        case 32:
+            r.what = "answerKept record"
+            record = .answerKept(try KeptAnswerFields.read(&r))
         case let kind:
             throw r.invalid("unknown record kind \(kind)", at: 0)
         }

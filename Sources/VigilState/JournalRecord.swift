@@ -37,6 +37,10 @@ public enum JournalRecord: Equatable, Sendable {
     case noticeSettled(NoticeSettlement)
     /// A notice acknowledged by the owner or a member.
     case noticeAcked(NoticeAck)
+    /// The answer kept for an idempotency key (sealed, see `KeptAnswer`), written after the
+    /// change it answers in the same turn: a repeat after a restart gets it again and changes
+    /// nothing. Changes no pin, stream or circle.
+    case answerKept(KeptAnswer)
 }
 
 /// What `panicStart` keeps: the stream's first state, from which replay rebuilds it exactly.

@@ -81,6 +81,9 @@ public enum ReplicatedApply {
             return checkin.recordSettlement(settlement) ? .applied : .duplicate
         case .noticeAcked(let ack):
             return checkin.recordAck(ack) != nil ? .applied : .duplicate
+        case .answerKept:
+            // Kept answers are not replicated (docs/CLUSTER.md): a node's own table holds them.
+            return .duplicate
         }
     }
 }

@@ -1,13 +1,14 @@
 import VigilCore
 
-/// The snapshot file format, version 7:
+/// The snapshot file format, version 8:
 ///
 ///     magic           8 bytes  89 'V' 'G' 'S' 0D 0A 1A 0A
-///     version         u16      7 (1 to 6 are read too: 1's streams lack the safety timer's
+///     version         u16      8 (1 to 7 are read too: 1's streams lack the safety timer's
 ///                              fields, the pins of 1 and 2 lack range_m, before 4 there are no
 ///                              circles, before 5 no cluster sequence, before 6 the streams
 ///                              lack their escalation's sent_at, and before 7 their circle
-///                              and the circles their subscriptions)
+///                              and the circles their subscriptions, before 8 there
+///                              are no kept answers)
 ///     flags           u16      0 (reserved: a reader refuses what it does not know)
 ///     takenAt         i64      unix ms
 ///     journalSegment  u64
@@ -21,6 +22,7 @@ import VigilCore
 ///                              each followed by its subscriptions  since version 7
 ///     settlement count u32, settlements (see `NoticeFields`)  since version 7
 ///     ack count       u32,  acknowledgements (see `NoticeFields`)   since version 7
+///     kept count      u32,  kept answers, oldest first (see `KeptAnswerFields`) since version 8
 ///     crc32c          u32      CRC-32C of every byte before it
 ///
 /// Little-endian throughout. The magic's high first byte and CR LF / ^Z / LF catch a file that
@@ -29,7 +31,7 @@ import VigilCore
 public enum SnapshotCodec {
     public static let magic: [UInt8] = [0x89, 0x56, 0x47, 0x53, 0x0D, 0x0A, 0x1A, 0x0A]
     /// The version written. Every version from `oldestReadable` up is read.
-    public static let version: UInt16 = 7
+    public static let version: UInt16 = 8
     public static let oldestReadable: UInt16 = 1
     /// The header `version` writes (the cluster fields make it 9 bytes longer since version 5).
     static let headerBytes = headerBytes(version: version)
@@ -56,6 +58,7 @@ public enum SnapshotCodec {
         for circle in snapshot.circles { writer.append(circle) }
         for settlement in snapshot.settlements { writer.append(settlement) }
         for ack in snapshot.acks { writer.append(ack) }
+        for answer in snapshot.keptAnswers { writer.append(answer) }
         return writer.finish()
     }
 
@@ -110,25 +113,32 @@ public enum SnapshotCodec {
             circles.reserveCapacity(circleCount)
             for _ in 0..<circleCount { circles.append(try CircleFields.read(&body, subscriptions: found >= 7)) }
         }
-        var settlements: [NoticeSettlement] = []
-        if found >= 7 {
-            body.what = "notice settlement"
-            let count = try body.count(of: "settlement", minimumElementBytes: NoticeFields.byteCount)
-            settlements.reserveCapacity(count)
-            for _ in 0..<count { settlements.append(try NoticeFields.read(&body)) }
-        }
-        var acks: [NoticeAck] = []
-        if found >= 7 {
-            body.what = "notice acknowledgement"
-            let count = try body.count(of: "acknowledgement", minimumElementBytes: NoticeFields.ackByteCount)
-            acks.reserveCapacity(count)
-            for _ in 0..<count { acks.append(try NoticeFields.readAck(&body)) }
-        }
+        let settlements = found >= 7 ? try readList(&body, "notice settlement", minimumBytes: NoticeFields.byteCount) { (r: inout StateReader) throws(StateError) in
+            try NoticeFields.read(&r)
+        } : []
+        let acks = found >= 7 ? try readList(&body, "notice acknowledgement", minimumBytes: NoticeFields.ackByteCount) { (r: inout StateReader) throws(StateError) in
+            try NoticeFields.readAck(&r)
+        } : []
+        let kept = found >= 8 ? try readList(&body, "kept answer", minimumBytes: KeptAnswerFields.minimumBytes) { (r: inout StateReader) throws(StateError) in
+            try KeptAnswerFields.read(&r)
+        } : []
         guard body.isAtEnd else {
             throw .invalid(what: "snapshot", offset: body.offset, reason: "\(body.remaining) bytes after the last stream or circle")
         }
         return StateSnapshot(takenAt: takenAt, journalSegment: journalSegment, pins: pins, streams: streams, circles: circles,
-                             settlements: settlements, acks: acks, clusterSequence: clusterSequence)
+                             settlements: settlements, acks: acks, clusterSequence: clusterSequence, keptAnswers: kept)
+    }
+
+    /// A u32 count of `what`, then that many elements read by `read` (the count is checked against
+    /// the bytes left first, see `StateReader.count`).
+    static func readList<Element>(_ r: inout StateReader, _ what: String, minimumBytes: Int,
+                                  _ read: (inout StateReader) throws(StateError) -> Element) throws(StateError) -> [Element] {
+        r.what = what
+        let count = try r.count(of: what, minimumElementBytes: minimumBytes)
+        var list: [Element] = []
+        list.reserveCapacity(count)
+        for _ in 0..<count { list.append(try read(&r)) }
+        return list
     }
 
     /// The cluster fields of a version 5 header: a standalone node's sequence must be 0, so that

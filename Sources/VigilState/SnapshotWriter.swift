@@ -27,6 +27,8 @@ public struct SnapshotWriter: Sendable {
     private var settlementCount: UInt32 = 0
     private var ackBytes = StateWriter()
     private var ackCount: UInt32 = 0
+    private var keptBytes = StateWriter()
+    private var keptCount: UInt32 = 0
     /// Where the counts go once known.
     private static let countsOffset = 8 + 2 + 2 + 8 + 8
 
@@ -46,7 +48,7 @@ public struct SnapshotWriter: Sendable {
     }
 
     /// Bytes so far (pins and streams), for progress logs and capacity estimates.
-    public var byteCount: Int { w.bytes.count + streamBytes.bytes.count + circleBytes.bytes.count + settlementBytes.bytes.count + ackBytes.bytes.count }
+    public var byteCount: Int { w.bytes.count + streamBytes.bytes.count + circleBytes.bytes.count + settlementBytes.bytes.count + ackBytes.bytes.count + keptBytes.bytes.count }
     public var pinsWritten: Int { Int(pinCount) }
 
     public mutating func append(_ pin: Pin) {
@@ -76,6 +78,11 @@ public struct SnapshotWriter: Sendable {
         ackCount += 1
     }
 
+    public mutating func append(_ answer: KeptAnswer) {
+        KeptAnswerFields.write(answer, to: &keptBytes)
+        keptCount += 1
+    }
+
     /// The snapshot's bytes. The writer is left empty; append nothing after this.
     public mutating func finish() -> [UInt8] {
         w.bytes.append(contentsOf: streamBytes.bytes)
@@ -89,6 +96,9 @@ public struct SnapshotWriter: Sendable {
         w.u32(ackCount)
         w.bytes.append(contentsOf: ackBytes.bytes)
         ackBytes.bytes = []
+        w.u32(keptCount)
+        w.bytes.append(contentsOf: keptBytes.bytes)
+        keptBytes.bytes = []
         w.patchU32(pinCount, at: Self.countsOffset)
         w.patchU32(streamCount, at: Self.countsOffset + 4)
         w.u32(CRC32C.checksum(w.bytes))

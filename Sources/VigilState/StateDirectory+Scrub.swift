@@ -65,7 +65,7 @@ extension JournalRecord {
     /// The panic stream a record is about (nil for pin records).
     public var stream: StreamID? {
         switch self {
-        case .pinPut, .pinRemove, .pinVote, .circlePut, .circleRemove, .noticeSettled, .noticeAcked: return nil
+        case .pinPut, .pinRemove, .pinVote, .circlePut, .circleRemove, .noticeSettled, .noticeAcked, .answerKept: return nil
         case .panicStart(let start): return start.id
         case .panicEvent(let id, _), .panicInvite(let id, _), .panicRevoke(let id, _), .panicRemove(let id): return id
         }

@@ -37,6 +37,10 @@ public struct StateImage: Sendable {
     public var settlements: [DeliveryKey<SubscriptionID>: NoticeSettlement] = [:]
     /// Acknowledgements (`noticeAcked`), in the order recorded.
     public var acks: [NoticeAck] = []
+    /// Answers kept for idempotency keys (`answerKept`), oldest first; the first one per lookup
+    /// counts (`IdempotencyTable.insert` skips a later one).
+    public var keptAnswers: [KeptAnswer] = []
+    private var keptLookups: Set<[UInt8]> = []
     /// The first `maxIssuesKept` records that could not be applied, described for the log.
     public private(set) var issues: [String] = []
     /// All such records, including those past `maxIssuesKept`.
@@ -56,6 +60,7 @@ public struct StateImage: Sendable {
         for circle in snapshot.circles { circles[circle.id] = circle }
         for s in snapshot.settlements { settlements[s.key] = s }
         acks = snapshot.acks
+        for a in snapshot.keptAnswers where keptLookups.insert(a.lookup).inserted { keptAnswers.append(a) }
     }
 
     /// The pins held, by id.
@@ -115,6 +120,10 @@ public struct StateImage: Sendable {
             let held = acks.contains { $0.circle == a.circle && $0.notice == a.notice && $0.by == a.by }
             if !held { acks.append(a) }
             count(!held)
+        case .answerKept(let a):
+            let added = keptLookups.insert(a.lookup).inserted
+            if added { keptAnswers.append(a) }
+            count(added)
         }
     }
 
@@ -155,7 +164,7 @@ public struct StateImage: Sendable {
                       settlements: settlements.values.filter { circles[$0.circle] != nil }
                           .sorted { ($0.circle, $0.notice, $0.subscription) < ($1.circle, $1.notice, $1.subscription) },
                       acks: acks.filter { circles[$0.circle] != nil }.sorted { ($0.circle, $0.at) < ($1.circle, $1.at) },
-                      clusterSequence: clusterSequence)
+                      clusterSequence: clusterSequence, keptAnswers: keptAnswers)
     }
 
     private mutating func count(_ changed: Bool) {

@@ -245,6 +245,11 @@ struct InspectorLine {
             case .member(let m): w.field("by", Int64(m))
             }
             w.field("at", a.at)
+        case .answerKept(let a):
+            // Sizes only: the answer is sealed, and its digests are nobody's business.
+            w.field("record", "answerKept")
+            w.field("sealed_bytes", Int64(a.sealed.count))
+            w.field("created_at", a.createdAt)
         }
     }
 }

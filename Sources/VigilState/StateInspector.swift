@@ -66,6 +66,9 @@ public enum StateInspector {
             line.w.field("pins", Int64(s.pins.count))
             line.w.field("streams", Int64(s.streams.count))
             line.w.field("circles", Int64(s.circles.count))
+            // Kept answers are sealed with keys only clients hold: counts and sizes only.
+            line.w.field("kept_answers", Int64(s.keptAnswers.count))
+            line.w.field("kept_answer_bytes", Int64(s.keptAnswers.reduce(0) { $0 + $1.byteCount }))
             emit(line.end())
             guard entries else { return }
             for pin in s.pins {

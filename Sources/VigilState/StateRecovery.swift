@@ -22,6 +22,9 @@ public struct RecoveredState: Sendable {
     public var highestVoteSession: UInt64
     /// The journal segment to open for new records.
     public var nextSegment: UInt64
+    /// Answers kept for idempotency keys, oldest first (expired ones are dropped as they are
+    /// put into the table).
+    public var keptAnswers: [KeptAnswer] = []
 
     /// One line each for the startup log: what was restored, and every fallback, cut and issue.
     public var logLines: [String] {
@@ -83,6 +86,6 @@ extension StateDirectory {
                               clusterSequence: clusterSequence,
                               snapshotFallbacks: loaded.fallbacks, journal: journal, replayIssues: image.issues,
                               replayIssueCount: image.issueCount, highestVoteSession: image.highestVoteSession,
-                              nextSegment: next)
+                              nextSegment: next, keptAnswers: image.keptAnswers)
     }
 }

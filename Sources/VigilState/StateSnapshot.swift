@@ -23,9 +23,13 @@ public struct StateSnapshot: Sendable {
     /// (snapshot version 5 and later; older versions read as nil). 0 is a cluster node that had
     /// applied nothing yet, not the same as nil.
     public var clusterSequence: UInt64?
+    /// Answers kept for idempotency keys, oldest first (snapshot version 8 and later).
+    public var keptAnswers: [KeptAnswer]
 
     public init(takenAt: Int64, journalSegment: UInt64, pins: [Pin], streams: [PanicStream], circles: [CheckinCircle] = [],
-                settlements: [NoticeSettlement] = [], acks: [NoticeAck] = [], clusterSequence: UInt64? = nil) {
+                settlements: [NoticeSettlement] = [], acks: [NoticeAck] = [], clusterSequence: UInt64? = nil,
+                keptAnswers: [KeptAnswer] = []) {
+        self.keptAnswers = keptAnswers
         self.settlements = settlements
         self.acks = acks
         self.takenAt = takenAt

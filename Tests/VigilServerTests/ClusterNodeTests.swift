@@ -17,6 +17,7 @@ import VigilState
             let messageID: String
             let base: UInt64?
             let record: JournalRecord
+            var kept: KeptAnswer? = nil
         }
         var stored: [Stored] = []
         /// The next publish fails (as a lost connection or a timeout would).
@@ -53,13 +54,13 @@ import VigilState
             return UInt64(messageID.dropFirst("\(settings.nodeID)-boot-".count))
         }
 
-        func publish(_ record: JournalRecord, subject: String, messageID: String, base: UInt64?,
+        func publish(_ record: JournalRecord, kept: KeptAnswer?, subject: String, messageID: String, base: UInt64?,
                      completion: @escaping (Result<UInt64, JetStreamError>) -> Void) {
             if stream.failNext {
                 stream.failNext = false
                 return completion(.failure(.client(.timedOut)))
             }
-            stream.stored.append(.init(messageID: messageID, base: base, record: record))
+            stream.stored.append(.init(messageID: messageID, base: base, record: record, kept: kept))
             completion(.success(UInt64(stream.stored.count)))
         }
 
@@ -82,7 +83,8 @@ import VigilState
             while log.delivered < log.stream.stored.count {
                 let s = log.stream.stored[log.delivered]
                 log.delivered += 1
-                h.v1.applyFromStream(.init(sequence: UInt64(log.delivered), messageID: s.messageID, base: s.base, record: s.record),
+                h.v1.applyFromStream(.init(sequence: UInt64(log.delivered), messageID: s.messageID, base: s.base, record: s.record,
+                                           kept: s.kept),
                                      cluster: cluster)
             }
             h.server.loop.requestTurn()
@@ -135,6 +137,72 @@ import VigilState
         try b.h.read(subB, count: 1)
         #expect(subB.messages[0].type == "pin.added")
         #expect(subB.messages[0]["pin"]?.object?["id"] == subA.messages[0]["pin"]?.object?["id"])
+    }
+
+    /// Idempotency keys on a cluster: the answer travels with the record; a repeat on the writing
+    /// node while the write is in flight waits for its answer; a repeat on another node is
+    /// answered from the answer it applied; nothing is published twice.
+    @Test func aRepeatIsAnsweredOnAnyNodeAndPublishedOnce() throws {
+        let stream = MemoryStream()
+        let a = try Node("a", stream), b = try Node("b", stream)
+        let create = #""op":"pin.create","idem":"k3y-of-22-characters__","pin":{"lat":52.5,"lon":13.4,"title":"t"}"#
+        let writer = try a.h.open(), again = try a.h.open()
+        writer.send("{\(create),\"ref\":1}")
+        try a.h.run(until: { stream.stored.count == 1 })
+        #expect(stream.stored[0].kept != nil, "the sealed answer travels with the record")
+        // In flight: a resend on another connection of the same node waits, publishes nothing.
+        again.send("{\(create),\"ref\":2}")
+        for _ in 0..<3 { try a.h.turn() }
+        again.poll()
+        #expect(again.messages.isEmpty && stream.stored.count == 1)
+        try a.catchUp()
+        let first = try Self.reply(a, writer), waited = try Self.reply(a, again)
+        #expect(first.type == "ok" && first["repeat"] == nil)
+        #expect(waited.type == "ok" && waited["repeat"] == .bool(true) && waited["ref"]?.int == 2)
+        #expect(waited["pin"] == first["pin"] && waited["edit_token"] == first["edit_token"])
+        // Node B applied the record with its answer: a resend there is a repeat too.
+        try b.catchUp()
+        let onB = try b.h.open()
+        onB.send("{\(create),\"ref\":3}")
+        let repeated = try Self.reply(b, onB)
+        #expect(repeated["repeat"] == .bool(true) && repeated["pin"] == first["pin"] && repeated["edit_token"] == first["edit_token"])
+        onB.send(#"{"op":"pin.create","ref":4,"idem":"k3y-of-22-characters__","pin":{"lat":52.5,"lon":13.4,"title":"other"}}"#)
+        let conflict = try Self.reply(b, onB, after: 1)
+        #expect(conflict["code"]?.string == "idem_conflict")
+        for _ in 0..<3 { try b.h.turn() }
+        #expect(stream.stored.count == 1, "applied once in the whole cluster")
+    }
+
+    /// A stream message is one change, optionally followed by its kept answer; nothing else.
+    @Test func aStreamMessageIsOneChangeAndAtMostItsAnswer() {
+        let pin = JournalRecord.pinRemove(PinID(high: 1, low: 2))
+        let answer = KeptAnswer(lookup: [UInt8](repeating: 1, count: 32), requestDigest: [UInt8](repeating: 2, count: 32),
+                                createdAt: 3, sealed: [UInt8](repeating: 4, count: 30))
+        #expect(ReplicatedLog.change([pin])?.0 == pin && ReplicatedLog.change([pin])?.1 == nil)
+        #expect(ReplicatedLog.change([pin, .answerKept(answer)])?.1 == answer)
+        #expect(ReplicatedLog.change([.answerKept(answer)]) == nil)
+        #expect(ReplicatedLog.change([.answerKept(answer), pin]) == nil)
+        #expect(ReplicatedLog.change([pin, pin]) == nil)
+        #expect(ReplicatedLog.change([.answerKept(answer), .answerKept(answer)]) == nil)
+        #expect(ReplicatedLog.change([]) == nil)
+    }
+
+    /// A write with a key that the stream does not take keeps no answer: a resend is a new write.
+    @Test func aWriteTheStreamDidNotTakeKeepsNoAnswer() throws {
+        let stream = MemoryStream()
+        let a = try Node("a", stream)
+        let writer = try a.h.open(), again = try a.h.open()
+        stream.failNext = true
+        let create = #""op":"pin.create","idem":"another-key-of-22-chars","pin":{"lat":52.5,"lon":13.4,"title":"t"}"#
+        writer.send("{\(create),\"ref\":1}")
+        let refused = try Self.reply(a, writer)
+        #expect(refused["code"]?.string == "unavailable")
+        // Not kept: the resend is a new write, published and answered as one.
+        again.send("{\(create),\"ref\":2}")
+        try a.h.run(until: { stream.stored.count == 1 })
+        try a.catchUp()
+        let ok = try Self.reply(a, again)
+        #expect(ok.type == "ok" && ok["repeat"] == nil)
     }
 
     @Test func pipelinedEditsOfOnePinAreAllConfirmed() throws {

@@ -74,6 +74,31 @@ import VigilState
         #expect(s.log.records.count == 1)
     }
 
+    /// A write with an idempotency key and its repeat in the same turn: the repeat is answered
+    /// from the answer kept in that turn, so when the journal fails the turn both are withdrawn
+    /// (`unavailable`), the answer is forgotten, and the key is free for the resend.
+    @Test func aRepeatInTheTurnOfAnUnrecordedWriteIsWithdrawnWithIt() throws {
+        let s = try Setup()
+        let writer = try s.h.open()
+        s.log.failNextCommit = true
+        let create = #"{"op":"pin.create","idem":"k3y-of-22-characters__","pin":\#(Self.pin)"#
+        // One write of two frames: read in one turn.
+        writer.write(writer.frame(.text, Array((create + #","ref":1}"#).utf8)) + writer.frame(.text, Array((create + #","ref":2}"#).utf8)))
+        try s.h.run(until: { writer.poll(); return writer.messages.filter { $0.type == "ok" || $0.type == "error" }.count == 2 })
+        for reply in writer.messages.filter({ $0.type == "ok" || $0.type == "error" }) { Self.expectUnavailable(reply) }
+        #expect(s.h.v1.hub.store.count == 0 && s.h.v1.kept.count == 0)
+        // Sent again: applied now, and its answer journaled after its change.
+        let created = try Self.ask(s.h, writer, create + #","ref":3}"#)
+        #expect(created.type == "ok" && created["repeat"] == nil)
+        let repeated = try Self.ask(s.h, writer, create + #","ref":4}"#)
+        #expect(repeated["repeat"] == .bool(true) && repeated["pin"] == created["pin"])
+        #expect(s.h.v1.hub.store.count == 1)
+        guard s.log.records.count == 2, case .pinPut = s.log.records[0], case .answerKept = s.log.records[1] else {
+            Issue.record("expected the pin, then its kept answer: \(s.log.records)")
+            return
+        }
+    }
+
     @Test func pinUpdatesDeletesAndVotesTheJournalCouldNotRecordAreTakenBack() throws {
         let s = try Setup()
         let writer = try s.h.open()

@@ -80,7 +80,7 @@ import VigilTestSupport
         #expect(writer.finish() == bytes)
         // Version 2 bytes (no circle list) still read, with no circles.
         var v2 = SnapshotCodec.encode(StateSnapshot(takenAt: 5, journalSegment: 6, pins: [], streams: []))
-        v2.removeLast(16)                     // the empty circle, settlement and ack counts, and the checksum
+        v2.removeLast(20)                     // the empty circle, settlement, ack and kept answer counts, and the checksum
         v2.removeSubrange(36..<45)            // the cluster fields (version 5)
         v2[8] = 2
         v2 += SnapshotCodecTests.le32(CRC32C.checksum(v2))

@@ -60,7 +60,7 @@ import VigilTestSupport
         let circles = [try CircleStateTests.circle(seed: 3, subscribed: true), try CircleStateTests.circle(seed: 4)].sorted { $0.id < $1.id }
         let snapshot = StateSnapshot(takenAt: 5, journalSegment: 6, pins: [], streams: [], circles: circles)
         let bytes = SnapshotCodec.encode(snapshot)
-        #expect(bytes[8] == 7 && SnapshotCodec.version == 7)
+        #expect(bytes[8] == 8 && SnapshotCodec.version == 8)
         let decoded = try SnapshotCodec.decode(bytes)
         #expect(decoded.circles == circles && decoded.circles.map(\.subscriptions.count).sorted() == [0, 3])
         var writer = SnapshotWriter(takenAt: 5, journalSegment: 6)
@@ -68,16 +68,16 @@ import VigilTestSupport
         #expect(writer.finish() == bytes)
 
         // The build before wrote version 6: its circle reads with no subscriptions, and is written
-        // back as version 7, the same bytes but for the version and the empty lists' counts
-        // (its subscriptions, and the snapshot's settlements and acknowledgements).
+        // back as version 8, the same bytes but for the version and the empty lists' counts
+        // (its subscriptions, and the snapshot's settlements, acknowledgements and kept answers).
         let old = FormatFixtureTests.snapshotV6Circle
         let read = try SnapshotCodec.decode(old)
         let circle = try #require(read.circles.first)
         #expect(old[8] == 6 && read.circles.count == 1 && circle.subscriptions.isEmpty && circle.members.count == 2)
         let again = SnapshotCodec.encode(read)
-        #expect(again[8] == 7 && again.count == old.count + 4 + 4 + 4)
-        #expect(Array(again[9..<(again.count - 16)]) == Array(old[9..<(old.count - 4)])
-                && Array(again.suffix(16).prefix(12)) == [UInt8](repeating: 0, count: 12))
+        #expect(again[8] == 8 && again.count == old.count + 4 + 4 + 4 + 4)
+        #expect(Array(again[9..<(again.count - 20)]) == Array(old[9..<(old.count - 4)])
+                && Array(again.suffix(20).prefix(16)) == [UInt8](repeating: 0, count: 16))
     }
 
     @Test func replayKeepsTheLastRecordsSubscriptions() throws {

@@ -139,6 +139,40 @@ import VigilGeo
 
     static let pinID = PinID(high: 0x1111_2222_3333_4444, low: 0x5555_6666_7777_8888)
 
+    /// A version 7 snapshot (`FuzzSeedTests`' "subscriptions.vgs" as version 7 wrote it: a circle
+    /// with subscriptions, settlements and acknowledgements), from before kept answers (version 8).
+    static let snapshotV7 = hex([
+        "895647530d0a1a0a070000000068e5cf8b01000005000000000000000000000000000000000000000000000000010000",
+        "000357eec96e9c319f1228144c5bf316bb0068e5cf8b0100000668e5cf8b01000013a2316ba22fe9c8490448e84ecfa1",
+        "541674523355f64f05f571b4044df7279204000000020000000100000001030000004d756d0068e5cf8b0100006c9c2a",
+        "38627190c758d59088744cc2e279df04d3a912498517bb3eb3b45d1a9d02000000000068e5cf8b010000a2c05f1051b6",
+        "3295803e98b2d5ad9ae97aecd26a6b8e08795d84b6c5ca1372af0100000002000000000368e5cf8b010000010268e5cf",
+        "8b010000010b000000686f6d652022736f6f6e22010000000100000001030000004d756d0168e5cf8b010000010568e5",
+        "cf8b01000035dde5cf8b010000030000003e8623d5f60dfbb33b66cac5c24edf91000000000668e5cf8b010000011a00",
+        "000068747470733a2f2f707573682e6578616d706c652f6f776e6572046d6013caf4189ea1e0978a3556a3104addc5cc",
+        "1b7d6f4c81d7989e588286265b5436cd528ae5c8a7b33affe709a30886f0ea7e430a3918c16d52490a14a4771063e92d",
+        "6694042ec5cc631c64ec25f77a77ccd61190a65c7a030115ed93ee2d66010000000668e5cf8b01000001180000006874",
+        "7470733a2f2f707573682e6578616d706c652f6d756d0458ec5964bef9717c9c9dfc8d511a569b9ca91c27a01f4bf0b8",
+        "7563d8e4b5e2162a2d8ac9fa28eabb76c9c8e6add022c8d8ddc96467cf1d45a74f6d97e8824cded7ca575fe185482de6",
+        "f28e35e9cedbf9f45cabc24ffa24957974be0fce7ff359010000000668e5cf8b010000020d00000066636d3a6d756d2d",
+        "70686f6e65020000000357eec96e9c319f1228144c5bf316bb0357eec96e9c319f1228144c5bf316bb010000018bcfe5",
+        "680000000000003e8623d5f60dfbb33b66cac5c24edf91010357eec96e9c319f1228144c5bf316bb0357eec96e9c319f",
+        "1228144c5bf316bb040000018bcfe56801000000010077ccd61190a65c7a030115ed93ee2d6602020000000357eec96e",
+        "9c319f1228144c5bf316bb0357eec96e9c319f1228144c5bf316bb010000018bcfe56800000000000001000000f469e5",
+        "cf8b0100000357eec96e9c319f1228144c5bf316bb0357eec96e9c319f1228144c5bf316bb040000018bcfe568010000",
+        "00010000000000586ae5cf8b010000a468afd4",
+    ])
+
+    @Test func aVersion7SnapshotReadsWithNoKeptAnswers() throws {
+        let snapshot = try SnapshotCodec.decode(Self.snapshotV7)
+        #expect(snapshot.keptAnswers.isEmpty)
+        #expect(snapshot.circles.count == 1 && !snapshot.circles[0].subscriptions.isEmpty)
+        #expect(snapshot.settlements.count == 2 && snapshot.acks.count == 2)
+        // Written again, it is version 8 with an empty list of kept answers, and reads the same.
+        let again = try SnapshotCodec.decode(SnapshotCodec.encode(snapshot))
+        #expect(again.circles == snapshot.circles && again.settlements == snapshot.settlements && again.acks == snapshot.acks)
+    }
+
     @Test func anOldSnapshotReadsAndReencodesToTheSameBytes() throws {
         let snapshot = try SnapshotCodec.decode(Self.snapshot)
         #expect(snapshot.takenAt == 1_795_000_010_000 && snapshot.journalSegment == 3)
@@ -160,7 +194,7 @@ import VigilGeo
         #expect(stream.dueAt == nil && stream.missedCheckInAt == nil && pin.rangeMeters == nil && snapshot.circles.isEmpty)
         #expect(snapshot.clusterSequence == nil && stream.circle == nil)
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 7 && again.count == Self.snapshot.count + 2 + 4 + 4 + 9 + 1 + 1 + 4 + 4)
+        #expect(again[8] == 8 && again.count == Self.snapshot.count + 2 + 4 + 4 + 9 + 1 + 1 + 4 + 4 + 4)
         expectSameStreams(try SnapshotCodec.decode(again).streams, snapshot.streams)
 
         // Votes kept by session number are votes by voter number now; new voters number on above them.
@@ -181,9 +215,9 @@ import VigilGeo
         let circle = try #require(snapshot.circles.first)
         #expect(snapshot.circles.count == 1 && circle.members.count == 2 && circle.home != nil)
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 7 && again.count == Self.snapshotV4.count + 9 + 4 + 4 + 4)
-        #expect(Array(again[45..<(again.count - 16)]) == Array(Self.snapshotV4[36..<(Self.snapshotV4.count - 4)]))
-        #expect(Array(again[(again.count - 16)..<(again.count - 4)]) == [UInt8](repeating: 0, count: 12))
+        #expect(again[8] == 8 && again.count == Self.snapshotV4.count + 9 + 4 + 4 + 4 + 4)
+        #expect(Array(again[45..<(again.count - 20)]) == Array(Self.snapshotV4[36..<(Self.snapshotV4.count - 4)]))
+        #expect(Array(again[(again.count - 20)..<(again.count - 4)]) == [UInt8](repeating: 0, count: 16))
     }
 
     /// An escalation from before sent_at was kept reads as sent at its time (the deadline), in
@@ -203,7 +237,7 @@ import VigilGeo
         #expect(due == 1_700_000_900_000 && event.at == due && sentAt == event.at)
         #expect(snapshot.streams.allSatisfy { $0.missedCheckInAt != nil || $0.missedCheckInSentAt == nil })
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 7 && again.count == Self.snapshotV5.count + 2 + 8 + 8 + 2 + 4 + 4)
+        #expect(again[8] == 8 && again.count == Self.snapshotV5.count + 2 + 8 + 8 + 2 + 4 + 4 + 4)
         expectSameStreams(try SnapshotCodec.decode(again).streams, snapshot.streams)
     }
 
@@ -236,7 +270,7 @@ import VigilGeo
         #expect(snapshot.streams.allSatisfy { $0.circle == nil })
         #expect(snapshot.streams.contains { $0.missedCheckInSentAt == 1_700_000_900_040 })
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 7 && again.count == Self.snapshotV6.count + 2 + 4 + 4)
+        #expect(again[8] == 8 && again.count == Self.snapshotV6.count + 2 + 4 + 4 + 4)
         let reread = try SnapshotCodec.decode(again)
         expectSameStreams(reread.streams, snapshot.streams)
         let rules = StateDigest.Rules(now: snapshot.takenAt, endedGraceMs: 3_600_000, circleIdleLifetimeMs: 2_592_000_000)

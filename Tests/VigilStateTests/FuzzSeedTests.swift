@@ -74,6 +74,7 @@ import VigilTestSupport
         records += settled.map { .noticeSettled($0) }
         records += acks.map { .noticeAcked($0) }
         out.append(("snapshot", "v6-circle.vgs", FormatFixtureTests.snapshotV6Circle))
+        out.append(("snapshot", "v7-format.vgs", FormatFixtureTests.snapshotV7))
         records.append(.circlePut(subscribed))
         // Streams started for a circle (snapshot version 7, record kind 11 with and without a timer).
         var circled = PanicStartRecord(streams[0])
@@ -84,6 +85,14 @@ import VigilTestSupport
         out.append(("snapshot", "circle-streams.vgs", SnapshotCodec.encode(StateSnapshot(
             takenAt: 1_700_000_000_000, journalSegment: 6, pins: [], streams: [try! circled.stream(), try! circledTimed.stream()].sorted { $0.id < $1.id },
             circles: [circle]))))
+        // Answers kept for idempotency keys (snapshot version 8, record kind 32).
+        let kept = (0..<2).map { i in
+            IdempotencySeal.keep(Array(#","pin":{"id":"x"}"#.utf8), claim: IdempotencyClaim(key: "seed-key-\(i)-0123456789", canonical: Array("{}".utf8)),
+                                 nonce: [UInt8](repeating: UInt8(i), count: 12), now: 1_700_000_000_000 + Int64(i))!
+        }
+        out.append(("snapshot", "kept-answers.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 6, pins: [pins[0]],
+                                                                                       streams: [], keptAnswers: kept))))
+        records += kept.map { .answerKept($0) }
         var segment = JournalCodec.header(segment: 3)
         for (index, record) in records.enumerated() {
             // One payload on its own per record (the fuzzer's `decodeRecord` path) ...

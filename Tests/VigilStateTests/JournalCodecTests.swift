@@ -39,6 +39,8 @@ import VigilTestSupport
             .panicStart(circled),
             .panicStart(circledTimed),
             .panicRemove(quiet.id),
+            .answerKept(KeptAnswer(lookup: s.randomBytes(32), requestDigest: s.randomBytes(32), createdAt: 1_700_000_000_000,
+                                   sealed: s.randomBytes(28 + 40))),
         ]
     }
 

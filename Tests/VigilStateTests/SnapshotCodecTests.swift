@@ -37,8 +37,9 @@ import VigilTestSupport
         let decoded = try roundTrip(StateSnapshot(takenAt: 0, journalSegment: 0, pins: [], streams: []))
         #expect(decoded.pins.isEmpty && decoded.streams.isEmpty)
         // The header (with the cluster fields of version 5), the empty circle list's count (version 4),
-        // the empty settlement and acknowledgement lists' counts (version 7) and the checksum.
-        #expect(SnapshotCodec.encode(decoded).count == SnapshotCodec.headerBytes + 4 + 4 + 4 + SnapshotCodec.checksumBytes)
+        // the empty settlement and acknowledgement lists' counts (version 7), the empty kept
+        // answers' count (version 8) and the checksum.
+        #expect(SnapshotCodec.encode(decoded).count == SnapshotCodec.headerBytes + 4 + 4 + 4 + 4 + SnapshotCodec.checksumBytes)
     }
 
     @Test func pinsAndStreamsRoundTrip() throws {
@@ -89,12 +90,12 @@ import VigilTestSupport
 
     @Test func unknownVersionIsRefusedByName() {
         var bytes = SnapshotCodec.encode(Self.sample())
-        bytes[8] = 8
-        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 8, supported: 7)) { try SnapshotCodec.decode(bytes) }
+        bytes[8] = 9
+        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 9, supported: 8)) { try SnapshotCodec.decode(bytes) }
         bytes[8] = 0
-        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 0, supported: 7)) { try SnapshotCodec.decode(bytes) }
-        let message = StateError.unsupportedVersion(kind: "snapshot", found: 8, supported: 7).description
-        #expect(message == "snapshot format version 8 is not supported (this build reads version 7)")
+        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 0, supported: 8)) { try SnapshotCodec.decode(bytes) }
+        let message = StateError.unsupportedVersion(kind: "snapshot", found: 9, supported: 8).description
+        #expect(message == "snapshot format version 9 is not supported (this build reads version 8)")
     }
 
     /// A stream started for a check-in circle keeps it (version 7): present or absent, one form each.

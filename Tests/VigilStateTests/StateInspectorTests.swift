@@ -52,7 +52,9 @@ import Testing
         #expect(journalLine["type"]?.string == "journal" && journalLine["torn"]?.bool == true)
         #expect(journalLine["valid_length"]?.int64 == Int64(goodLength) && journalLine["torn_bytes"]?.int64 == 5)
         #expect(journalLine["records"]?.int64 == Int64(records.count))
-        #expect(out.last?["record"]?.string == "panicRemove")
+        // The last sample record is a kept answer: its size, never its digests or bytes.
+        #expect(out.last?["record"]?.string == "answerKept" && out.last?["sealed_bytes"]?.int64 == 68)
+        #expect(out.last?["lookup"] == nil && out.last?["sealed"] == nil)
         #expect(tmp.read("journal-000000000000002a.vgj").count == journal.count, "read-only")
     }
 

@@ -143,8 +143,11 @@ export class Emitter {
 
 /**
  * An error reply (`code`, `field`, `retryAfterMs` from the server), or the request's own failure:
- * `timeout`, `disconnected` (the connection went with the request in flight: it may or may not have
- * been applied), `closed` (close() was called), `not_connected`, `no_websocket`.
+ * `timeout`, `disconnected` (a read: the connection went with the request in flight; a write: the
+ * connection went with reconnect off), `closed` (close() was called), `outbox_full` (a write made
+ * while `maxOutbox` writes wait for their answers), `not_connected`, `no_websocket`. A write that
+ * failed with `timeout` may or may not have been applied: send it again with `{idem: err.idem}`
+ * to have it applied at most once.
  */
 export class VigilError extends Error {
   code: string;
@@ -152,7 +155,18 @@ export class VigilError extends Error {
   retryAfterMs?: number;
   reply?: { type: 'error'; code: string; message: string; field?: string; retry_after_ms?: number };
   op?: string;
+  /** A write's idempotency key (`idem`), the one all its sends carried. */
+  idem?: string;
 }
+
+/**
+ * The operations that change state (docs/PROTOCOL.md, "Writes that are safe to retry"): each is
+ * sent with an `idem` key, chosen once per write (22 base64url characters of 128 random bits, or
+ * the `idem` the caller put in its fields), and goes through the outbox.
+ */
+export const WRITE_OPS: ReadonlySet<string>;
+/** A new idempotency key: 128 random bits as 22 base64url characters. */
+export function newIdemKey(): string;
 
 export interface ReconnectOptions {
   /** First delay (default 500 ms); each attempt multiplies it by `factor` (2) up to `maxDelayMs` (15 s). */
@@ -182,6 +196,15 @@ export interface VigilClientOptions {
   heartbeatTimeoutMs?: number;
   /** How many times a request refused with rate_limited is retried after the server's retry_after_ms (default 3). */
   rateLimitRetries?: number;
+  /**
+   * Writes that may wait for their answer at once (default 100): made while the connection is
+   * away, or sent and not answered when it went. Each is sent (again, with the same `idem` key) on
+   * reconnect, in the order made, and ends in its answer (`repeat: true` when the server had
+   * applied it already) or a VigilError: `timeout` (its `timeoutMs`, counted from when it was
+   * made), `closed`, `outbox_full` (refused at once when this many wait), or `disconnected`
+   * (reconnect off).
+   */
+  maxOutbox?: number;
   /** false: no reconnect (the client closes when the connection goes). */
   reconnect?: ReconnectOptions | false;
   random?: () => number;
@@ -205,7 +228,13 @@ export class VigilClient extends Emitter {
   close(): void;
   /** Drops the connection and connects again at once (a page told the network is back). */
   reconnectNow(): void;
+  /**
+   * Any operation. A write (`WRITE_OPS`) gets an `idem` key unless `fields` has one, and goes
+   * through the outbox: a lost connection does not fail it, it is sent again on reconnect.
+   */
   request(op: string, fields?: Record<string, unknown>, options?: RequestOptions): Promise<Reply>;
+  /** Writes waiting for their answer (sent or not). */
+  readonly outboxSize: number;
 
   subscribe(area: Area, options?: { categories?: string[] }): Promise<Reply & { pins: Pin[]; truncated?: boolean }>;
   unsubscribe(): Promise<Reply>;

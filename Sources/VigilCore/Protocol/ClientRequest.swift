@@ -5,6 +5,9 @@ public struct ClientRequest: Sendable {
     /// The client's `ref` (a string or a number), echoed in the reply.
     public var ref: JSONValue?
     public var operation: ClientOperation
+    /// The request's idempotency key and canonical form (`"idem"`; only operations that change
+    /// state take one, see `RequestDecoder.idempotentOperations`).
+    public var idem: IdempotencyClaim? = nil
 }
 
 /// The operations of protocol version 1 (docs/PROTOCOL.md).

@@ -33,6 +33,10 @@ public enum Reply: Sendable {
     case watchToken(String)
     /// The `checkin.*` replies that carry more than `ok`.
     case checkin(CheckinReply)
+    /// A repeat of a request with an idempotency key (docs/PROTOCOL.md, "Writes that are safe to
+    /// retry"): the first answer's members after `"type":"ok"` (`members`, as `keptMembers` cut
+    /// them: empty, or starting with a comma), sent again with `"repeat":true`.
+    case repeated(members: [UInt8])
 }
 
 extension Reply {
@@ -129,6 +133,28 @@ extension ServerMessages {
             ok(ref: ref, into: &w) { w in w.key("watch_token"); w.string(token) }
         case .checkin(let r):
             ok(ref: ref, into: &w) { w in checkinReply(r, into: &w) }
+        case .repeated(let members):
+            w.beginObject()
+            w.key("type"); w.string("ok")
+            if let ref { w.key("ref"); w.value(ref) }
+            w.key("repeat"); w.bool(true)
+            // `members` is empty or `,"name":value,...`: spliced after the comma-terminated pair
+            // above, the writer's own separator is not wanted.
+            if !members.isEmpty { w.raw(Array(members.dropFirst())) }
+            w.endObject()
         }
+    }
+
+    /// The members of an `ok` reply after `"type":"ok"`, as they are kept for a repeat: the reply
+    /// encoded without a `ref`, its `{"type":"ok"` and closing `}` cut off. Empty for a plain `ok`;
+    /// else they start with a comma. nil for an error (errors are not kept).
+    public static func keptMembers(of reply: Reply, into w: inout JSONWriter) -> [UInt8]? {
+        if case .error = reply { return nil }
+        w.reset()
+        self.reply(reply, ref: nil, into: &w)
+        let bytes = w.bytes
+        let prefix = Array(#"{"type":"ok""#.utf8)
+        guard bytes.count >= prefix.count + 1, bytes.starts(with: prefix), bytes.last == 0x7D else { return nil }
+        return Array(bytes[prefix.count..<(bytes.count - 1)])
     }
 }

@@ -50,12 +50,37 @@ extension RequestDecoder {
     /// are: a misspelt field is named as such, not reported as the required one it replaced.
     /// The name in the error is cut to 64 characters (it is the client's text, echoed); a member
     /// named `""` is refused without a `field`, which is never empty.
-    static func refuseUnknownFields(_ o: JSONObject, allowed fields: [String]) throws {
+    static func refuseUnknownFields(_ o: JSONObject, allowed fields: [String], idem: Bool = false) throws {
         for member in o.members {
             let key = member.key
-            if key == "op" || key == "ref" || fields.contains(key) { continue }
+            if key == "op" || key == "ref" || fields.contains(key) || (idem && key == "idem") { continue }
             if key.isEmpty { throw RequestError("unknown_field", "a member with an empty name is not a field of this operation") }
             throw RequestError.unknownField(String(key.prefix(64)))
         }
+    }
+}
+
+/// `"idem"` (docs/PROTOCOL.md, "Writes that are safe to retry"): taken by every operation that
+/// changes state, and by no read (there it is an `unknown_field`, as any member the operation does
+/// not define).
+extension RequestDecoder {
+    /// The operations that take `idem`: exactly those whose `ClientOperation.changesState` is true
+    /// (`RequestDecoderIdemTests` checks every operation against it).
+    public static let idempotentOperations: Set<String> = [
+        "pin.create", "pin.update", "pin.delete", "pin.vote",
+        "panic.start", "panic.update", "panic.status", "panic.end", "panic.invite", "panic.revoke", "panic.timer",
+        "checkin.create", "checkin.invite", "checkin.revoke", "checkin.answer", "checkin.home", "checkin.close",
+        "checkin.request", "checkin.register", "checkin.unregister", "checkin.ack",
+    ]
+
+    /// The key and the canonical request when `idem` is present; `invalid_idem` when it is not a
+    /// string of 16 to 64 characters of `[A-Za-z0-9_-]`.
+    func idemClaim(_ o: JSONObject) throws -> IdempotencyClaim? {
+        guard let v = o["idem"] else { return nil }
+        guard let key = v.string, IdempotencyKey.isValid(key) else {
+            throw RequestError("invalid_idem", field: "idem",
+                               "idem must be a string of \(IdempotencyKey.minLength) to \(IdempotencyKey.maxLength) characters of A-Z, a-z, 0-9, _ and -")
+        }
+        return IdempotencyClaim(key: key, canonical: IdempotencyKey.canonicalRequest(o))
     }
 }

@@ -42,9 +42,11 @@ public struct RequestDecoder: Sendable {
         }
         do {
             guard let fields = Self.operationFields[op] else { throw RequestError.unknownOp(op) }
-            try Self.refuseUnknownFields(object, allowed: fields)
+            let takesIdem = Self.idempotentOperations.contains(op)
+            try Self.refuseUnknownFields(object, allowed: fields, idem: takesIdem)
+            let idem = try takesIdem ? idemClaim(object) : nil
             let operation = try decodeOperation(op, object)
-            return .success(ClientRequest(ref: ref, operation: operation))
+            return .success(ClientRequest(ref: ref, operation: operation, idem: idem))
         } catch let error as RequestError {
             return .failure(RejectedRequest(ref: ref, error: error))
         } catch {

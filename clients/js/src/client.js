@@ -2,7 +2,10 @@
 // per-request timeouts, typed errors, waits on `rate_limited`, and reconnection that restores
 // what the application asked for: the map subscription (and its pin set), each watched stream
 // (from the last seq delivered), each owned stream (with its owner token) and each check-in
-// circle listened to (opened as its owner or joined as a member).
+// circle listened to (opened as its owner or joined as a member). Every write carries an
+// idempotency key (`idem`) and waits in an outbox while the connection is away, so that a write
+// cut off by a lost connection is sent again and applied once (docs/PROTOCOL.md, "Writes that
+// are safe to retry").
 
 import { Emitter } from './emitter.js';
 import { Circle, credentialFields } from './circle.js';
@@ -11,9 +14,9 @@ import { Circle, credentialFields } from './circle.js';
 export class VigilError extends Error {
   /**
    * @param {string} code the server's `code` (`invalid_lat`, `rate_limited`, ...) or one of the
-   *   client's own: `timeout`, `disconnected`, `closed`, `not_connected`
+   *   client's own: `timeout`, `disconnected`, `closed`, `not_connected`, `outbox_full`; a write's carry its `idem`
    */
-  constructor(code, message, { field, retryAfterMs, reply, op } = {}) {
+  constructor(code, message, { field, retryAfterMs, reply, op, idem } = {}) {
     super(message || code);
     this.name = 'VigilError';
     this.code = code;
@@ -21,8 +24,29 @@ export class VigilError extends Error {
     if (retryAfterMs !== undefined) this.retryAfterMs = retryAfterMs;
     if (reply !== undefined) this.reply = reply;
     if (op !== undefined) this.op = op;
+    if (idem !== undefined) this.idem = idem;
   }
 }
+
+/**
+ * The operations that change state: each is sent with an `idem` key and goes through the outbox.
+ * Reads (subscribe, watch, resume, open, join, leave, unwatch) are not.
+ */
+export const WRITE_OPS = new Set([
+  'pin.create', 'pin.update', 'pin.delete', 'pin.vote',
+  'panic.start', 'panic.update', 'panic.status', 'panic.end', 'panic.invite', 'panic.revoke', 'panic.timer',
+  'checkin.create', 'checkin.invite', 'checkin.revoke', 'checkin.answer', 'checkin.home', 'checkin.close',
+  'checkin.request', 'checkin.register', 'checkin.unregister', 'checkin.ack',
+]);
+
+/** A new idempotency key: 128 random bits from the platform's CSPRNG, 22 characters of base64url. */
+export function newIdemKey() {
+  const bytes = globalThis.crypto.getRandomValues(new Uint8Array(16));
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+/** `fields` with an `idem` key when `op` is a write (the caller's own key is kept). */
+const withIdem = (op, fields) => (WRITE_OPS.has(op) && fields.idem === undefined ? { ...fields, idem: newIdemKey() } : fields);
 
 const DEFAULT_RECONNECT = { minDelayMs: 500, maxDelayMs: 15000, factor: 2, jitter: 0.5 };
 
@@ -55,6 +79,7 @@ export class VigilClient extends Emitter {
     this.options = options;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 10000;
     this.rateLimitRetries = options.rateLimitRetries ?? 3;
+    this.maxOutbox = options.maxOutbox ?? 100;
     this.reconnect = options.reconnect === false ? null : { ...DEFAULT_RECONNECT, ...(options.reconnect || {}) };
     this.random = options.random ?? Math.random;
     /** `idle`, `connecting`, `open` or `closed` (by `close()`). */
@@ -68,6 +93,8 @@ export class VigilClient extends Emitter {
   #ws = null;
   #nextRef = 1;
   #pending = new Map();
+  /** Writes not answered yet, in the order they were made (sent or waiting for a connection). */
+  #outbox = [];
   #openWaiters = new Set();
   #attempt = 0;
   #retryTimer = null;
@@ -100,12 +127,13 @@ export class VigilClient extends Emitter {
     return this.welcome;
   }
 
-  /** Closes for good: no reconnect; pending requests fail with `closed`. */
+  /** Closes for good: no reconnect; pending requests and the outbox's writes fail with `closed`. */
   close() {
     this.state = 'closed';
     clearTimeout(this.#retryTimer);
     clearInterval(this.#heartbeat);
     this.#failPending(new VigilError('closed', 'the client was closed'));
+    this.#failOutbox(new VigilError('closed', 'the client was closed'));
     for (const w of this.#openWaiters) w.reject(new VigilError('closed', 'the client was closed'));
     this.#openWaiters.clear();
     if (this.#ws) {
@@ -135,8 +163,11 @@ export class VigilClient extends Emitter {
    * Sends `{op, ref, ...fields}` and resolves with the `ok` reply; rejects with a VigilError.
    * Waits for the connection when it is not open (within the timeout). On `rate_limited` it waits
    * the `retry_after_ms` the server gave and tries again, up to `rateLimitRetries` times.
+   * A write (`WRITE_OPS`) gets an `idem` key (unless `fields` has one) kept for all its sends, and
+   * goes through the outbox: a lost connection does not fail it, it is sent again on reconnect.
    */
   async request(op, fields = {}, { timeoutMs = this.requestTimeoutMs, retryRateLimited = true } = {}) {
+    fields = withIdem(op, fields);
     const attempt = () => this.#call(op, fields, { timeoutMs });
     return retryRateLimited ? this.#withRateLimit(op, attempt) : attempt();
   }
@@ -214,7 +245,8 @@ export class VigilClient extends Emitter {
    * members listening hear `checkin.panic` and may watch it with their member tokens.
    */
   async startPanic(fields) {
-    const { ownerToken, ...wire } = fields;
+    const { ownerToken, ...rest } = fields;
+    const wire = withIdem('panic.start', rest);
     if (ownerToken !== undefined) wire.owner_token = ownerToken;
     let owner;
     await this.#withRateLimit('panic.start', () => this.#call('panic.start', wire, {
@@ -332,6 +364,7 @@ export class VigilClient extends Emitter {
   }
 
   async #call(op, fields, { timeoutMs = this.requestTimeoutMs, onReply } = {}) {
+    if (WRITE_OPS.has(op)) return this.#write(op, withIdem(op, fields), { timeoutMs, onReply });
     const started = Date.now();
     if (this.state !== 'open') await this.#waitOpen(timeoutMs);
     const left = timeoutMs == null ? null : Math.max(1, timeoutMs - (Date.now() - started));
@@ -354,6 +387,67 @@ export class VigilClient extends Emitter {
       }
     });
   }
+
+  /**
+   * A write through the outbox: sent now when the connection is open, else when it opens, and
+   * again (same key) on every reconnect until it is answered. It ends in its reply, or fails with
+   * `timeout` (its own `timeoutMs` passed: it may or may not have been applied; `err.idem` is its
+   * key, for a resend), `outbox_full` (`maxOutbox` writes wait already), `closed` (`close()`) or
+   * `disconnected` (the connection was lost with reconnect off).
+   */
+  #write(op, fields, { timeoutMs, onReply }) {
+    const { idem } = fields;
+    if (this.state === 'closed') return Promise.reject(new VigilError('closed', 'the client was closed', { op, idem }));
+    if (this.state === 'idle') return Promise.reject(new VigilError('not_connected', 'call connect() first', { op, idem }));
+    if (this.#outbox.length >= this.maxOutbox) {
+      return Promise.reject(new VigilError('outbox_full', `${op}: ${this.maxOutbox} writes wait for an answer already`, { op, idem }));
+    }
+    return new Promise((resolve, reject) => {
+      const entry = { op, fields, idem, resolve, reject, onReply, timer: null, ref: null, write: true };
+      if (timeoutMs != null) {
+        entry.timer = setTimeout(() => {
+          this.#unqueue(entry);
+          reject(new VigilError('timeout', `${op}: no reply within ${timeoutMs} ms`, { op, idem }));
+        }, timeoutMs);
+      }
+      this.#outbox.push(entry);
+      if (this.state === 'open') this.#sendWrite(entry);
+    });
+  }
+
+  /** Sends one write of the outbox with a fresh ref; a send that fails waits for the reconnect. */
+  #sendWrite(entry) {
+    const ref = this.#nextRef++;
+    entry.ref = ref;
+    this.#pending.set(ref, entry);
+    try {
+      this.#ws.send(JSON.stringify({ ...entry.fields, op: entry.op, ref }));
+    } catch {
+      this.#pending.delete(ref);
+      entry.ref = null;
+    }
+  }
+
+  /** Takes a write out of the outbox (answered, timed out or failed). */
+  #unqueue(entry) {
+    const i = this.#outbox.indexOf(entry);
+    if (i >= 0) this.#outbox.splice(i, 1);
+    if (entry.ref !== null) this.#pending.delete(entry.ref);
+    clearTimeout(entry.timer);
+  }
+
+  #failOutbox(err) {
+    const entries = this.#outbox;
+    this.#outbox = [];
+    for (const e of entries) {
+      clearTimeout(e.timer);
+      if (e.ref !== null) this.#pending.delete(e.ref);
+      e.reject(new VigilError(err.code, `${e.op}: ${err.message}`, { op: e.op, idem: e.idem }));
+    }
+  }
+
+  /** Writes waiting for an answer (sent or not), oldest first. */
+  get outboxSize() { return this.#outbox.length; }
 
   #waitOpen(timeoutMs) {
     if (this.state === 'open') return Promise.resolve();
@@ -467,6 +561,7 @@ export class VigilClient extends Emitter {
       this.state = 'closed';
       for (const w of this.#openWaiters) { clearTimeout(w.timer); w.reject(new VigilError('disconnected', 'connection lost and reconnect is off')); }
       this.#openWaiters.clear();
+      this.#failOutbox(new VigilError('disconnected', 'connection lost and reconnect is off'));
       this.emit('closed');
       return;
     }
@@ -478,10 +573,12 @@ export class VigilClient extends Emitter {
     this.#retryTimer = setTimeout(() => { if (this.state !== 'closed') this.#open(); }, delayMs);
   }
 
+  /** Fails the requests in flight; the outbox's writes are not failed here: they wait to be resent. */
   #failPending(err) {
     const pending = [...this.#pending.values()];
     this.#pending.clear();
     for (const p of pending) {
+      if (p.write) { p.ref = null; continue; }
       clearTimeout(p.timer);
       p.reject(new VigilError(err.code, `${p.op}: ${err.message}`, { op: p.op }));
     }
@@ -497,6 +594,9 @@ export class VigilClient extends Emitter {
       for (const w of this.#openWaiters) { clearTimeout(w.timer); w.resolve(); }
       this.#openWaiters.clear();
       this.#startHeartbeat();
+      // The outbox first, in order, with the keys they had: writes made offline, and those whose
+      // answer the lost connection took.
+      for (const e of this.#outbox) if (e.ref === null) this.#sendWrite(e);
       this.emit('open', { welcome: msg, reconnected });
       if (reconnected) this.#restore();
       return;
@@ -506,13 +606,14 @@ export class VigilClient extends Emitter {
       if (!p) return;
       this.#pending.delete(msg.ref);
       clearTimeout(p.timer);
+      if (p.write) this.#unqueue(p);
       if (msg.type === 'ok') {
         if (p.onReply) {
           try { p.onReply(msg); } catch (err) { this.emit('error', err); }
         }
         p.resolve(msg);
       } else {
-        p.reject(new VigilError(msg.code, msg.message, { field: msg.field, retryAfterMs: msg.retry_after_ms, reply: msg, op: p.op }));
+        p.reject(new VigilError(msg.code, msg.message, { field: msg.field, retryAfterMs: msg.retry_after_ms, reply: msg, op: p.op, idem: p.idem }));
       }
       return;
     }

@@ -26,7 +26,7 @@ test('npm pack accepts the package and ships sources, types and README', { skip:
 test('vigil.d.ts declares every export', () => {
   const dts = readFileSync(join(ROOT, 'vigil.d.ts'), 'utf8');
   for (const name of Object.keys(lib)) {
-    assert.match(dts, new RegExp(`export (declare )?(class|function) ${name}\\b`), `${name} is not declared`);
+    assert.match(dts, new RegExp(`export (declare )?(class|function|const) ${name}\\b`), `${name} is not declared`);
   }
 });
 

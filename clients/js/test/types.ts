@@ -1,6 +1,6 @@
 // Compiled by package.test.js with tsc --strict (not run): the declarations in vigil.d.ts must type the
 // README's uses of the library.
-import { VigilClient, MapModel, WatchModel, followPosition, VigilError, Pin, Circle, CheckinPanic } from '../vigil';
+import { VigilClient, MapModel, WatchModel, followPosition, VigilError, Pin, Circle, CheckinPanic, WRITE_OPS, newIdemKey } from '../vigil';
 
 async function main(streamId: string, watchToken: string): Promise<void> {
   const client = new VigilClient('ws://127.0.0.1:8080/v1', { reconnect: { minDelayMs: 100 }, requestTimeoutMs: 5000 });
@@ -17,6 +17,16 @@ async function main(streamId: string, watchToken: string): Promise<void> {
   const stop = followPosition(owner, (on) => { on({ lat: 1, lon: 2 }); return () => {}; }, { minIntervalMs: 1000 });
   await owner.setStatus('amber');
   try { await client.request('pin.vote', { id: 'x', value: 1 }); } catch (e) { if (e instanceof VigilError) console.log(e.code, e.field, e.retryAfterMs); }
+  // A write that timed out is sent again under its own key: applied at most once.
+  const idem: string = newIdemKey();
+  try {
+    await client.request('pin.create', { idem, pin: { lat: 1, lon: 2, title: 't' } });
+  } catch (e) {
+    if (e instanceof VigilError && e.code === 'timeout' && e.idem) await client.request('pin.create', { idem: e.idem, pin: { lat: 1, lon: 2, title: 't' } });
+  }
+  const waiting: number = client.outboxSize;
+  const isWrite: boolean = WRITE_OPS.has('pin.create');
+  console.log(waiting, isWrite, new VigilClient('ws://x', { maxOutbox: 10 }).outboxSize);
   stop();
   // Circles: the owner's side, a member's side, a circle's panic followed with the member token.
   const circle = await client.createCircle(['Mum', null]);

@@ -1,0 +1,74 @@
+"""VigilClient as an app adds it: by version, from a tagged copy of this repository.
+
+The consumer package here is what an iOS or server-side Swift developer writes:
+``.package(url: …, from: "9.9.9", traits: [])`` and a dependency on the ``VigilClient`` product.
+The test checks what SwiftPM 6.3 does with it:
+
+* it resolves and builds (a version dependency is refused when a target in the used product's
+  graph carries ``unsafeFlags``; the daemon's hot-path targets do);
+* it fetches none of the daemon's package dependencies (they sit behind the ``Daemon`` trait, and
+  ``traits: []`` turns it off) and compiles none of the daemon's modules;
+* the example of clients/swift/README.md, pasted as it is, compiles and runs against a real
+  vigild: a map model sees a pin created by another client, and a contact following a stream
+  sees its updates.
+
+The copy is made from the working tree (tracked files and new ones git does not ignore), so the
+test checks what is about to be committed, not only the last commit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "clients" / "swift" / "README.md"
+VERSION = "9.9.9"
+
+# The modules an app's build may compile: the client and, on Linux, the wire code under its transport.
+CLIENT_MODULES = {"App", "VigilClient", "VigilWire", "VigilBytes"}
+
+
+def git(*args: str, cwd: Path) -> str:
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t")
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def tagged_copy(dest: Path) -> Path:
+    """The working tree's files in a new repository at ``dest``, tagged ``VERSION``."""
+    files = git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=REPO).split("\0")
+    for name in filter(None, files):
+        source = REPO / name
+        if not source.is_file():
+            continue   # deleted in the working tree
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+    git("init", "-q", cwd=dest)
+    git("add", "-A", cwd=dest)
+    git("commit", "-q", "-m", "a release", cwd=dest)
+    git("tag", VERSION, cwd=dest)
+    return dest
+
+
+def readme_example() -> str:
+    """The Swift block that follows the README's "## Example" heading, exactly as a reader copies it."""
+    text = README.read_text()
+    section = text.split("\n## Example", 1)
+    assert len(section) == 2, f"{README} has no '## Example' section"
+    match = re.search(r"```swift\n(.*?)```", section[1], re.S)
+    assert match, "the Example section has no ```swift block"
+    return match.group(1)
+
+
+def compiled_modules(build: Path) -> set[str]:
+    """Modules with object files in a SwiftPM build folder."""
+    debug = build / "debug"
+    return {d.name[: -len(".build")] for d in debug.glob("*.build") if any(d.rglob("*.o"))}
