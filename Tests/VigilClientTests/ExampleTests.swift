@@ -18,8 +18,7 @@ struct ExampleTests {
         let drawn = Drawn()
         func draw(_ change: MapEvent) { drawn.add("\(change)") }
         func show(_ event: WatchEvent) { drawn.add("\(event)") }
-        var options = VigilClientOptions()
-        options.sendsIdempotencyKeys = false  // this vigild refuses `idem` until h-idem is merged
+        let options = VigilClientOptions()
         Task {
             try await Task.sleep(for: .milliseconds(100))
             try await owner.update(Position(lat: 52.51, lon: 13.4))

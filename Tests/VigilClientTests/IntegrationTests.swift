@@ -8,20 +8,33 @@ import Testing
 // state directory and across cut connections; the follower's bounded rate. Twins of the JS
 // client's reconnect, models and circle tests.
 //
-// `sendsIdempotencyKeys` is off here: this vigild refuses an unknown member `idem` as
-// `unknown_field` until the server's support for it (branch h-idem) is merged.
+// Writes carry their `idem` keys (the server keeps the first answer per key: docs/PROTOCOL.md
+// "Writes that are safe to retry"); a test turns them off to see the client without them.
 
 /// A transport whose connections the test can cut, and whose new connections it can hold off
 /// (refused while the gate is shut): "the phone is away" without waiting for a backoff.
 final class GatedTransport: VigilTransport {
     private let inner = SocketTransport()
-    private let state = Mutex<(open: Bool, live: [CuttableConnection])>((true, []))
+    private let state = Mutex<(open: Bool, live: [CuttableConnection], lose: String?)>((true, [], nil))
 
     func connect(to url: URL, timeout: Duration) async throws(TransportError) -> any VigilConnection {
         guard state.withLock({ $0.open }) else { throw .connectFailed("gate shut (test)") }
-        let conn = CuttableConnection(try await inner.connect(to: url, timeout: timeout))
+        let conn = CuttableConnection(try await inner.connect(to: url, timeout: timeout), gate: self)
         state.withLock { $0.live.append(conn) }
         return conn
+    }
+
+    /// The next message holding `marker` is lost with its connection (the gate shuts): a write
+    /// the server applied whose answer never arrived.
+    func loseNextMessage(containing marker: String) { state.withLock { $0.lose = marker } }
+
+    func loses(_ text: String) -> Bool {
+        state.withLock { s in
+            guard let marker = s.lose, text.contains(marker) else { return false }
+            s.lose = nil
+            s.open = false
+            return true
+        }
     }
 
     /// Shuts the gate: attempts are refused until `open()`.
@@ -41,9 +54,17 @@ final class GatedTransport: VigilTransport {
 
 final class CuttableConnection: VigilConnection {
     let inner: any VigilConnection
-    init(_ inner: any VigilConnection) { self.inner = inner }
+    let gate: GatedTransport
+    init(_ inner: any VigilConnection, gate: GatedTransport) { self.inner = inner; self.gate = gate }
     func send(_ text: String) async throws(TransportError) { try await inner.send(text) }
-    func receive() async throws(TransportError) -> String { try await inner.receive() }
+    func receive() async throws(TransportError) -> String {
+        let text = try await inner.receive()
+        if gate.loses(text) {
+            await inner.close(code: 1001, reason: "cut by the test")
+            throw .closed(code: nil, reason: "")
+        }
+        return text
+    }
     func close(code: UInt16, reason: String) async { await inner.close(code: code, reason: reason) }
     func cut() async { await inner.close(code: 1001, reason: "cut by the test") }
 }
@@ -57,10 +78,10 @@ extension DaemonConfig {
     }
 }
 
-/// A client of `daemon` with fast reconnects and keys off (see above).
-func liveClient(_ daemon: Daemon, _ transport: any VigilTransport = SocketTransport()) async throws -> VigilClient {
+/// A client of `daemon` with fast reconnects.
+func liveClient(_ daemon: Daemon, _ transport: any VigilTransport = SocketTransport(), keys: Bool = true) async throws -> VigilClient {
     var o = VigilClientOptions()
-    o.sendsIdempotencyKeys = false
+    o.sendsIdempotencyKeys = keys
     o.requestTimeout = .seconds(10)
     o.reconnect = ReconnectPolicy(minDelay: .milliseconds(50), maxDelay: .milliseconds(200))
     let c = VigilClient(url: daemon.url(), options: o, transport: transport)
@@ -367,7 +388,7 @@ struct IntegrationTests {
         let d = try Daemon(.client())
         try await d.start()
         let gate = GatedTransport()
-        let c = try await liveClient(d, gate)
+        let c = try await liveClient(d, gate, keys: false)
         let viewer = try await liveClient(d)
         let map = try await viewer.subscribe(area: .bbox(south: 10, west: 10, north: 11, east: 11))
         let events = Reader(map.events)
@@ -381,6 +402,40 @@ struct IntegrationTests {
         gate.open()
         let pin = try await created
         #expect(await events.next()?.summary == "added \(pin.pin.id)", "applied once")
+        await c.close()
+        await viewer.close()
+        _ = await d.stop()
+    }
+
+    @Test func aWriteWhoseAnswerWasLostIsSentAgainAcrossAKill9AndAppliedOnce() async throws {
+        let d = try Daemon(.client())
+        try await d.start()
+        let gate = GatedTransport()
+        let c = try await liveClient(d, gate)
+        let viewer = try await liveClient(d)
+        let map = try await viewer.subscribe(area: .bbox(south: 20, west: 20, north: 21, east: 21))
+        let events = Reader(map.events)
+        _ = await events.next()
+        // The server applies the pin.create; its answer is lost with the connection.
+        gate.loseNextMessage(containing: "\"edit_token\"")
+        async let created = c.request("pin.create", ["pin": ["lat": 20.5, "lon": 20.5, "title": "once"]])
+        guard case .added(let pin)? = await events.next() else { Issue.record("not applied"); return }
+        // A crash of the server in the middle; the client comes back and sends the write again.
+        await d.kill()
+        try await d.start()
+        gate.open()
+        let reply = try await created
+        #expect(reply["repeat"] == true, "the first answer, kept across the kill -9")
+        #expect(reply["pin"]?["id"]?.stringValue == pin.id)
+        #expect(reply["edit_token"]?.stringValue?.isEmpty == false)
+        // The viewer comes back to one pin, not two.
+        var seen: [String] = []
+        while let e = await events.next() {
+            seen.append(e.summary)
+            if case .synced(_, _, true) = e { break }
+        }
+        #expect(seen == ["synced 1 false true"])
+        #expect(await map.pins().map(\.id) == [pin.id])
         await c.close()
         await viewer.close()
         _ = await d.stop()
