@@ -213,6 +213,8 @@ public struct PanicOwner: Sendable {
 
     /// What the owner knows of the stream.
     public func snapshot() async -> OwnerSnapshot? { await client.ownerSnapshot(order) }
+    /// The live watch tokens this client minted or was given (for the SOS links).
+    public func watchTokens() async -> [String] { await client.ownerSnapshot(order)?.watchTokens ?? [] }
 
     /// Sends a position (`panic.update`); returns the new seq.
     @discardableResult

@@ -72,3 +72,59 @@ def compiled_modules(build: Path) -> set[str]:
     """Modules with object files in a SwiftPM build folder."""
     debug = build / "debug"
     return {d.name[: -len(".build")] for d in debug.glob("*.build") if any(d.rglob("*.o"))}
+
+
+CONSUMER_MANIFEST = """// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "App",
+    platforms: [.macOS(.v13), .iOS(.v16)],
+    dependencies: [.package(url: "file://{vigil}", from: "{version}", traits: [])],
+    targets: [.executableTarget(name: "App", dependencies: [.product(name: "VigilClient", package: "vigil")])],
+    swiftLanguageModes: [.v6]
+)
+"""
+
+
+@pytest.fixture(scope="module")
+def consumer(tmp_path_factory):
+    """A consumer package of a tagged copy, built with the README's example as its main.swift."""
+    if shutil.which("swift") is None:
+        pytest.skip("swift is not installed")
+    root = tmp_path_factory.mktemp("swiftpkg")
+    vigil = tagged_copy(root / "vigil")
+    app = root / "app"
+    (app / "Sources" / "App").mkdir(parents=True)
+    (app / "Package.swift").write_text(CONSUMER_MANIFEST.replace("{vigil}", str(vigil)).replace("{version}", VERSION))
+    (app / "Sources" / "App" / "main.swift").write_text(readme_example())
+    build = subprocess.run(["swift", "build"], cwd=app, capture_output=True, text=True, timeout=1800)
+    assert build.returncode == 0, f"the consumer did not build:\n{build.stdout[-4000:]}\n{build.stderr[-4000:]}"
+    return app
+
+
+def test_the_consumer_resolves_only_this_package(consumer):
+    resolved = json.loads((consumer / "Package.resolved").read_text())
+    pins = {p["identity"] for p in resolved.get("pins", [])}
+    assert pins == {"vigil"}, f"resolved {pins}: the daemon's dependencies must stay behind the Daemon trait"
+    checkouts = {p.name for p in (consumer / ".build" / "checkouts").iterdir()}
+    assert checkouts == {"vigil"}, f"checked out {checkouts}"
+
+
+def test_the_consumer_compiles_only_the_client(consumer):
+    modules = compiled_modules(consumer / ".build")
+    assert "VigilClient" in modules and "App" in modules
+    assert modules <= CLIENT_MODULES, f"compiled beyond the client: {sorted(modules - CLIENT_MODULES)}"
+
+
+def test_the_readme_example_runs_against_vigild(consumer, vigild):
+    d = vigild()
+    run = subprocess.run([str(consumer / ".build" / "debug" / "App"), f"ws://127.0.0.1:{d.port}/v1"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr[-4000:]
+    lines = run.stdout.splitlines()
+    assert any(line.startswith("map: added(") and "Fox in the park" in line for line in lines), run.stdout
+    contact = [line for line in lines if line.startswith("contact: ")]
+    assert contact[0].startswith("contact: state("), contact
+    assert any(line.startswith("contact: location(") for line in contact), contact
+    assert contact[-1].startswith("contact: ended("), contact
