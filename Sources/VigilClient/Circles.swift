@@ -192,7 +192,7 @@ public struct VigilCircle: Sendable {
     /// "Are you safe?"; returns the request's time (ms).
     public func request() async throws(VigilError) -> Int64 {
         let reply = try await call("checkin.request")
-        return reply["at"]?.doubleValue.map { Int64($0) } ?? 0
+        return reply["at"]?.int64Value ?? 0
     }
 
     /// Watches one of the circle's panic streams with the member token.
@@ -259,7 +259,7 @@ extension VigilClient {
         }
         let circle = try await listen(id, .owner(owner))
         return CreatedCircle(circle: circle, ownerToken: owner, memberTokens: tokens,
-                             expiresAt: reply["expires_at"]?.doubleValue.map { Int64($0) })
+                             expiresAt: reply["expires_at"]?.int64Value)
     }
 
     /// Listens to a circle as its owner (`checkin.open`).

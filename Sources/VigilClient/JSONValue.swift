@@ -55,6 +55,9 @@ public enum JSONValue: Sendable, Hashable, Codable {
     public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
     /// The number, if this is one.
     public var doubleValue: Double? { if case .number(let d) = self { d } else { nil } }
+    /// The number as a 64-bit integer (Unix milliseconds), if this is a whole number a double
+    /// holds exactly; `nil` for anything else (never a trap on a hostile value such as `1e300`).
+    public var int64Value: Int64? { if case .number(let d) = self { JSONValue.exactInteger(d) } else { nil } }
     /// The number as an integer, if this is a whole number.
     public var intValue: Int? { if case .number(let d) = self, let i = JSONValue.exactInteger(d) { Int(i) } else { nil } }
     /// The Boolean, if this is one.

@@ -27,7 +27,8 @@ public struct ReconnectPolicy: Sendable, Equatable {
     public func delay(attempt: Int, random: Double) -> Duration {
         let minMs = Double(minDelay.milliseconds), maxMs = Double(maxDelay.milliseconds)
         let base = Swift.min(maxMs, minMs * pow(factor, Double(attempt)))
-        return .milliseconds(Int64((base * (1 - jitter * random)).rounded()))
+        let ms = (base * (1 - jitter * random)).rounded()
+        return .milliseconds(ms.isFinite ? Int64(Swift.max(0, Swift.min(ms, maxMs))) : 0)
     }
 }
 

@@ -147,7 +147,7 @@ final class OwnerRecord {
         self.circle = reply["circle"]?.stringValue
         self.seq = reply["seq"]?.intValue ?? 0
         self.status = status
-        self.dueAt = reply["due_at"]?.doubleValue.map { Int64($0) }
+        self.dueAt = reply["due_at"]?.int64Value
         self.events = events
     }
 
@@ -244,7 +244,7 @@ public struct PanicOwner: Sendable {
 
     func setTimer(_ fields: JSONObject, _ timeout: Duration?) async throws(VigilError) -> Int64? {
         let reply = try await client.steer(order, "panic.timer", fields, timeout: timeout)
-        let due = reply["due_at"]?.doubleValue.map { Int64($0) }
+        let due = reply["due_at"]?.int64Value
         await client.ownerSet(order) { $0.dueAt = due }
         return due
     }

@@ -56,7 +56,11 @@ public struct VigilError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// Reads a server's `{"type":"error",...}` reply.
     init(reply: JSONObject, op: String?) {
-        let retry = reply["retry_after_ms"]?.doubleValue.map { Duration.milliseconds(Int64($0.rounded())) }
+        // Bounded to a day: a hostile or broken value must not trap nor stall the client for ever.
+        let retry = reply["retry_after_ms"]?.doubleValue.flatMap { ms -> Duration? in
+            guard ms.isFinite else { return nil }
+            return .milliseconds(Int64(Swift.min(Swift.max(ms, 0), 86_400_000).rounded()))
+        }
         self.init(code: reply["code"]?.stringValue ?? "error", message: reply["message"]?.stringValue,
                   field: reply["field"]?.stringValue, retryAfter: retry, op: op, reply: reply)
     }

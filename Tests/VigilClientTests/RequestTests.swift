@@ -189,6 +189,16 @@ struct RequestTests {
         conn.ok(m, ["pin": ["id": 5], "edit_token": "t"])
         guard case .failure(let e4) = await pin else { Issue.record("read"); return }
         #expect(e4.code == "bad_message")
+        // Numbers no double-to-integer conversion may trap on.
+        async let huge = outcome { () async throws(VigilError) -> JSONObject in
+            try await c.request("pin.vote", ["id": "a", "value": 1], retryRateLimited: false)
+        }
+        let v = try await conn.expect("pin.vote")
+        conn.push(["type": "error", "ref": v["ref"]!, "code": "rate_limited", "retry_after_ms": 1e300, "message": "m"])
+        guard case .failure(let e5) = await huge else { Issue.record("answered"); return }
+        #expect(e5.retryAfter == .seconds(86_400))
+        conn.push(["type": "panic.watchers", "stream": "S", "count": 1e300])
+        conn.pushRaw(#"{"type":"panic.timer","stream":"S","seq":2,"due_at":1e300,"at":-1e300}"#)
         #expect(await c.state == .open)
         await c.close()
     }
