@@ -441,6 +441,45 @@ struct IntegrationTests {
         _ = await d.stop()
     }
 
+    @Test func aWatchSeesPositionStatusStaleAndRevocation() async throws {
+        let d = try Daemon(.client("panic:\n  stale_after_ms: 1000\n"))
+        try await d.start()
+        let phone = try await liveClient(d)
+        let contact = try await liveClient(d)
+        let owner = try await phone.startPanic(status: .amber, position: Position(lat: 20, lon: 20, accuracyM: 30), note: "walking home", watchers: 2)
+        let ownerEvents = Reader(owner.events)
+        let tokens = await owner.watchTokens()
+        #expect(tokens.count == 2)
+        let watch = try await contact.watch(stream: owner.stream, watchToken: tokens[1])
+        #expect(await ownerEvents.next(where: { $0 == .watchers(1) }) != nil, "the owner knows someone sees them")
+        let events = Reader(watch.events)
+        guard case .state(let s, false)? = await events.next() else { Issue.record("no state"); return }
+        #expect(s.status == .amber && s.note == "walking home" && s.last?.accuracyM == 30)
+        try await owner.update(Position(lat: 20.001, lon: 20.002, accuracyM: 12, heading: 90))
+        guard case .location(let l)? = await events.next() else { Issue.record("no location"); return }
+        #expect(l.lat == 20.001 && l.heading == 90 && l.accuracyM == 12)
+        try await owner.setStatus(.red)
+        guard case .status(let st)? = await events.next() else { Issue.record("no status"); return }
+        #expect(st.status == .red && st.reason == nil)
+        // No location for stale_after_ms: the server says so once.
+        guard case .stale(let stale)? = await events.next() else { Issue.record("no stale"); return }
+        #expect(stale.lastLocationAt == l.at)
+        try await owner.revoke(tokens[1])
+        #expect(await events.next() == .revoked)
+        #expect(await events.next() == nil)
+        #expect(await owner.watchTokens() == [tokens[0]])
+        do {
+            _ = try await contact.watch(stream: owner.stream, watchToken: tokens[1])
+            Issue.record("watched with a revoked token")
+        } catch {
+            #expect(error.code == "forbidden")
+        }
+        try await owner.end("cancelled")
+        await phone.close()
+        await contact.close()
+        _ = await d.stop()
+    }
+
     @Test func aRateLimitedWriteIsWaitedOutAgainstTheRealServer() async throws {
         let d = try Daemon(.client("pins:\n  writes_per_minute: 60\n  write_burst: 2\n"))
         try await d.start()
