@@ -615,3 +615,39 @@ public enum CircleCredential: Sendable, Equatable {
         }
     }
 }
+
+/// A notice as the app receives it outside the WebSocket: the payload a Web Push service worker
+/// decrypts, or the body the operator's relay gets and forwards to the app (with `handle`,
+/// `urgent` and `expiresAt`). Acknowledge it with ``VigilClient/ack(circle:credential:notice:)``.
+///
+/// Read one with `JSONDecoder` (its `convertFromSnakeCase` strategy) or ``Notice/init(json:)``.
+public struct Notice: Sendable, Codable, Equatable {
+    /// The payload's version (1).
+    public var v: Int
+    /// The notice id (40 characters of base64url; the same on every attempt).
+    public var notice: String
+    /// `panic_started`, `panic_escalated`, `panic_ended`, `checkin_requested` or `checkin_answered`.
+    public var kind: String
+    /// The circle.
+    public var circle: String
+    /// The stream, for the panic kinds.
+    public var stream: String?
+    /// The stream's status, for the panic kinds.
+    public var status: PanicStatus?
+    /// When (ms).
+    public var at: Int64
+    /// The page to open (Web Push only).
+    public var url: String?
+    /// The handle the app registered (relay only).
+    public var handle: String?
+    /// Whether it is about danger (relay only).
+    public var urgent: Bool?
+    /// When it stops mattering (relay only, ms).
+    public var expiresAt: Int64?
+
+    /// Reads a notice from its JSON text; `nil` when it is not one.
+    public init?(json text: String) {
+        guard let value = JSONValue.parse(text), let n = try? value.decode(Notice.self) else { return nil }
+        self = n
+    }
+}

@@ -234,4 +234,13 @@ struct CircleTests {
         #expect(e.code == "unsupported" && e.field == "relay")
         await c.close()
     }
+
+    @Test func aNoticeFromThePushPayloadOrTheRelayIsRead() throws {
+        let push = try #require(Notice(json: #"{"v":1,"notice":"N40","kind":"panic_started","circle":"C","stream":"S","status":"red","at":5,"url":"/watch#stream=S&circle=C&notice=N40"}"#))
+        #expect(push.kind == "panic_started" && push.status == .red && push.url?.hasPrefix("/watch") == true && push.handle == nil)
+        let relay = try #require(Notice(json: #"{"type":"vigil.notice","handle":"H","v":1,"notice":"N2","kind":"checkin_requested","circle":"C","at":6,"urgent":true,"expires_at":99}"#))
+        #expect(relay.handle == "H" && relay.urgent == true && relay.expiresAt == 99 && relay.stream == nil)
+        #expect(Notice(json: "{}") == nil)
+        #expect(Notice(json: "not json") == nil)
+    }
 }
