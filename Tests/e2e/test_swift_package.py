@@ -68,6 +68,26 @@ def readme_example() -> str:
     return match.group(1)
 
 
+ROOT_README = REPO / "README.md"
+ROOT_MARKER = "<!-- Tests/e2e/test_swift_package.py compiles this block as it is, in a package that adds VigilClient by version -->"
+
+
+def root_readme_example() -> str:
+    """The repository README's shorter example (it leaves `draw`, `show`, `streamID` and
+    `watchToken` to the app): the block right after its marker, compiled inside a function."""
+    text = ROOT_README.read_text()
+    assert text.count(ROOT_MARKER) == 1, f"README.md should hold the marker once: {ROOT_MARKER}"
+    match = re.match(r"\s*```swift\n(.*?)```", text.split(ROOT_MARKER, 1)[1], re.S)
+    assert match, "no ```swift block right after the README's marker"
+    code = match.group(1).splitlines()
+    imports = [line for line in code if line.startswith("import ")]
+    body = ["    " + line for line in code if not line.startswith("import ")]
+    return "\n".join(["import Foundation", *imports, "",
+                      "func draw(_ change: MapEvent) {}", "func show(_ event: WatchEvent) {}", "",
+                      "func rootReadmeExample(streamID: String, watchToken: String) async throws {",
+                      *body, "}", ""])
+
+
 def compiled_modules(build: Path) -> set[str]:
     """Modules with object files in a SwiftPM build folder."""
     debug = build / "debug"
@@ -89,7 +109,8 @@ let package = Package(
 
 @pytest.fixture(scope="module")
 def consumer(tmp_path_factory):
-    """A consumer package of a tagged copy, built with the README's example as its main.swift."""
+    """A consumer package of a tagged copy, built with the README's example as its main.swift
+    (and the repository README's shorter one compiled beside it)."""
     if shutil.which("swift") is None:
         pytest.skip("swift is not installed")
     root = tmp_path_factory.mktemp("swiftpkg")
@@ -98,6 +119,7 @@ def consumer(tmp_path_factory):
     (app / "Sources" / "App").mkdir(parents=True)
     (app / "Package.swift").write_text(CONSUMER_MANIFEST.replace("{vigil}", str(vigil)).replace("{version}", VERSION))
     (app / "Sources" / "App" / "main.swift").write_text(readme_example())
+    (app / "Sources" / "App" / "RootReadme.swift").write_text(root_readme_example())
     build = subprocess.run(["swift", "build"], cwd=app, capture_output=True, text=True, timeout=1800)
     assert build.returncode == 0, f"the consumer did not build:\n{build.stdout[-4000:]}\n{build.stderr[-4000:]}"
     return app

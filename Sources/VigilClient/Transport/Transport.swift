@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Every piece of the client's logic (requests, reconnects, resume, the outbox) sits above this
 /// protocol, so it runs the same over ``SocketTransport`` (Linux: the project's own client-mode
-/// wire code, plain or TLS), ``URLSessionTransport`` (Apple platforms) and the tests' fake.
+/// wire code, plain or TLS), `URLSessionTransport` (Apple platforms) and the tests' fake.
 public protocol VigilTransport: Sendable {
     /// Opens a WebSocket to `url` (`ws://` or `wss://`): the TCP (and TLS) connection and the
     /// opening handshake, within `timeout`.

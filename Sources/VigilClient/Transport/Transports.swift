@@ -2,7 +2,7 @@ import Foundation
 
 /// The transport a client uses when the app names none.
 public enum Transports {
-    /// ``SocketTransport`` on Linux (URLSession has no WebSocket there), ``URLSessionTransport``
+    /// ``SocketTransport`` on Linux (URLSession has no WebSocket there), `URLSessionTransport`
     /// on Apple platforms.
     public static var platformDefault: any VigilTransport {
         #if os(Linux)
