@@ -18,6 +18,18 @@ import Testing
         #expect(!String(decoding: all, as: UTF8.self).contains("SECRET"))
     }
 
+    /// docs/LIMITS.md: a kept answer's journal record is 113 bytes plus the answer's members,
+    /// its snapshot entry 104 plus them.
+    @Test func aKeptAnswerTakes113BytesInTheJournalAnd104InASnapshotPlusTheAnswer() throws {
+        for members in [Self.members, Array(#","seq":12345"#.utf8)] {
+            let kept = try #require(IdempotencySeal.keep(members, claim: Self.claim, nonce: [UInt8](repeating: 3, count: 12), now: 1))
+            #expect(JournalCodec.encode(.answerKept(kept)).count == 113 + members.count)
+            var entry = StateWriter()
+            KeptAnswerFields.write(kept, to: &entry)
+            #expect(entry.bytes.count == 104 + members.count)
+        }
+    }
+
     @Test func anyChangedByteFailsToOpen() throws {
         let kept = try #require(IdempotencySeal.keep(Self.members, claim: Self.claim, nonce: [UInt8](repeating: 1, count: 12), now: 0))
         for i in [0, 11, 12, 20, kept.sealed.count - 1] {
