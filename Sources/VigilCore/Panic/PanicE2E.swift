@@ -7,8 +7,9 @@
 /// (`SealedSeqCheck`).
 
 /// A stream key's id (`kid`): 16 random bytes made with the key on the owner's device, sent as
-/// 22 characters of unpadded base64url. It names a key and is no secret. One text per value:
-/// the last character's unused low 4 bits must be zero, as for stream ids.
+/// 22 characters of unpadded base64url. It names a key and is no secret, but it links updates to
+/// one stream, so logs never show it (`description`). One text per value: the last character's
+/// unused low 4 bits must be zero, as for stream ids.
 public struct E2EKeyID: Hashable, Sendable, CustomStringConvertible {
     /// The 22 characters, as sent and as placed in the associated data.
     public let text: String
@@ -25,7 +26,11 @@ public struct E2EKeyID: Hashable, Sendable, CustomStringConvertible {
         self.text = Base64URL.encode(bytes)
     }
 
-    public var description: String { text }
+    /// The 16 bytes (the text is canonical, so this always succeeds).
+    public var bytes: [UInt8] { Base64URL.decode(text) ?? [] }
+
+    /// Not the text: an id interpolated into a log line shows nothing that links it to a stream.
+    public var description: String { "<kid>" }
 }
 
 /// A sealed value: `nonce (12) ‖ ciphertext ‖ tag (16)` of AES-256-GCM, opaque to the server.

@@ -27,6 +27,8 @@ import Testing
         #expect(E2EKeyID("AAECAwQFBgcICQoLDA0ODx") == nil)               // unused low bits set
         #expect(E2EKeyID("AAECAwQFBgcICQoLDA0OD+") == nil)               // not base64url
         #expect(E2EKeyID("AAECAwQFBgcICQoLDA0ODw==") == nil)             // padded
+        #expect(E2EKeyID(bytes: Array(0...15)).bytes == Array(0...15))
+        #expect("\(E2EKeyID(bytes: Array(0...15)))" == "<kid>", "a log line never shows a key id")
     }
 
     // MARK: sealed bytes
