@@ -60,13 +60,13 @@ def open_sealed(key: bytes, kid: str, seq: int, status: str, sealed: str) -> dic
 
 
 def wrap_key(member_secret: bytes) -> bytes:
-    """HKDF-SHA256 of the member secret, no salt, info 'vigil e2e member wrap v1', 32 bytes."""
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=WRAP_INFO).derive(member_secret)
+    """HKDF-SHA256 of the member secret, salt 'vigil-e2e-v1', info 'vigil e2e member wrap v1', 32 bytes."""
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=SEALED_LABEL, info=WRAP_INFO).derive(member_secret)
 
 
 def box_aad(kid: str, member: int) -> bytes:
-    """'vigil-e2e-box-v1' 0x00 kid(22 ASCII) 0x00 member number (4 bytes big-endian)."""
-    return BOX_LABEL + b"\x00" + kid.encode("ascii") + b"\x00" + member.to_bytes(4, "big")
+    """'vigil-e2e-box-v1' 0x00 kid(22 ASCII) 0x00 member number (8 bytes big-endian)."""
+    return BOX_LABEL + b"\x00" + kid.encode("ascii") + b"\x00" + member.to_bytes(8, "big")
 
 
 def box(member_secret: bytes, kid: str, member: int, stream_key: bytes, nonce: bytes | None = None) -> str:

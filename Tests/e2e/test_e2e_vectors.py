@@ -30,9 +30,9 @@ def test_the_associated_data_is_laid_out_as_documented():
     assert a[:13] == b"vigil-e2e-v1\x00" and a[13:35] == ev.KID.encode() and a[35:36] == b"\x00"
     assert a[36:44] == bytes([1, 2, 3, 4, 5, 6, 7, 8]) and a[44:] == b"a"
     assert ev.aad(ev.KID, 1, "red")[-1:] == b"r"
-    b = ev.box_aad(ev.KID, 0x01020304)
-    assert len(b) == 44
-    assert b[:17] == b"vigil-e2e-box-v1\x00" and b[17:39] == ev.KID.encode() and b[39:] == b"\x00\x01\x02\x03\x04"
+    b = ev.box_aad(ev.KID, 0x0102030405060708)
+    assert len(b) == 48
+    assert b[:17] == b"vigil-e2e-box-v1\x00" and b[17:39] == ev.KID.encode() and b[39:] == b"\x00\x01\x02\x03\x04\x05\x06\x07\x08"
 
 
 def test_padding_reaches_the_next_multiple_of_64():
