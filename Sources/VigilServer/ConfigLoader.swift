@@ -165,6 +165,7 @@ public enum ConfigLoader {
             ("reserved_percent", .integer(0...90, \.panic.reservedPercent)),
             ("note_max_bytes", .integer(4...65_536, \.panic.noteMaxBytes)),
             ("max_timer_s", .integer(60...31_536_000, \.panic.maxTimerSeconds)),
+            ("sealed_max_bytes", .integer(92...65_536, \.panic.sealedMaxBytes)),
         ]),
         ("checkin", [
             ("max_circles", .integer(1...10_000_000, \.checkin.maxCircles)),

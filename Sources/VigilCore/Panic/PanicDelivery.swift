@@ -63,4 +63,12 @@ public enum PanicFailure: Error, Equatable, Sendable {
     case invalidTimer
     /// A safety timer is set on an amber stream only (a red one has raised the alarm already).
     case timerNeedsAmber
+    /// A sealed update named a seq or status other than the stream's next seq and current status
+    /// (`SealedSeqCheck`): the client seals again for these and resends.
+    case seqMismatch(currentSeq: UInt64, status: PanicStatus)
+    /// A clear location for an end-to-end encrypted stream: it takes sealed updates only, so that
+    /// a client's mistake cannot put a position on the server in clear.
+    case sealedRequired
+    /// A sealed update or a rekey for a stream that was started in clear.
+    case notE2E
 }

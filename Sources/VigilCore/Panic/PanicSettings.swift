@@ -27,13 +27,20 @@ public struct PanicSettings: Equatable, Sendable {
     /// The longest safety timer (`due_in_s`, or `due_at` from now). Below `abandonAfterMs`, so a
     /// timer always comes due before its stream could be abandoned.
     public var maxTimerMs: Int64 = 43_200_000
+    /// The largest sealed value of an end-to-end encrypted stream (a sealed location or a member's
+    /// key box), in bytes after base64url decoding: nonce, ciphertext and tag. 1,024 leaves 996
+    /// bytes of padded plaintext: a full fix (about 130 bytes of JSON) and a note of some 860
+    /// bytes of UTF-8, 280 characters of most scripts. A larger value is refused with `sealed_too_large`.
+    public var sealedMaxBytes: Int = 1_024
 
     public init(historyEvents: Int = 1000, staleAfterMs: Int64 = 120_000, endedGraceMs: Int64 = 3_600_000,
                 maxWatchTokens: Int = 32, maxStreams: Int = 100_000, maxWatchersOnStart: Int = 16,
-                abandonAfterMs: Int64 = 86_400_000, reservedShare: Double = 0.2, maxTimerMs: Int64 = 43_200_000) {
+                abandonAfterMs: Int64 = 86_400_000, reservedShare: Double = 0.2, maxTimerMs: Int64 = 43_200_000,
+                sealedMaxBytes: Int = 1_024) {
         precondition(historyEvents >= 1, "a stream keeps at least its last event")
         precondition(abandonAfterMs > 0, "a stream is abandoned after some time, not at once")
         precondition(reservedShare >= 0 && reservedShare <= 1, "the reserved share is a fraction of maxStreams")
+        precondition(sealedMaxBytes >= SealedBytes.minimumBytes, "a sealed value holds at least a nonce and a tag")
         self.historyEvents = historyEvents
         self.staleAfterMs = staleAfterMs
         self.endedGraceMs = endedGraceMs
@@ -43,6 +50,7 @@ public struct PanicSettings: Equatable, Sendable {
         self.abandonAfterMs = abandonAfterMs
         self.reservedShare = reservedShare
         self.maxTimerMs = maxTimerMs
+        self.sealedMaxBytes = sealedMaxBytes
     }
 
     /// Streams held (active and in grace) up to which any start is admitted: `maxStreams` less

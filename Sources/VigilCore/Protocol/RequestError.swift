@@ -6,6 +6,10 @@ public struct RequestError: Error, Equatable, Sendable {
     public var message: String
     /// For `rate_limited` and `unavailable`: when a retry can succeed.
     public var retryAfterMs: Int64?
+    /// For `seq_mismatch`: the stream's seq and status, which a sealed update must be sealed for
+    /// (the next seq, this status).
+    public var currentSeq: UInt64?
+    public var currentStatus: PanicStatus?
 
     public init(_ code: String, field: String? = nil, _ message: String, retryAfterMs: Int64? = nil) {
         self.code = code

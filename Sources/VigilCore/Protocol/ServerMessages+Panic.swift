@@ -180,6 +180,13 @@ extension RequestError {
         case .sinceAhead: return RequestError("invalid_since", field: "since", "since is after the stream's last seq")
         case .invalidTimer: return RequestError("invalid_timer", "the timer's deadline must be in the future and within the longest timer")
         case .timerNeedsAmber: return RequestError("timer_needs_amber", "a safety timer is set on an amber stream only")
+        case .seqMismatch(let seq, let status):
+            var e = RequestError("seq_mismatch", field: "seq", "the update was sealed for another seq or status; seal it again for the next seq and the current status")
+            e.currentSeq = seq
+            e.currentStatus = status
+            return e
+        case .sealedRequired: return RequestError("sealed_required", "the stream is end-to-end encrypted: its updates are sealed")
+        case .notE2E: return RequestError("not_e2e", "the stream is not end-to-end encrypted")
         }
     }
 }

@@ -91,6 +91,8 @@ public enum ServerMessages {
         w.key("code"); w.string(e.code)
         if let field = e.field { w.key("field"); w.string(field) }
         if let retry = e.retryAfterMs { w.key("retry_after_ms"); w.int(retry) }
+        if let seq = e.currentSeq { w.key("current_seq"); w.int(Int64(clamping: seq)) }
+        if let status = e.currentStatus { w.key("status"); w.string(status.rawValue) }
         w.key("message"); w.string(e.message)
         w.endObject()
     }
