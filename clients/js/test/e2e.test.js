@@ -3,7 +3,11 @@
 // (clients/e2e-vectors/vectors.json, from Python's `cryptography`).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { webcrypto } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import {
   E2EError, newStreamKey, newMemberSecret, seal, open, wrapForMember, unwrapForMember,
   encodePlaintext, decodePlaintext, associatedData, boxAssociatedData, memberWrapKey,
@@ -98,10 +102,10 @@ test('something that opens but is not a position is invalid_position', async () 
   const { key, kid } = await newStreamKey();
   const aad = associatedData(kid, 1, 'red');
   // Sealed by hand, past encodePlaintext's checks.
-  const raw = await crypto.subtle.importKey('raw', key, 'AES-GCM', false, ['encrypt']);
+  const raw = await webcrypto.subtle.importKey('raw', key, 'AES-GCM', false, ['encrypt']);
   const nonce = new Uint8Array(12);
   for (const body of ['{"lat":100,"lon":0}', '[1,2]', 'not json', '{"lon":3}']) {
-    const ct = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv: nonce, additionalData: aad }, raw, new TextEncoder().encode(body)));
+    const ct = new Uint8Array(await webcrypto.subtle.encrypt({ name: 'AES-GCM', iv: nonce, additionalData: aad }, raw, new TextEncoder().encode(body)));
     const sealed = base64urlEncode(new Uint8Array([...nonce, ...ct]));
     await rejectsWith(open(key, kid, 1, 'red', sealed), 'invalid_position');
   }
@@ -186,5 +190,23 @@ test('vectors: every member box opens, and wrapping with its nonce gives its byt
     assert.equal(Buffer.from(boxAssociatedData(v.kid, v.member)).toString('hex'), v.aad_hex, v.name);
     assert.deepEqual(await unwrapForMember(ms, v.kid, v.member, v.box), decodeKey(v.stream_key), v.name);
     assert.equal(await _testing.wrapWithNonce(ms, v.kid, v.member, decodeKey(v.stream_key), base64urlDecode(v.nonce)), v.box, v.name);
+  }
+});
+
+test('without a global WebCrypto (Node 18), the module falls back to node:crypto', () => {
+  const script = `
+    if (globalThis.crypto !== undefined) throw new Error('the global WebCrypto is still there');
+    const m = await import(${JSON.stringify(new URL('../src/e2e.js', import.meta.url).href)});
+    const { key, kid } = await m.newStreamKey();
+    const p = await m.open(key, kid, 1, 'red', await m.seal(key, kid, 1, 'red', { lat: 1, lon: 2 }));
+    console.log(JSON.stringify(p));`;
+  // A file, not -e: node's eval puts its built-in modules (crypto among them) on the global object.
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-e2e-'));
+  try {
+    writeFileSync(join(dir, 'fallback.mjs'), script);
+    const out = execFileSync(process.execPath, ['--no-experimental-global-webcrypto', join(dir, 'fallback.mjs')], { encoding: 'utf8' });
+    assert.equal(out.trim(), '{"lat":1,"lon":2}');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
