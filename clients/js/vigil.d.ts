@@ -423,3 +423,47 @@ export function followPosition(
   source: GeolocationLike | ((onPosition: (p: Position | { coords: any }) => void, onError: (e: unknown) => void) => (() => void) | void),
   options?: { minIntervalMs?: number; onError?: (e: unknown) => void; onSent?: (seq: number, update: Position) => void; geolocationOptions?: object },
 ): () => void;
+
+// ---------------------------------------------------------------------------
+// End-to-end encrypted streams (docs/design/e2e-streams.md, format version 1): `e2e.*`.
+
+export type E2EErrorCode = 'cannot_decrypt' | 'invalid_position' | 'invalid_key' | 'invalid_kid' | 'invalid_seq' | 'invalid_status' | 'invalid_member';
+
+/** Why a key, a kid or a sealed value was refused; `cannot_decrypt` is never a position. */
+export declare class E2EError extends Error {
+  constructor(code: E2EErrorCode, message?: string);
+  readonly code: E2EErrorCode;
+}
+
+/** A sealed update's position: the clear fields and the note. */
+export interface E2EPosition extends Position { note?: string }
+
+export interface StreamKey { key: Uint8Array; kid: string }
+
+export type FragmentKey = { state: 'absent' } | { state: 'invalid' } | { state: 'ok'; key: Uint8Array };
+
+export interface E2EModule {
+  readonly E2E_VERSION: 1;
+  readonly E2EError: typeof E2EError;
+  newStreamKey(): Promise<StreamKey>;
+  newMemberSecret(): Promise<Uint8Array>;
+  /** base64url of nonce ‖ ciphertext ‖ tag, under AAD kid/seq/status. */
+  seal(key: Uint8Array, kid: string, seq: number, status: 'red' | 'amber', position: E2EPosition): Promise<string>;
+  /** Rejects with E2EError `cannot_decrypt` when it does not open, `invalid_position` when it opens to no position. */
+  open(key: Uint8Array, kid: string, seq: number, status: 'red' | 'amber', sealed: string): Promise<E2EPosition>;
+  wrapForMember(memberSecret: Uint8Array, kid: string, member: number, streamKey: Uint8Array): Promise<string>;
+  unwrapForMember(memberSecret: Uint8Array, kid: string, member: number, box: string): Promise<Uint8Array>;
+  memberWrapKey(memberSecret: Uint8Array): Promise<Uint8Array>;
+  encodePlaintext(position: E2EPosition): Uint8Array;
+  decodePlaintext(bytes: Uint8Array): E2EPosition;
+  associatedData(kid: string, seq: number, status: 'red' | 'amber'): Uint8Array;
+  boxAssociatedData(kid: string, member: number): Uint8Array;
+  base64urlEncode(bytes: Uint8Array): string;
+  base64urlDecode(text: string): Uint8Array | null;
+  encodeKey(key: Uint8Array): string;
+  decodeKey(text: string): Uint8Array | null;
+  isKid(kid: string): boolean;
+  keyFromFragment(fragment: string): FragmentKey;
+}
+
+export const e2e: E2EModule;

@@ -4,3 +4,6 @@ export { Circle } from './circle.js';
 export { MapModel, WatchModel } from './models.js';
 export { followPosition } from './owner.js';
 export { Emitter } from './emitter.js';
+// End-to-end encrypted streams' crypto (docs/design/e2e-streams.md): `e2e.seal`, `e2e.open`, …
+export * as e2e from './e2e.js';
+export { E2EError } from './e2e.js';

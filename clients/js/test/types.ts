@@ -1,6 +1,6 @@
 // Compiled by package.test.js with tsc --strict (not run): the declarations in vigil.d.ts must type the
 // README's uses of the library.
-import { VigilClient, MapModel, WatchModel, followPosition, VigilError, Pin, Circle, CheckinPanic, WRITE_OPS, newIdemKey } from '../vigil';
+import { VigilClient, MapModel, WatchModel, followPosition, VigilError, Pin, Circle, CheckinPanic, WRITE_OPS, newIdemKey, e2e, E2EError, E2EPosition } from '../vigil';
 
 async function main(streamId: string, watchToken: string): Promise<void> {
   const client = new VigilClient('ws://127.0.0.1:8080/v1', { reconnect: { minDelayMs: 100 }, requestTimeoutMs: 5000 });
@@ -42,6 +42,14 @@ async function main(streamId: string, watchToken: string): Promise<void> {
   await client.startPanic({ status: 'amber', lat: 1, lon: 2, circle: circle.id, ownerToken: circle.ownerToken ?? '' });
   console.log(mum.panics.map((p) => p.escalated_at), mum.state?.you?.label, followed.status, watch.credential, alarm.circle, await mum.request());
   console.log(pins.length, MapModel.timeLeftMs(pins[0]), titleBytes, noteBytes);
+  const sk = await e2e.newStreamKey();
+  const sealed: string = await e2e.seal(sk.key, sk.kid, 1, 'red', { lat: 1, lon: 2, note: 'n' });
+  try {
+    const opened: E2EPosition = await e2e.open(sk.key, sk.kid, 1, 'red', sealed);
+    console.log(opened.lat, opened.note, e2e.encodeKey(sk.key), e2e.keyFromFragment(location.hash).state);
+  } catch (e) {
+    if (e instanceof E2EError && e.code === 'cannot_decrypt') console.log('cannot decrypt this update');
+  }
   client.close();
 }
 main('a', 'b');

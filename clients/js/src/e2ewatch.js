@@ -1,0 +1,67 @@
+// What a watch page shows for an end-to-end encrypted stream (docs/design/e2e-streams.md, "The
+// pages"), without a DOM or a server so node can test it: the key in the link's fragment, each
+// sealed point opened or shown as "cannot decrypt this update" (never a position), a missing or
+// wrong key said once, plainly; and, for /panic, the watch link with the key in its fragment.
+
+import { keyFromFragment, open, encodeKey, E2EError } from './e2e.js';
+
+/** The label of a point that does not open. */
+export const CANNOT_DECRYPT = 'cannot decrypt this update';
+
+/** The sentences for the page's one notice about the key. */
+export const KEY_NOTICES = {
+  absent: 'This link has no key, so this encrypted stream\u2019s positions cannot be shown. Ask for the full link.',
+  invalid: 'This link\u2019s key is damaged (cut short or mistyped), so this encrypted stream\u2019s positions cannot be shown. Ask for the full link.',
+  wrong: 'This link\u2019s key does not open this stream\u2019s updates. Ask for a new link.',
+  rekeyed: 'The stream\u2019s key has changed and this link\u2019s key does not open the new one. Ask for a new link.',
+};
+
+/**
+ * Opens a watched e2e stream's sealed points with the key from the page's fragment.
+ *
+ * `point(p)` takes `{sealed, kid, seq, status}` (a `panic.location`, a trail point, an
+ * escalation's `last`) and resolves with `{ ok: true, position }` or `{ ok: false, label }`; the
+ * `notice` getter holds the one sentence about the key to show, or null, and `noticeChanged`
+ * says whether the last `point` call set it (so the page says it once).
+ */
+export class E2EWatchView {
+  constructor(fragment) {
+    const k = keyFromFragment(fragment);
+    this.key = k.state === 'ok' ? k.key : null;
+    this.notice = k.state === 'ok' ? null : KEY_NOTICES[k.state];
+    this.noticeChanged = this.notice !== null;
+    /** kids this key has opened at least one point of. */
+    this.openedKids = new Set();
+  }
+
+  async point({ sealed, kid, seq, status }) {
+    this.noticeChanged = false;
+    if (this.key === null) return { ok: false, label: CANNOT_DECRYPT };
+    try {
+      const position = await open(this.key, kid, seq, status, sealed);
+      this.openedKids.add(kid);
+      if (this.notice === KEY_NOTICES.wrong || this.notice === KEY_NOTICES.rekeyed) this.#setNotice(null);
+      return { ok: true, position };
+    } catch (e) {
+      if (!(e instanceof E2EError)) throw e;
+      // A point under a kid this key opened before was tampered with or replayed: that point
+      // only. A kid it never opened: the key is wrong for it (or the stream was rekeyed).
+      if (!this.openedKids.has(kid) && this.notice === null) {
+        this.#setNotice(this.openedKids.size === 0 ? KEY_NOTICES.wrong : KEY_NOTICES.rekeyed);
+      }
+      return { ok: false, label: CANNOT_DECRYPT };
+    }
+  }
+
+  #setNotice(notice) {
+    this.noticeChanged = this.notice !== notice;
+    this.notice = notice;
+  }
+}
+
+/** A watch link: `origin/watch#s=STREAM&t=TOKEN`, and `&k=KEY` (base64url) when the stream is encrypted. */
+export function watchLink(origin, stream, token, key = null) {
+  let link = `${origin}/watch#s=${encodeURIComponent(stream)}&t=${encodeURIComponent(token)}`;
+  if (key !== null) link += `&k=${encodeKey(key)}`;
+  return link;
+}
