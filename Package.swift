@@ -148,7 +148,7 @@ let package = Package(
             name: "vigil-bench",
             dependencies: [
                 "VigilCore", "VigilGeo", "VigilWire", "VigilLoop", "VigilState", "VigilBytes", "VigilLoad",
-                "VigilCluster", "VigilNATS", "VigilServer",
+                "VigilCluster", "VigilNATS", "VigilServer", "VigilClient",
                 daemon("ArgumentParser", "swift-argument-parser"),
             ]
         ),
@@ -156,7 +156,7 @@ let package = Package(
         .target(
             name: "VigilLoad",
             dependencies: [
-                "VigilCore", "VigilGeo",
+                "VigilCore", "VigilGeo", "VigilClient",
                 daemon("Histogram", "hdrhistogram-swift"),
             ]
         ),

@@ -14,7 +14,9 @@ state directory (a fresh temporary one each run) with that fsync policy: `none` 
 is benchmarks/vigild-bench.yaml as it is, in memory; `interval` and `always` put the journal on
 the path of every update. `--vigild`/`--vigil-load` compare other builds with the same client
 or daemon. `--client-tick-ms` is passed to vigil-load as `--tick-ms` when given, and
-`--round-coordinates` as itself (the events' size then shrinks by the digits saved). The daemon's
+`--round-coordinates` as itself (the events' size then shrinks by the digits saved), and `--e2e`
+(needs a vigild that serves end-to-end encrypted streams) as itself: sealed values of a real
+one's size instead of coordinates. The daemon's
 CPU per delivery (µs) is its CPU time over the measured window divided by the deliveries. `others %` is
 the machine's CPU time that went to other processes during the run (a neighbour's build moves
 the tail as steal does), and `runq ms/s` how long each process waited, runnable, for its CPU
@@ -165,6 +167,8 @@ def run_once(args, workdir: Path) -> dict:
         argv += ["--tick-ms", str(args.client_tick_ms)]
     if args.round_coordinates:
         argv.append("--round-coordinates")
+    if args.e2e:
+        argv.append("--e2e")
     before, daemon_before, children_before = cpu_times(), process_cpu_s(daemon.pid), children_cpu_s()
     daemon_wait, started = run_delay_s(daemon.pid), time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -229,6 +233,8 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=10)
     ap.add_argument("--state", choices=["none", "interval", "always"], default="none")
     ap.add_argument("--client-tick-ms", type=int)
+    ap.add_argument("--e2e", action="store_true",
+                    help="end-to-end encrypted streams (vigil-load --e2e): sealed values instead of coordinates")
     ap.add_argument("--round-coordinates", action="store_true",
                     help="owners send 7-decimal coordinates (vigil-load --round-coordinates): smaller events")
     ap.add_argument("--nice", type=int, default=0,

@@ -18,7 +18,7 @@ struct VigilBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vigil-bench",
         abstract: "Micro-benchmarks of Vigil's core (no sockets).",
-        subcommands: [OneCell.self, Country.self, Pan.self, State.self, StateDigestBench.self, Clusters.self, SnapshotStoreBench.self]
+        subcommands: [OneCell.self, Country.self, Pan.self, State.self, StateDigestBench.self, Clusters.self, SnapshotStoreBench.self, E2EBench.self]
     )
 }
 

@@ -51,6 +51,11 @@ final class PanicScenario: Scenario {
         /// Send coordinates rounded to 7 decimals (1e-7°, about 1 cm), as a phone's fix has no
         /// more real precision; the default sends the random walk's full doubles (17 digits).
         var roundCoordinates = false
+        /// End-to-end encrypted streams: starts and updates carry a sealed value (`e2e`, `sealed`,
+        /// `kid`, `seq`, `status`) of the size a real one has instead of coordinates. The server
+        /// cannot open sealed values, so random bytes of that size cost it what real ones do
+        /// (see `SealedFiller`).
+        var e2e = false
         /// The nodes (`--url`s) connections are spread over.
         var nodes = 1
         /// A node may not know yet what another acknowledged: retry refused watches (see the type).
@@ -89,6 +94,8 @@ final class PanicScenario: Scenario {
     private var ackedSeq: [UInt64]
     private var ended: [Bool]
     private var positions: [(lat: Double, lon: Double)]
+    private var sealed = SealedFiller(seed: 0, sealedBytes: 0)
+    private var kids: [String] = []
     /// Send times by seq, a ring of `ring` slots per stream (slot holds seq and ns).
     private let ring = 64
     private var sentSeq: [UInt64]
@@ -162,6 +169,10 @@ final class PanicScenario: Scenario {
                               config.center.lon + Double.random(in: -0.3...0.3, using: &rng)))
         }
         owners = Array(repeating: nil, count: ownerCount)
+        if config.e2e {
+            sealed = SealedFiller(seed: config.seed, sealedBytes: SealedFiller.sealedBytes(roundCoordinates: config.roundCoordinates))
+            kids = (0..<config.streams).map { _ in sealed.kid() }
+        }
     }
 
     var parameters: [(String, String)] {
@@ -173,6 +184,7 @@ final class PanicScenario: Scenario {
          ("stalled watchers", "\(config.stalledWatchers), each watching \(stalledWatchCount) streams, stop reading"),
          ("seed", "\(config.seed)")]
             + (config.nodes > 1 ? [("nodes", "\(config.nodes): owners round robin, watcher k of a stream on the owner's node + k + 1, reconnecting on the next node")] : [])
+            + (config.e2e ? [("e2e", "sealed values of \(SealedFiller.sealedBytes(roundCoordinates: config.roundCoordinates)) bytes instead of coordinates")] : [])
             + (config.severalNodes ? [("refused watches", "sent again after 10 ms doubling to 200 ms, 30 times (a node may not have the stream yet)")] : [])
     }
 
@@ -310,9 +322,16 @@ final class PanicScenario: Scenario {
         writer.field("op", "panic.update")
         writer.field("ref", Int64(s))
         writer.field("stream", id)
-        writer.field("lat", sentCoordinate(positions[s].lat))
-        writer.field("lon", sentCoordinate(positions[s].lon))
-        writer.field("accuracy_m", 6.0)
+        if config.e2e {
+            writer.field("sealed", sealed.next())
+            writer.field("kid", kids[s])
+            writer.field("seq", Int64(seq))
+            writer.field("status", "red")
+        } else {
+            writer.field("lat", sentCoordinate(positions[s].lat))
+            writer.field("lon", sentCoordinate(positions[s].lon))
+            writer.field("accuracy_m", 6.0)
+        }
         writer.endObject()
         let slot = s * ring + Int(seq % UInt64(ring))
         sentSeq[slot] = seq
@@ -434,9 +453,18 @@ extension PanicScenario: ClientDelegate {
             writer.field("op", "panic.start")
             writer.field("ref", Int64(s))
             writer.field("status", "red")
-            writer.field("lat", positions[s].lat)
-            writer.field("lon", positions[s].lon)
-            writer.field("accuracy_m", 8.0)
+            if config.e2e {
+                writer.key("e2e")
+                writer.beginObject()
+                writer.field("v", Int64(1))
+                writer.field("kid", kids[s])
+                writer.field("sealed", sealed.next())
+                writer.endObject()
+            } else {
+                writer.field("lat", positions[s].lat)
+                writer.field("lon", positions[s].lon)
+                writer.field("accuracy_m", 8.0)
+            }
             writer.field("watchers", Int64(config.watchersPerStream))
             writer.endObject()
             connection.sendText(writer)

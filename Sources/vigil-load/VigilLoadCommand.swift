@@ -281,6 +281,8 @@ struct PanicCommand: ParsableCommand {
     var ownersOwnAddress = false
     @Flag(name: .customLong("round-coordinates"), help: "Owners send coordinates rounded to 7 decimals (about 1 cm), as phones' fixes have no more precision; by default full doubles (17 digits).")
     var roundCoordinates = false
+    @Flag(name: .customLong("e2e"), help: "End-to-end encrypted streams: starts and updates carry a sealed value of a real one's size (random bytes: the daemon cannot open them, so they cost it the same) instead of coordinates.")
+    var e2e = false
 
     func validate() throws {
         guard streams >= 1, (1...16).contains(watchers), rate > 0, rate <= 100, streamsPerOwner >= 1, watchesPerConnection >= 1, reconnects >= 0,
@@ -298,7 +300,7 @@ struct PanicCommand: ParsableCommand {
               watchesPerConnection: watchesPerConnection, reconnectsPerSecond: reconnects, seed: common.seed,
               stalledWatchers: stalledWatchers, stalledWatches: stalledWatches, ownersOwnAddress: ownersOwnAddress,
               bucketNs: UInt64(common.tickMs) * 1_000_000, roundCoordinates: roundCoordinates,
-              nodes: common.urls.count, severalNodes: common.severalNodes)
+              e2e: e2e, nodes: common.urls.count, severalNodes: common.severalNodes)
     }
 }
 

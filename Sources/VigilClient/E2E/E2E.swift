@@ -114,24 +114,10 @@ public enum E2E {
     // MARK: base64url
 
     /// base64url without padding.
-    public static func base64urlEncode(_ bytes: [UInt8]) -> String {
-        var s = Data(bytes).base64EncodedString()
-        while s.hasSuffix("=") { s.removeLast() }
-        return String(s.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
-    }
+    public static func base64urlEncode(_ bytes: [UInt8]) -> String { Base64URL.encode(bytes) }
 
     /// The bytes of canonical unpadded base64url, or `nil`.
-    public static func base64urlDecode(_ text: String) -> [UInt8]? {
-        guard text.utf8.allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x5F }),
-              text.utf8.count % 4 != 1
-        else { return nil }
-        var b64 = String(text.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
-        b64 += String(repeating: "=", count: (4 - text.utf8.count % 4) % 4)
-        guard let data = Data(base64Encoded: b64) else { return nil }
-        let bytes = Array(data)
-        // Non-canonical trailing bits would let two strings name one key.
-        return base64urlEncode(bytes) == text ? bytes : nil
-    }
+    public static func base64urlDecode(_ text: String) -> [UInt8]? { Base64URL.decode(text) }
 
     /// A key from its 43 characters of base64url, or `nil`.
     public static func decodeKey(_ text: String) -> [UInt8]? {
