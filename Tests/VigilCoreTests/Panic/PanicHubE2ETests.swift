@@ -124,6 +124,23 @@ import VigilTestSupport
         #expect(rig.hub.rekey(id, by: 1, ownerToken: nil, keys: keys, secrets: rig.secrets, out: &rig.out).failure == .ended)
     }
 
+    /// A rekey or a sealed update the journal could not record is taken back whole: the keys and
+    /// the last sealed point are what they were.
+    @Test func aChangeTakenBackRestoresTheKeysAndTheLastPoint() throws {
+        var rig = PanicRig()
+        let (id, _, _) = Self.start(&rig)
+        let before = try #require(rig.hub.checkpoint(id, keepingWatchers: true))
+        let held = try #require(rig.hub.stream(id))
+        #expect(rig.hub.rekey(id, by: 1, ownerToken: nil, keys: E2EKeys(kid: Self.newKid, boxes: []), secrets: rig.secrets, out: &rig.out).ok)
+        rig.hub.revert(to: before, connected: { _ in true })
+        #expect(rig.hub.stream(id)?.e2e == held.e2e)
+        let beforeUpdate = try #require(rig.hub.checkpoint(id))
+        #expect(Self.update(&rig, id, seq: 2).ok)
+        rig.hub.revert(to: beforeUpdate, connected: { _ in true })
+        #expect(rig.hub.stream(id)?.hasTheSameState(as: held) == true && rig.hub.stream(id)?.last == held.last)
+        #expect(Self.update(&rig, id, seq: 2).ok)
+    }
+
     @Test func theEscalationCarriesTheLastSealedPointAndSaysThePositionIsUnknown() throws {
         var rig = PanicRig()
         let (id, _, watch) = Self.start(&rig, status: .amber, timer: .at(600_000))
