@@ -356,3 +356,33 @@ def test_the_plaintext_is_nowhere_during_the_stream_after_a_restart_and_after_ki
     assert not hits, hits
     for b in bystanders:
         b.close()
+
+
+# ---------------------------------------------------------------------------------------
+# A cluster: the records travel through JetStream as opaque bytes too.
+from test_cluster import cluster, nats, wait_until  # noqa: E402,F401 (fixtures)
+
+
+def test_a_cluster_carries_sealed_updates_and_the_rekey_and_its_log_holds_no_plaintext(cluster, tmp_path):
+    a, b = cluster(2)
+    sealer = Sealer()
+    with Client(a.port) as owner, Client(b.port) as watcher:
+        st = start_e2e(owner, sealer, watchers=1)
+        s, token = st["stream"], st["watch_tokens"][0]
+        reply = wait_until("the stream reached node b",
+                           lambda: (r := watcher.request("panic.watch", stream=s, watch_token=token))["type"] == "ok" and r)
+        assert reply["state"]["e2e"] is True and reply["state"]["trail"][0]["sealed"] == st["sealed"], reply
+        sealed = update(owner, sealer, s, 2, "red", POINTS[1])
+        assert_sealed_event(watcher.next_not(timeout=10), s, 2, sealed, sealer, "red", POINTS[1])
+        new = Sealer()
+        owner.ok("panic.rekey", stream=s, kid=new.kid)
+        assert watcher.next_not(timeout=10) == {"type": "panic.rekeyed", "stream": s, "kid": new.kid}
+        r = owner.error("panic.update", stream=s, sealed=new.seal(4, "red", POINTS[2]), kid=new.kid, seq=4, status="red")
+        assert (r["code"], r["current_seq"]) == ("seq_mismatch", 2), r
+        sealed3 = new.seal(3, "red", POINTS[2])
+        assert owner.ok("panic.update", stream=s, sealed=sealed3, kid=new.kid, seq=3, status="red")["seq"] == 3
+        assert watcher.next_not(timeout=10)["sealed"] == sealed3
+    hits = e2e_scan.scan_tree(tmp_path / "nats", WANTED)
+    for d in (a, b):
+        hits += e2e_scan.scan_bytes(d.stderr_text().encode(), f"log of node {d.port}", WANTED)
+    assert not hits, hits
