@@ -94,7 +94,8 @@ public enum ClientOperation: Equatable, Sendable {
     /// below the message limit.
     public var isWrite: Bool {
         switch self {
-        case .pinCreate, .pinUpdate, .pinDelete, .pinVote, .panicStart, .panicStartE2E, .panicInvite: return true
+        // A rekey too: it is rare (a member revoked), and each is a critical (synced) record.
+        case .pinCreate, .pinUpdate, .pinDelete, .pinVote, .panicStart, .panicStartE2E, .panicInvite, .panicRekey: return true
         case .checkin(let c): return c.isWrite
         default: return false
         }

@@ -17,9 +17,8 @@ extension RequestDecoder {
             }
             let timer = try panicTimer(o, cancellable: false)
             let circle = try startCircle(o)
-            guard let location else {
-                return .panicStartE2E(status: status, e2e: e2e!, watchers: watchers, timer: timer, circle: circle)
-            }
+            if let e2e { return .panicStartE2E(status: status, e2e: e2e, watchers: watchers, timer: timer, circle: circle) }
+            guard let location else { throw RequestError.missing("lat") }   // read above whenever there is no e2e
             return .panicStart(status: status, location: location, note: note, watchers: watchers, timer: timer, circle: circle)
         case "panic.timer":
             let stream = try streamID(o)
