@@ -360,7 +360,7 @@ def test_the_plaintext_is_nowhere_during_the_stream_after_a_restart_and_after_ki
 
 # ---------------------------------------------------------------------------------------
 # A cluster: the records travel through JetStream as opaque bytes too.
-from test_cluster import cluster, nats, wait_until  # noqa: E402,F401 (fixtures)
+from test_cluster import cluster, nats, wait_applied, wait_until  # noqa: E402,F401 (fixtures)
 
 
 def test_a_cluster_carries_sealed_updates_and_the_rekey_and_its_log_holds_no_plaintext(cluster, tmp_path):
@@ -386,3 +386,27 @@ def test_a_cluster_carries_sealed_updates_and_the_rekey_and_its_log_holds_no_pla
     for d in (a, b):
         hits += e2e_scan.scan_bytes(d.stderr_text().encode(), f"log of node {d.port}", WANTED)
     assert not hits, hits
+
+
+def test_a_node_started_late_replays_the_sealed_trail_and_every_node_has_one_digest(cluster):
+    (a,) = cluster(1)
+    sealer, new = Sealer(), Sealer()
+    with Client(a.port) as owner:
+        st = start_e2e(owner, sealer, watchers=1)
+        s, token = st["stream"], st["watch_tokens"][0]
+        sealed = [st["sealed"], update(owner, sealer, s, 2, "red", POINTS[1])]
+        owner.ok("panic.rekey", stream=s, kid=new.kid)
+        sealed.append(new.seal(3, "red", POINTS[2]))
+        assert owner.ok("panic.update", stream=s, sealed=sealed[2], kid=new.kid, seq=3, status="red")["seq"] == 3
+    (late,) = cluster(1, first=2)
+    seq = wait_applied([a, late])
+    with Client(late.port) as w:
+        reply = w.watch(s, token, since=0)
+        assert reply["state"]["kid"] == new.kid and reply["state"]["seq"] == 3, reply
+        assert [w.next_not()["sealed"] for _ in range(3)] == sealed
+
+    def digests():
+        got = [json.loads(http_get(d.admin_port, "/state/digest").body) for d in (a, late)]
+        return got if all(g["cluster_sequence"] == seq for g in got) else None
+    got = wait_until("digests taken at the last sequence", digests, timeout=30, poll=0.3)
+    assert len({g["digest"] for g in got}) == 1 and got[0]["streams"] == 1, got
