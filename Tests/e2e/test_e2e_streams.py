@@ -161,6 +161,8 @@ def test_the_kinds_do_not_mix_and_bad_sealed_values_are_refused(clients):
     assert owner.error("panic.update", stream=clear, sealed=sealer.seal(2, "red", POINTS[1]), kid=sealer.kid, seq=2,
                        status="red")["code"] == "not_e2e"
     assert owner.error("panic.rekey", stream=clear, kid=sealer.kid)["code"] == "not_e2e"
+    r = owner.error("panic.rekey", stream=s, kid=sealer.kid, boxes=[{"member": 1, "box": ev.b64u(os.urandom(60))}])
+    assert (r["code"], r.get("field")) == ("invalid_boxes", "boxes"), r
     good = sealer.seal(2, "red", POINTS[1])
     cases = [
         (dict(sealed="not base64!", kid=sealer.kid, seq=2, status="red"), "invalid_sealed", "sealed"),

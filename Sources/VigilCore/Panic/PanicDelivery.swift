@@ -79,4 +79,6 @@ public enum PanicFailure: Error, Equatable, Sendable {
     case sealedRequired
     /// A sealed update or a rekey for a stream that was started in clear.
     case notE2E
+    /// A rekey with member boxes for a stream started for no circle (it has no members).
+    case boxesWithoutCircle
 }

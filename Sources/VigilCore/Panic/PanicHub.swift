@@ -233,12 +233,14 @@ public struct PanicHub: Sendable {
     /// watcher hears the new key id, and each member watching as a circle member its own new box
     /// (none when the owner gave it none: a revoked member keeps only what it could already
     /// read). Not an event: no seq is taken, and a watcher watching again gets the keys in its
-    /// reply. A clear stream is `.notE2E`, an ended one `.ended`.
+    /// reply. A clear stream is `.notE2E`, an ended one `.ended`, boxes for a stream of no circle
+    /// `.boxesWithoutCircle` (as on a start).
     public mutating func rekey(_ id: StreamID, by connection: WatcherID, ownerToken: String?, keys: E2EKeys,
                                secrets: Secrets, out: inout [PanicDelivery]) -> Result<UInt64, PanicFailure> {
         steer(id, by: connection, ownerToken: ownerToken, secrets: secrets) { stream -> Result<UInt64, PanicFailure> in
             guard stream.isActive else { return .failure(.ended) }
             guard stream.isE2E else { return .failure(.notE2E) }
+            guard keys.boxes.isEmpty || stream.circle != nil else { return .failure(.boxesWithoutCircle) }
             Self.rekey(&stream, keys, out: &out)
             return .success(stream.seq)
         }

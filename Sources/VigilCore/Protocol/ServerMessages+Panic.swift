@@ -212,6 +212,8 @@ extension RequestError {
             return e
         case .sealedRequired: return RequestError("sealed_required", "the stream is end-to-end encrypted: its updates are sealed")
         case .notE2E: return RequestError("not_e2e", "the stream is not end-to-end encrypted")
+        case .boxesWithoutCircle:
+            return RequestError("invalid_boxes", field: "boxes", "boxes are for a stream started for a circle")
         }
     }
 }

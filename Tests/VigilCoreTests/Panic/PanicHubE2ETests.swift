@@ -88,6 +88,10 @@ import VigilTestSupport
         #expect(Self.update(&rig, clear.id, seq: 2).failure == .notE2E)
         #expect(rig.hub.rekey(clear.id, by: 1, ownerToken: nil, keys: E2EKeys(kid: Self.newKid, boxes: []), secrets: rig.secrets,
                               out: &rig.out).failure == .notE2E)
+        let boxes = E2EKeys(kid: Self.newKid, boxes: [MemberBox(member: 1, box: Self.box(5))])
+        #expect(rig.hub.rekey(id, by: 1, ownerToken: nil, keys: boxes, secrets: rig.secrets, out: &rig.out).failure == .boxesWithoutCircle)
+        #expect(rig.hub.rekey(id, by: 9, ownerToken: nil, keys: boxes, secrets: rig.secrets, out: &rig.out).failure == .forbidden)
+        #expect(rig.hub.stream(id)?.e2e?.kid == Self.kid)
         #expect(Self.update(&rig, id, by: 9, token: owner, seq: 2).ok)
         #expect(rig.hub.stream(id)?.seq == 2 && rig.hub.stream(clear.id)?.seq == 1)
         #expect(rig.end(id).ok)
