@@ -47,6 +47,29 @@ public struct RecoveredState: Sendable {
         }
         return lines
     }
+
+    /// The startup log's lines for a cluster node, which replays no journal: the snapshot it
+    /// restored (and at which stream sequence the stream takes over), or that the state comes
+    /// from the stream.
+    public var replicatedLogLines: [String] {
+        var lines: [String] = []
+        if let snapshotFile {
+            lines.append("restored \(snapshotFile) (taken at \(snapshotTakenAt ?? 0) ms) at stream sequence \(clusterSequence ?? 0); the stream brings it up to date")
+        } else {
+            lines.append("no snapshot: the state comes from the stream (or a cluster snapshot)")
+        }
+        for fallback in snapshotFallbacks { lines.append("skipped damaged snapshot \(fallback)") }
+        lines.append("\(map.store.count) pins, \(panic.count) panic streams, \(checkin.count) check-in circles restored")
+        return lines
+    }
+
+    /// Why a cluster node must not start on this directory (nil: it may): its journal holds
+    /// records, a standalone node's (a cluster node writes none), which the stream does not have
+    /// and a cluster node, replaying no journal, would silently drop.
+    public var clusterNodeRefusal: String? {
+        guard journal.records > 0 else { return nil }
+        return "its journal holds \(journal.records) record(s) of a standalone node, which are not in the cluster's stream; a cluster node keeps snapshots only and would drop them. Give the cluster node another state.directory (or run this one without the cluster: section)."
+    }
 }
 
 extension StateDirectory {
