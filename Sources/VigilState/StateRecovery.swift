@@ -63,12 +63,19 @@ public struct RecoveredState: Sendable {
         return lines
     }
 
-    /// Why a cluster node must not start on this directory (nil: it may): its journal holds
-    /// records, a standalone node's (a cluster node writes none), which the stream does not have
-    /// and a cluster node, replaying no journal, would silently drop.
+    /// Why a cluster node must not start on this directory (nil: it may): it holds a standalone
+    /// node's state, which the stream does not have: journal records (a cluster node writes
+    /// none, and replaying none would silently drop them), or a snapshot with state but no
+    /// stream sequence (a cluster node's snapshots carry one once it has joined).
     public var clusterNodeRefusal: String? {
-        guard journal.records > 0 else { return nil }
-        return "its journal holds \(journal.records) record(s) of a standalone node, which are not in the cluster's stream; a cluster node keeps snapshots only and would drop them. Give the cluster node another state.directory (or run this one without the cluster: section)."
+        let fix = "Give the cluster node another state.directory (or run this one without the cluster: section)."
+        if journal.records > 0 {
+            return "its journal holds \(journal.records) record(s) of a standalone node, which are not in the cluster's stream; a cluster node keeps snapshots only and would drop them. " + fix
+        }
+        if let snapshotFile, clusterSequence == nil, map.store.count > 0 || panic.count > 0 || checkin.count > 0 {
+            return "\(snapshotFile) holds a standalone node's state (\(map.store.count) pins, \(panic.count) panic streams, \(checkin.count) check-in circles), which is not in the cluster's stream; a cluster node would serve it as if it were. " + fix
+        }
+        return nil
     }
 }
 
