@@ -180,6 +180,7 @@ def test_a_daemon_with_the_section_runs_as_a_node_and_says_so(vigild, tmp_path, 
     assert 'vigil_state_mode{mode="replicated"} 1' in http_get(d.admin_port, "/metrics").body.decode()
     log = d.stderr_text()
     assert "journal alone" not in log and "no snapshot: the state comes from the stream" in log, log
+    assert re.search(r"msg=ready .*state=replicated", log), log
     assert "s3cret" not in log
 
 
@@ -249,6 +250,7 @@ def test_replicas_set_after_the_stream_exists_is_named_and_updated_on_a_three_se
         node = vigild({"cluster": {"urls": urls, "name": "R", "node_id": "n1", "replicas": 3}})
         health = writable_health(node)
         assert health["cluster"]["stream_differs"] == [{"key": "replicas", "config": 3, "stream": 1, "updatable": True}], health
+        assert health["state"] == "replicated" and health["snapshots"] == "none", health  # no state directory
         node.wait_for_log("the stream's replicas is 1, the config's 3", 5)
         assert re.search(r'stream ready.*replicas=1', node.stderr_text()), node.stderr_text()
 
@@ -294,3 +296,36 @@ def test_a_standalone_nodes_state_directory_is_refused_by_a_cluster_node(vigild,
     again = vigild({"state": {"directory": str(state)}})
     assert again.stop(signal.SIGTERM) == 0  # the final snapshot holds the pin; the journal after it nothing
     assert "holds a standalone node's state (1 pins" in node_refusal()
+
+
+def test_a_stream_setting_that_breaks_the_node_keeps_it_from_writing(vigild, vigild_binary, tmp_path, nats):
+    """The stream exists in memory storage (made here with nats-py, not vigild): a node stays not
+    writable with the difference as its refusal; `check` names it as not updatable, and
+    `--update-stream` refuses it, leaving the stream as it is."""
+    import asyncio
+
+    import nats as nats_py
+
+    async def create_in_memory():
+        nc = await nats_py.connect(f"nats://127.0.0.1:{nats}", user="vigil", password="s3cret")
+        try:
+            body = {"name": "E2E", "subjects": ["E2E.>"], "retention": "limits", "storage": "memory", "num_replicas": 1,
+                    "max_age": 7 * 86400 * 10**9, "max_bytes": 1 << 30, "discard": "old", "duplicate_window": 120 * 10**9}
+            reply = json.loads((await nc.request("$JS.API.STREAM.CREATE.E2E", json.dumps(body).encode(), timeout=5)).data)
+            assert "error" not in reply, reply
+        finally:
+            await nc.close()
+
+    asyncio.run(create_in_memory())
+    node = vigild({"cluster": {"urls": [f"nats://127.0.0.1:{nats}"], "name": "E2E", "node_id": "n1",
+                               "user": "vigil", "password": "s3cret"}})
+    node.wait_for_log("the stream is not usable.*storage: config file, stream memory", 15)
+    from wsraw import http_get
+    health = json.loads(http_get(node.admin_port, "/healthz").body)
+    assert health["cluster"]["writable"] is False and "storage: config file, stream memory" in health["cluster"]["refusal"], health
+    path = cluster_config(tmp_path, nats)
+    differs = failure(run(vigild_binary, "cluster", "check", str(path)), "stream_differs")
+    assert differs["differences"] == [{"key": "storage", "config": "file", "stream": "memory", "updatable": False}], differs
+    refused = failure(run(vigild_binary, "cluster", "check", str(path), "--update-stream"), "stream_differs")
+    assert refused["error"]["message"].startswith("--update-stream refused: storage: config file, stream memory"), refused
+    assert report_of(run(vigild_binary, "cluster", "check", str(path)))["settings"]["storage"]["stream"] == "memory"
