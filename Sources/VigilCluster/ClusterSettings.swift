@@ -166,7 +166,7 @@ public struct ClusterSettings: Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         let auth = !nkeySeedFile.isEmpty ? "nkey" : !credsFile.isEmpty ? "creds" : credentials.kind
         let tls = usesTLS ? (tlsCertFile.isEmpty ? ", TLS" : ", TLS with a client certificate") : ""
-        return "cluster \(name), node \(nodeID), \(urls.count) NATS server(s), auth \(auth)\(tls), \(replicas) replica(s)"
+        return "cluster \(name), node \(nodeID), \(urls.count) NATS server(s), auth \(auth)\(tls), \(replicas) replica(s) configured (the stream's own: the \"stream ready\" line)"
     }
 }
 

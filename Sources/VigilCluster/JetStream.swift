@@ -22,7 +22,7 @@ public final class JetStream {
 
     /// The stream as configured: its info when it exists (its subjects must be the configured
     /// ones: another application's stream of the same name is refused, not taken over), created
-    /// otherwise.
+    /// otherwise. Its other settings are the caller's to compare (`config.differences(from:)`).
     public func ensureStream(_ config: JSStreamConfig,
                              completion: @escaping (Result<JSStreamInfo, JetStreamError>) -> Void) throws(NATSClientError) {
         try streamInfo(config.name) { [weak self] result in
@@ -46,6 +46,17 @@ public final class JetStream {
             case .failure(let error):
                 completion(.failure(error))
             }
+        }
+    }
+
+    /// `$JS.API.STREAM.UPDATE.<name>` with the whole of `config`: completes with the stream as
+    /// it is afterwards, or JetStream's refusal (a setting it does not change, too few servers
+    /// for the replicas). The caller sends it only for the settings that may change
+    /// (`JSStreamDifference.updatable`): never done by a node on its own.
+    public func updateStream(_ config: JSStreamConfig,
+                             completion: @escaping (Result<JSStreamInfo, JetStreamError>) -> Void) throws(NATSClientError) {
+        try client.request(subject: JSAPI.streamUpdate(config.name), payload: config.encode(), timeoutMs: timeoutMs) { result in
+            completion(Self.decode(result, JSStreamInfo.decode))
         }
     }
 

@@ -121,9 +121,9 @@ final class OperatorMetrics {
         // The service and the process.
         sync.gauge("vigil_up_seconds", f.uptimeSeconds, help: "Seconds since vigild started.")
         sync.gauge("vigil_shutting_down", f.phase == .shuttingDown ? 1 : 0, help: "1 once a stop signal arrived.")
-        for mode in [StateMode.memoryOnly, .writable, .unavailable] {
+        for mode in [StateMode.memoryOnly, .writable, .unavailable, .replicated] {
             sync.gauge("vigil_state_mode", labels: ["mode": mode.rawValue], f.stateMode == mode ? 1 : 0,
-                       help: "1 for the state directory's current mode: writable, unavailable (writes refused) or memory_only.")
+                       help: "1 for the state directory's current mode: writable, unavailable (writes refused), memory_only or replicated (a cluster node).")
         }
         sync.counter("vigil_state_refused_writes_total", f.v1.refusedUnrecorded,
                      help: "Changes answered `unavailable` because the state could not record them.")

@@ -51,6 +51,9 @@ final class Persistence: ChangeLog {
     let directory: StateDirectory
     private let lock: StateLock
     let policy: FsyncPolicy
+    /// False on a cluster node: the stream is its journal; the directory holds snapshots only,
+    /// and what `append` is given (the start-up tick's changes, before the node joins) is dropped.
+    let keepsJournal: Bool
     private let logger: Logger
     /// The segment being appended to; nil during an outage.
     private var journal: JournalFile?
@@ -103,16 +106,21 @@ final class Persistence: ChangeLog {
     /// permission, locked, damaged) stops start-up; one that is full or failing only stops the
     /// writes: the daemon starts read-only (an outage) and retries.
     init(path: String, policy: FsyncPolicy, snapshotIntervalSeconds: Int, pinSettings: PinSettings,
-         panicSettings: PanicSettings, checkinSettings: CheckinSettings = CheckinSettings(), logger: Logger, loop: EventLoop) throws {
+         panicSettings: PanicSettings, checkinSettings: CheckinSettings = CheckinSettings(), journal replays: Bool = true,
+         logger: Logger, loop: EventLoop) throws {
         self.policy = policy
         self.logger = logger
+        keepsJournal = replays
         directory = try Self.describe(path) { () throws(StateError) in try StateDirectory(preparing: path) }
         lock = try Self.describe(path) { [directory] () throws(StateError) in try StateLock(directory) }
         let now = V1Application.wallClockMs()
         let state = try Self.describe(path) { [directory] () throws(StateError) in
             try directory.recover(pinSettings: pinSettings, panicSettings: panicSettings, checkinSettings: checkinSettings, now: now)
         }
-        for line in state.logLines { logger.notice("\(line)", metadata: ["state": "\(path)"]) }
+        for line in replays ? state.logLines : state.replicatedLogLines { logger.notice("\(line)", metadata: ["state": "\(path)"]) }
+        if !replays, let refusal = state.clusterNodeRefusal {
+            throw PersistenceError("state directory \(path): \(refusal)")
+        }
         if let corruption = state.journal.corruption {
             throw PersistenceError("state directory \(path): the journal is damaged before its end (\(corruption)); refusing to start with part of it. Move the damaged segment away to start from what precedes it, or restore a backup.")
         }
@@ -173,7 +181,7 @@ final class Persistence: ChangeLog {
         // During an outage only the tick's records come here (writes are refused before they
         // change anything): stream ends and removals that follow from time, which a restart
         // derives again and the snapshot that ends the outage holds. They are dropped.
-        guard let journal else { return }
+        guard keepsJournal, let journal else { return }
         journal.append(record)
         journalStats.records += 1
         if record.durability == .critical || policy == .always { syncDue = true }

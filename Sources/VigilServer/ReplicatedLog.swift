@@ -78,6 +78,9 @@ final class ReplicatedLog: ReplicationLog {
     /// The highest sequence this node has seen acknowledged or applied (for the lag).
     private(set) var knownLastSequence: UInt64 = 0
     private(set) var lastError: String?
+    /// The stream's settings that differ from the config's without breaking the node (replicas,
+    /// max_age, max_bytes, …): logged at each (re)connection and shown in `/healthz`.
+    private(set) var streamDiffers: [JSStreamDifference] = []
     private(set) var undecodable = 0
     private(set) var published = 0
     private(set) var publishFailures = 0
@@ -200,6 +203,12 @@ final class ReplicatedLog: ReplicationLog {
         w.field("published", Int64(published))
         w.field("publish_failures", Int64(publishFailures))
         w.field("undecodable", Int64(undecodable))
+        if !streamDiffers.isEmpty {
+            w.key("stream_differs")
+            w.beginArray()
+            for difference in streamDiffers { difference.write(into: &w) }
+            w.endArray()
+        }
     }
 
     // MARK: connection and consumption
@@ -226,6 +235,7 @@ final class ReplicatedLog: ReplicationLog {
                 guard let self else { return }
                 switch result {
                 case .success(let info):
+                    guard self.acceptSettings(of: info) else { return }
                     self.lastError = nil
                     self.streamReady = true
                     self.catchUpTarget = max(self.catchUpTarget, info.lastSequence)
@@ -247,7 +257,8 @@ final class ReplicatedLog: ReplicationLog {
                         }
                     }
                     self.logger.notice("cluster: stream ready", metadata: ["jetstream": "\(info.name)", "last": "\(info.lastSequence)",
-                                                                         "applied": "\(self.appliedSequence)"])
+                                                                         "applied": "\(self.appliedSequence)",
+                                                                         "replicas": "\(info.replicas)"])
                 case .failure(let error):
                     self.failed(error.description)
                 }
@@ -255,6 +266,26 @@ final class ReplicatedLog: ReplicationLog {
         } catch {
             failed(error.description)
         }
+    }
+
+    /// Compares the stream's settings with the config's: a difference that breaks the node (other
+    /// subjects, retention, storage, a shorter de-duplication window) keeps it not writable with
+    /// the difference as its refusal (false); the others are logged at error, each with the fix.
+    private func acceptSettings(of info: JSStreamInfo) -> Bool {
+        let differences = settings.streamConfig.differences(from: info)
+        let breaking = differences.filter(\.breaksCorrectness)
+        guard breaking.isEmpty else {
+            failed("the stream differs from the config: " + breaking.map(\.description).joined(separator: "; ")
+                   + " (vigild cluster check reports it; an update does not fix subjects, retention or storage)")
+            retryAtMs = monotonicMilliseconds() + 10_000
+            return false
+        }
+        streamDiffers = differences
+        for difference in differences {
+            logger.error("cluster: the stream's \(difference.key) is \(difference.stream), the config's \(difference.config); vigild cluster check --update-stream changes it to the config's (or change the config)",
+                         metadata: ["jetstream": "\(info.name)", "replicas": "\(info.replicas)"])
+        }
+        return true
     }
 
     /// No usable snapshot was found: look at the stream again (and ask again) after a while.

@@ -91,6 +91,7 @@ extension Server {
             w.beginObject()
             w.field("status", f.phase == .serving ? "ok" : f.phase.rawValue)
             w.field("state", f.stateMode.rawValue)
+            if f.stateMode == .replicated { w.field("snapshots", v1?.persistence == nil ? "none" : "local") }
             w.field("websockets", Int64(f.webSockets))
             w.field("connections", Int64(f.totalConnections))
             w.field("uptime_s", Int64(f.uptimeSeconds))
@@ -181,6 +182,7 @@ extension Server {
         case .writable: state = "state writable"
         case .memoryOnly: state = "state in memory only"
         case .unavailable: state = "STATE UNAVAILABLE: writes refused"
+        case .replicated: state = "state replicated"
         }
         return "\(f.webSockets) websockets, \(f.pins) pins, \(f.streamsActive) active streams; \(state)"
     }

@@ -121,7 +121,8 @@ public final class Server {
             try v1.attach(Persistence(
                 path: config.stateDirectory, policy: FsyncPolicy(config.fsyncPolicy, intervalMs: config.fsyncIntervalMs),
                 snapshotIntervalSeconds: config.snapshotIntervalSeconds, pinSettings: config.pins,
-                panicSettings: config.panic, checkinSettings: config.checkin, logger: logger, loop: loop))
+                panicSettings: config.panic, checkinSettings: config.checkin, journal: !config.cluster.enabled,
+                logger: logger, loop: loop))
         }
         if config.cluster.enabled {
             try v1.joinCluster(config.cluster, startAfter: v1.persistence?.recovered.clusterSequence ?? 0,

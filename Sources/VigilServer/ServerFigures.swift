@@ -65,4 +65,7 @@ enum StateMode: String {
     /// The journal cannot be written (a full disk, an I/O error): writes are refused with
     /// `unavailable`; reads and live events go on.
     case unavailable
+    /// A cluster node: changes go through the replicated stream; the state directory, if any,
+    /// holds snapshots only (`snapshots` on `/healthz`).
+    case replicated
 }

@@ -155,8 +155,9 @@ public final class V1Application: WebSocketApplication {
         sendNotices(recorded: true)
     }
 
-    /// Whether changes reach the disk now.
+    /// Whether changes reach the disk now (a cluster node's reach the stream).
     var stateMode: StateMode {
+        if cluster != nil { return .replicated }
         guard log != nil else { return .memoryOnly }
         return persistence?.outage == nil ? .writable : .unavailable
     }

@@ -47,6 +47,36 @@ public struct RecoveredState: Sendable {
         }
         return lines
     }
+
+    /// The startup log's lines for a cluster node, which replays no journal: the snapshot it
+    /// restored (and at which stream sequence the stream takes over), or that the state comes
+    /// from the stream.
+    public var replicatedLogLines: [String] {
+        var lines: [String] = []
+        if let snapshotFile {
+            lines.append("restored \(snapshotFile) (taken at \(snapshotTakenAt ?? 0) ms) at stream sequence \(clusterSequence ?? 0); the stream brings it up to date")
+        } else {
+            lines.append("no snapshot: the state comes from the stream (or a cluster snapshot)")
+        }
+        for fallback in snapshotFallbacks { lines.append("skipped damaged snapshot \(fallback)") }
+        lines.append("\(map.store.count) pins, \(panic.count) panic streams, \(checkin.count) check-in circles restored")
+        return lines
+    }
+
+    /// Why a cluster node must not start on this directory (nil: it may): it holds a standalone
+    /// node's state, which the stream does not have: journal records (a cluster node writes
+    /// none, and replaying none would silently drop them), or a snapshot with state but no
+    /// stream sequence (a cluster node's snapshots carry one once it has joined).
+    public var clusterNodeRefusal: String? {
+        let fix = "Give the cluster node another state.directory (or run this one without the cluster: section)."
+        if journal.records > 0 {
+            return "its journal holds \(journal.records) record(s) of a standalone node, which are not in the cluster's stream; a cluster node keeps snapshots only and would drop them. " + fix
+        }
+        if let snapshotFile, clusterSequence == nil, map.store.count > 0 || panic.count > 0 || checkin.count > 0 {
+            return "\(snapshotFile) holds a standalone node's state (\(map.store.count) pins, \(panic.count) panic streams, \(checkin.count) check-in circles), which is not in the cluster's stream; a cluster node would serve it as if it were. " + fix
+        }
+        return nil
+    }
 }
 
 extension StateDirectory {

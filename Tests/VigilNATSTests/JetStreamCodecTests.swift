@@ -23,6 +23,65 @@ import VigilCore
         #expect(garbage.code == 0)
     }
 
+    @Test func decodesEverySettingOfTheStream() throws {
+        let reply = #"{"config":{"name":"V","subjects":["V.>"],"retention":"interest","storage":"memory","num_replicas":1,"max_age":3600000000000,"max_bytes":1024,"discard":"new","duplicate_window":60000000000},"state":{"messages":0,"bytes":0,"first_seq":0,"last_seq":0}}"#
+        let info = try JSStreamInfo.decode(Array(reply.utf8)).get()
+        #expect(info.settings == JSStreamSettings(subjects: ["V.>"], retention: "interest", storage: "memory", replicas: 1,
+                                                 maxAgeNanoseconds: 3_600_000_000_000, maxBytes: 1024, discard: "new",
+                                                 duplicateWindowNanoseconds: 60_000_000_000))
+    }
+
+    /// The stream as `config.encode()` would create it, as STREAM.INFO reports it.
+    private func created(_ config: JSStreamConfig) throws -> JSStreamInfo {
+        let body = String(decoding: config.encode(), as: UTF8.self)
+        let reply = #"{"config":"# + body + #","state":{"messages":0,"bytes":0,"first_seq":0,"last_seq":0}}"#
+        return try JSStreamInfo.decode(Array(reply.utf8)).get()
+    }
+
+    @Test func aStreamCreatedFromTheConfigDiffersInNothing() throws {
+        let config = JSStreamConfig(name: "V", subjects: ["V.>"], replicas: 3, maxAgeSeconds: 86_400, maxBytes: 1 << 30)
+        #expect(config.differences(from: try created(config)) == [])
+        var reordered = try created(JSStreamConfig(name: "V", subjects: ["V.b", "V.a"], maxAgeSeconds: 1, maxBytes: 1))
+        reordered.subjects = ["V.a", "V.b"]
+        #expect(JSStreamConfig(name: "V", subjects: ["V.b", "V.a"], maxAgeSeconds: 1, maxBytes: 1).differences(from: reordered) == [])
+    }
+
+    @Test func replicasSetAfterTheStreamExistsIsADifferenceThatAnUpdateFixes() throws {
+        let config = JSStreamConfig(name: "V", subjects: ["V.>"], replicas: 3, maxAgeSeconds: 86_400, maxBytes: 1 << 30)
+        var one = config
+        one.replicas = 1
+        #expect(config.differences(from: try created(one)) == [
+            JSStreamDifference(key: "replicas", config: .number(3), stream: .number(1), updatable: true, breaksCorrectness: false)])
+    }
+
+    @Test func eachSettingIsComparedAndClassified() throws {
+        let config = JSStreamConfig(name: "V", subjects: ["V.>"], replicas: 1, maxAgeSeconds: 60, maxBytes: 100)
+        var stream = try created(config)
+        stream.subjects = ["ELSE.>"]
+        stream.retention = "workqueue"
+        stream.storage = "memory"
+        stream.replicas = 5
+        stream.maxAgeNanoseconds = 61_000_000_000
+        stream.maxBytes = 200
+        stream.discard = "new"
+        stream.duplicateWindowNanoseconds = 30_000_000_000
+        let found = config.differences(from: stream)
+        #expect(found.map(\.key) == JSStreamSettings.keys)
+        #expect(found.filter(\.breaksCorrectness).map(\.key) == ["subjects", "retention", "storage", "duplicate_window"])
+        #expect(found.filter(\.updatable).map(\.key) == ["replicas", "max_age", "max_bytes", "discard", "duplicate_window"])
+        #expect(found[0].stream == .list(["ELSE.>"]) && found[4].config == .number(60) && found[4].stream == .number(61))
+        // A longer de-duplication window than asked for only costs memory on the servers.
+        var longer = try created(config)
+        longer.duplicateWindowNanoseconds = 600_000_000_000
+        #expect(config.differences(from: longer).map { [$0.key, "\($0.breaksCorrectness)"] } == [["duplicate_window", "false"]])
+    }
+
+    @Test func aDifferenceIsOneJSONObject() throws {
+        var w = JSONWriter(capacity: 64)
+        JSStreamDifference(key: "replicas", config: .number(3), stream: .number(1), updatable: true, breaksCorrectness: false).write(into: &w)
+        #expect(String(decoding: w.bytes, as: UTF8.self) == #"{"key":"replicas","config":3,"stream":1,"updatable":true}"#)
+    }
+
     @Test func decodesPublishAcks() throws {
         #expect(try JSPubAck.decode(Array(#"{"stream":"V","seq":42}"#.utf8)).get() == JSPubAck(stream: "V", sequence: 42))
         #expect(try JSPubAck.decode(Array(#"{"stream":"V","seq":42,"duplicate":true}"#.utf8)).get().duplicate)

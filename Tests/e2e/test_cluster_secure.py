@@ -30,6 +30,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+import clustercheck
 from natsproc import free_port
 from vigilproc import write_config
 
@@ -87,11 +88,15 @@ def cluster(tmp_path, **keys):
     return write_config(tmp_path / "cluster.yaml", {"cluster": {"name": "SEC", "node_id": "n1", **keys}})
 
 
+def failure(p, kind: str) -> str:
+    """The failed check's message, after checking its shape and kind."""
+    return clustercheck.failure(p, kind)["error"]["message"]
+
+
 def check_ok(vigild_binary, path, tls: bool):
     p = run(vigild_binary, "cluster", "check", str(path), "--create-stream")
-    assert p.returncode == 0, p.stderr
-    report = json.loads(p.stdout)
-    assert report["ok"] and report["stream"]["name"] == "SEC" and report["tls"] is tls, report
+    report = clustercheck.report_of(p, ok=True)
+    assert report["stream"]["name"] == "SEC" and report["tls"] is tls, report
     return p
 
 
@@ -103,7 +108,7 @@ def test_check_over_tls_with_a_host_name(vigild_binary, tmp_path, pki, nats):
     # A nats:// URL to the same server without TLS: the server requires it, vigild says so.
     plain = write_config(tmp_path / "plain.yaml", {"cluster": {"urls": [f"nats://127.0.0.1:{port}"], "node_id": "n1"}})
     p = run(vigild_binary, "cluster", "check", str(plain), "--timeout-ms", "1000")
-    assert p.returncode == 1 and "the server requires TLS" in p.stderr, p.stderr
+    assert "the server requires TLS" in failure(p, "tls"), p.stdout
 
 
 def test_a_verifying_server_gets_the_nodes_certificate(vigild_binary, tmp_path, pki, nats):
@@ -111,7 +116,8 @@ def test_a_verifying_server_gets_the_nodes_certificate(vigild_binary, tmp_path, 
     without = cluster(tmp_path, urls=[f"nats://127.0.0.1:{port}"], tls={"ca_file": str(pki / "ca.pem")})
     p = run(vigild_binary, "cluster", "check", str(without), "--timeout-ms", "1000")
     # TLS 1.3: the server refuses the missing certificate after the client's handshake, in an alert.
-    assert p.returncode == 1 and "alert" in p.stderr and "set cluster.tls.cert_file and cluster.tls.key_file" in p.stderr, p.stderr
+    message = failure(p, "tls")
+    assert "alert" in message and "set cluster.tls.cert_file and cluster.tls.key_file" in message, message
     with_cert = cluster(tmp_path, urls=[f"nats://127.0.0.1:{port}"],
                         tls={"ca_file": str(pki / "ca.pem"), "cert_file": str(pki / "client.pem"), "key_file": str(pki / "client.key")})
     check_ok(vigild_binary, with_cert, tls=True)
@@ -121,12 +127,12 @@ def test_a_certificate_from_another_ca_is_refused_with_the_reason(vigild_binary,
     port = nats(tls_block(pki))
     wrong = cluster(tmp_path, urls=[f"tls://localhost:{port}"], tls={"ca_file": str(pki / "other-ca.pem")})
     p = run(vigild_binary, "cluster", "check", str(wrong), "--timeout-ms", "1000")
-    assert p.returncode == 1
-    assert "certificate verify failed" in p.stderr and "unable to get local issuer certificate" in p.stderr, p.stderr
+    message = failure(p, "tls")
+    assert "certificate verify failed" in message and "unable to get local issuer certificate" in message, message
     # Without a CA file the system's CAs are asked, and the hint names the key to set.
     system = cluster(tmp_path, urls=[f"tls://localhost:{port}"])
     p = run(vigild_binary, "cluster", "check", str(system), "--timeout-ms", "1000")
-    assert p.returncode == 1 and "cluster.tls.ca_file names the CA" in p.stderr, p.stderr
+    assert "cluster.tls.ca_file names the CA" in failure(p, "tls"), p.stdout
 
 
 # nkeys made independently of Vigil: prefix byte(s), 32 key bytes, CRC-16/XMODEM little-endian, base32.
@@ -184,12 +190,15 @@ def test_an_nkey_user(vigild_binary, tmp_path, nats):
     other = secret(tmp_path / "other.nk", NKey("U").seed)
     p = run(vigild_binary, "cluster", "check", str(cluster(tmp_path, urls=[f"nats://127.0.0.1:{port}"], nkey_seed_file=str(other))),
             "--timeout-ms", "1000")
-    assert p.returncode == 1 and "Authorization Violation" in p.stderr, p.stderr
+    assert "Authorization Violation" in failure(p, "auth"), p.stdout
     # A seed every user of the machine may read is refused before any connection.
     secret(tmp_path / "vigil.nk", user.seed, 0o644)
     p = run(vigild_binary, "--check-config", str(cluster(tmp_path, urls=[f"nats://127.0.0.1:{port}"], nkey_seed_file=str(seed_file))))
     assert p.returncode == 1 and "cluster.nkey_seed_file" in p.stderr and "chmod 600" in p.stderr, p.stderr
     assert user.seed not in p.stderr
+    # `cluster check` says the same as JSON (kind config).
+    p = run(vigild_binary, "cluster", "check", str(cluster(tmp_path, urls=[f"nats://127.0.0.1:{port}"], nkey_seed_file=str(seed_file))))
+    assert "chmod 600" in failure(p, "config") and user.seed not in p.stdout
 
 
 def test_a_creds_file_in_operator_mode_over_tls(vigild_binary, tmp_path, pki, nats):
@@ -223,7 +232,7 @@ NKEY Seed printed below can be used to sign and prove identity.
     forged = secret(tmp_path / "forged.creds", creds.read_text().replace(user.seed, NKey("U").seed))
     p = run(vigild_binary, "cluster", "check", str(cluster(tmp_path, urls=[f"tls://localhost:{port}"], creds_file=str(forged),
                                                            tls={"ca_file": str(pki / "ca.pem")})), "--timeout-ms", "1000")
-    assert p.returncode == 1 and "Authorization Violation" in p.stderr, p.stderr
+    assert "Authorization Violation" in failure(p, "auth"), p.stdout
 
 
 @pytest.mark.parametrize("keys, key, text", [

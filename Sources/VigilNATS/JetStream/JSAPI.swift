@@ -5,6 +5,8 @@ import VigilCore
 public enum JSAPI {
     public static func streamInfo(_ stream: String) -> String { "$JS.API.STREAM.INFO.\(stream)" }
     public static func streamCreate(_ stream: String) -> String { "$JS.API.STREAM.CREATE.\(stream)" }
+    /// The whole config again, with the settings to change (JetStream refuses to change some).
+    public static func streamUpdate(_ stream: String) -> String { "$JS.API.STREAM.UPDATE.\(stream)" }
     public static func consumerCreate(_ stream: String) -> String { "$JS.API.CONSUMER.CREATE.\(stream)" }
     public static func consumerDelete(_ stream: String, _ consumer: String) -> String {
         "$JS.API.CONSUMER.DELETE.\(stream).\(consumer)"
