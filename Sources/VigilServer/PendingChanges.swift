@@ -45,11 +45,19 @@ struct PendingChanges {
             changes.append(Change(undo: outcome.undo, items: items))
             return
         }
-        guard !changes.isEmpty else { return }
+        guard !changes.isEmpty, Self.readsState(operation) else { return }
+        readers.append(items)
+    }
+
+    /// Whether a read's reply may show a change made earlier in the same turn (a subscribe's
+    /// pins or counts, a watch's or resume's stream, a circle's state): withdrawn with it.
+    static func readsState(_ operation: ClientOperation) -> Bool {
         switch operation {
-        case .subscribe, .subscribeClusters, .panicWatch, .panicWatchAsMember, .panicResume: readers.append(items)
-        case .checkin(let c) where c.readsState: readers.append(items)
-        default: break
+        case .subscribe, .subscribeClusters, .panicWatch, .panicWatchAsMember, .panicResume: return true
+        case .checkin(let c): return c.readsState
+        case .unsubscribe, .pinCreate, .pinUpdate, .pinDelete, .pinVote, .panicStart, .panicStartE2E, .panicUpdate,
+             .panicUpdateSealed, .panicRekey, .panicStatus, .panicEnd, .panicUnwatch, .panicInvite, .panicRevoke, .panicTimer:
+            return false
         }
     }
 

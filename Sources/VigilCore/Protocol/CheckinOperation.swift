@@ -72,7 +72,7 @@ public enum CheckinOperation: Equatable, Sendable {
     public var readsState: Bool {
         switch self {
         case .open, .join: return true
-        default: return false
+        case .create, .invite, .revoke, .answer, .home, .close, .request, .leave, .register, .unregister, .ack: return false
         }
     }
 }

@@ -85,7 +85,10 @@ public enum ClientOperation: Equatable, Sendable {
     public var isSubscribe: Bool {
         switch self {
         case .subscribe, .subscribeClusters: return true
-        default: return false
+        case .unsubscribe, .pinCreate, .pinUpdate, .pinDelete, .pinVote, .panicStart, .panicStartE2E, .panicUpdate,
+             .panicUpdateSealed, .panicRekey, .panicStatus, .panicEnd, .panicResume, .panicWatch, .panicWatchAsMember,
+             .panicUnwatch, .panicInvite, .panicRevoke, .panicTimer, .checkin:
+            return false
         }
     }
 
@@ -97,7 +100,9 @@ public enum ClientOperation: Equatable, Sendable {
         // A rekey too: it is rare (a member revoked), and each is a critical (synced) record.
         case .pinCreate, .pinUpdate, .pinDelete, .pinVote, .panicStart, .panicStartE2E, .panicInvite, .panicRekey: return true
         case .checkin(let c): return c.isWrite
-        default: return false
+        case .subscribe, .subscribeClusters, .unsubscribe, .panicUpdate, .panicUpdateSealed, .panicStatus, .panicEnd,
+             .panicResume, .panicWatch, .panicWatchAsMember, .panicUnwatch, .panicRevoke, .panicTimer:
+            return false
         }
     }
 
