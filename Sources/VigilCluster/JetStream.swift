@@ -14,8 +14,9 @@ public final class JetStream {
     }
 
     /// `$JS.API.STREAM.INFO.<name>`.
-    public func streamInfo(_ name: String, completion: @escaping (Result<JSStreamInfo, JetStreamError>) -> Void) throws(NATSClientError) {
-        try client.request(subject: JSAPI.streamInfo(name), payload: [], timeoutMs: timeoutMs) { result in
+    public func streamInfo(_ name: String, timeoutMs: Int64? = nil,
+                           completion: @escaping (Result<JSStreamInfo, JetStreamError>) -> Void) throws(NATSClientError) {
+        try client.request(subject: JSAPI.streamInfo(name), payload: [], timeoutMs: timeoutMs ?? self.timeoutMs) { result in
             completion(Self.decode(result, JSStreamInfo.decode))
         }
     }
@@ -54,10 +55,12 @@ public final class JetStream {
     /// in `Nats-Msg-Id`: publishing the same id again within the stream's duplicate window (a
     /// retry after a lost ack) stores nothing new and acknowledges the first copy (`duplicate`).
     /// `headers` are sent after it (the application's own, e.g. a record's precondition).
+    /// `ackTimeoutMs` (default `timeoutMs`) bounds the wait for the acknowledgement.
     public func publish(subject: String, messageID: String, headers extra: [(name: String, value: String)] = [], payload: [UInt8],
+                        ackTimeoutMs: Int64? = nil,
                         completion: @escaping (Result<JSPubAck, JetStreamError>) -> Void) throws(NATSClientError) {
         let headers = NATSHeaders(fields: [(name: JSPubAck.messageIDHeader, value: messageID)] + extra)
-        try client.request(subject: subject, headers: headers, payload: payload, timeoutMs: timeoutMs) { result in
+        try client.request(subject: subject, headers: headers, payload: payload, timeoutMs: ackTimeoutMs ?? timeoutMs) { result in
             completion(Self.decode(result, JSPubAck.decode))
         }
     }
