@@ -24,9 +24,10 @@ public final class JetStream {
     /// The stream as configured: its info when it exists (its subjects must be the configured
     /// ones: another application's stream of the same name is refused, not taken over), created
     /// otherwise.
-    public func ensureStream(_ config: JSStreamConfig,
+    /// `infoTimeoutMs` (default `timeoutMs`) bounds the STREAM.INFO; the creation waits `timeoutMs`.
+    public func ensureStream(_ config: JSStreamConfig, infoTimeoutMs: Int64? = nil,
                              completion: @escaping (Result<JSStreamInfo, JetStreamError>) -> Void) throws(NATSClientError) {
-        try streamInfo(config.name) { [weak self] result in
+        try streamInfo(config.name, timeoutMs: infoTimeoutMs) { [weak self] result in
             switch result {
             case .success(let info):
                 if Set(info.subjects) != Set(config.subjects) {

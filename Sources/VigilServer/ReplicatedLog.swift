@@ -307,7 +307,9 @@ final class ReplicatedLog: ReplicationLog {
     private func findStream() {
         retryAtMs = nil
         do throws(NATSClientError) {
-            try jetStream.ensureStream(settings.streamConfig) { [weak self] result in
+            // STREAM.INFO waits A, not request_timeout_ms: after a reconnection during the
+            // stream's leader election it goes unanswered, and is asked again at once.
+            try jetStream.ensureStream(settings.streamConfig, infoTimeoutMs: Int64(settings.ackTimeoutMs)) { [weak self] result in
                 guard let self else { return }
                 switch result {
                 case .success(let info):
@@ -336,6 +338,8 @@ final class ReplicatedLog: ReplicationLog {
                     }
                     self.logger.notice("cluster: stream ready", metadata: ["jetstream": "\(info.name)", "last": "\(info.lastSequence)",
                                                                          "applied": "\(self.appliedSequence)"])
+                case .failure(.client(.timedOut)):
+                    self.failed(NATSClientError.timedOut.description, retryInMs: 0)
                 case .failure(let error):
                     self.failed(error.description)
                 }
@@ -363,11 +367,14 @@ final class ReplicatedLog: ReplicationLog {
         findStream()
     }
 
-    private func failed(_ reason: String) {
+    /// Unanswered (`retryInMs` 0: asked again at the next tick) or refused (after 1 s).
+    private func failed(_ reason: String, retryInMs: Int64 = 1_000) {
+        if lastError != reason || retryInMs > 0 {
+            logger.error("cluster: the stream is not usable; retrying", metadata: ["reason": "\(reason)"])
+        }
         lastError = reason
         streamReady = false
-        retryAtMs = monotonicMilliseconds() + 1_000
-        logger.error("cluster: the stream is not usable; retrying", metadata: ["reason": "\(reason)"])
+        retryAtMs = monotonicMilliseconds() + retryInMs
     }
 
     private func tick(nowMs: Int64) {
