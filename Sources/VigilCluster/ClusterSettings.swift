@@ -44,6 +44,14 @@ public struct ClusterSettings: Equatable, Sendable, CustomStringConvertible {
     public var maxBytes: Int64 = 1 << 30
     /// How long a JetStream call or a publish's acknowledgement may take.
     public var requestTimeoutMs = 5_000
+    /// Failover (docs/CLUSTER.md "Failover"): H, the ordered consumer's idle heartbeat (lost
+    /// after 3 × H of silence); A, how long one publish, consumer creation or leader probe waits
+    /// for its answer; W, how long a held write waits for the stream before it is answered
+    /// `unavailable`; p, the NATS ping interval (a silent server is dropped after 3 × p).
+    public var consumerHeartbeatMs = 1_000
+    public var ackTimeoutMs = 500
+    public var writeDeadlineMs = 10_000
+    public var pingIntervalMs = 2_000
     /// How often a node with a state directory publishes its snapshot to the cluster's snapshot
     /// store (after a local snapshot, at most this often), for nodes that join after the
     /// stream's retention dropped its start.

@@ -14,8 +14,9 @@ public final class JetStream {
     }
 
     /// `$JS.API.STREAM.INFO.<name>`.
-    public func streamInfo(_ name: String, completion: @escaping (Result<JSStreamInfo, JetStreamError>) -> Void) throws(NATSClientError) {
-        try client.request(subject: JSAPI.streamInfo(name), payload: [], timeoutMs: timeoutMs) { result in
+    public func streamInfo(_ name: String, timeoutMs: Int64? = nil,
+                           completion: @escaping (Result<JSStreamInfo, JetStreamError>) -> Void) throws(NATSClientError) {
+        try client.request(subject: JSAPI.streamInfo(name), payload: [], timeoutMs: timeoutMs ?? self.timeoutMs) { result in
             completion(Self.decode(result, JSStreamInfo.decode))
         }
     }
@@ -23,9 +24,10 @@ public final class JetStream {
     /// The stream as configured: its info when it exists (its subjects must be the configured
     /// ones: another application's stream of the same name is refused, not taken over), created
     /// otherwise. Its other settings are the caller's to compare (`config.differences(from:)`).
-    public func ensureStream(_ config: JSStreamConfig,
+    /// `infoTimeoutMs` (default `timeoutMs`) bounds the STREAM.INFO; the creation waits `timeoutMs`.
+    public func ensureStream(_ config: JSStreamConfig, infoTimeoutMs: Int64? = nil,
                              completion: @escaping (Result<JSStreamInfo, JetStreamError>) -> Void) throws(NATSClientError) {
-        try streamInfo(config.name) { [weak self] result in
+        try streamInfo(config.name, timeoutMs: infoTimeoutMs) { [weak self] result in
             switch result {
             case .success(let info):
                 if Set(info.subjects) != Set(config.subjects) {
@@ -65,10 +67,12 @@ public final class JetStream {
     /// in `Nats-Msg-Id`: publishing the same id again within the stream's duplicate window (a
     /// retry after a lost ack) stores nothing new and acknowledges the first copy (`duplicate`).
     /// `headers` are sent after it (the application's own, e.g. a record's precondition).
+    /// `ackTimeoutMs` (default `timeoutMs`) bounds the wait for the acknowledgement.
     public func publish(subject: String, messageID: String, headers extra: [(name: String, value: String)] = [], payload: [UInt8],
+                        ackTimeoutMs: Int64? = nil,
                         completion: @escaping (Result<JSPubAck, JetStreamError>) -> Void) throws(NATSClientError) {
         let headers = NATSHeaders(fields: [(name: JSPubAck.messageIDHeader, value: messageID)] + extra)
-        try client.request(subject: subject, headers: headers, payload: payload, timeoutMs: timeoutMs) { result in
+        try client.request(subject: subject, headers: headers, payload: payload, timeoutMs: ackTimeoutMs ?? timeoutMs) { result in
             completion(Self.decode(result, JSPubAck.decode))
         }
     }

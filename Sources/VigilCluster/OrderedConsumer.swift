@@ -9,8 +9,13 @@ import VigilNATS
 /// `_INBOX.<random>` subject. A reset (a gap, a heartbeat that shows one, heartbeats that stop,
 /// a reconnection) drops that subscription, asks the server to delete the old consumer (best
 /// effort: it also expires by itself) and creates a new one from the sequence after the last one
-/// delivered. A creation that fails is retried every `retryMs`. Nothing is buffered here: each
-/// message goes to `deliver` as it arrives, in order.
+/// delivered. A creation attempt waits `createTimeoutMs` for its answer; one that times out is
+/// retried at once, one refused after `retryMs`. Nothing is buffered here: each message goes to
+/// `deliver` as it arrives, in order.
+///
+/// The consumer is declared lost (and recreated) after 3 × `heartbeatMs` without a message or a
+/// heartbeat, on a 409 status ("Consumer Deleted"), and when a publish was acknowledged
+/// (`acknowledged`) but nothing at all was delivered for `noProgressMs` since.
 public final class OrderedConsumer {
     public typealias Delivery = (_ streamSequence: UInt64, _ message: NATSMessage) -> Void
 
@@ -19,6 +24,8 @@ public final class OrderedConsumer {
     private let filterSubject: String?
     private let heartbeatMs: Int64
     private let retryMs: Int64
+    private let createTimeoutMs: Int64
+    private let noProgressMs: Int64
     private let deliver: Delivery
     private var consumption: JSOrderedConsumption
     /// The current consumer's subscription, and its name once the server created it.
@@ -36,14 +43,25 @@ public final class OrderedConsumer {
     public private(set) var lastError: String?
     /// Consumers created so far (1 after a clean start; each reset adds one).
     public private(set) var consumersCreated = 0
+    /// Why the consumer was declared lost, from then until its replacement is created (nil
+    /// otherwise): while set, deliveries (and so confirmations of writes) have stopped.
+    public private(set) var lost: String?
+    /// Resets by reason (`heartbeat`, `deleted`, `no_progress`, `gap`), for `/metrics`.
+    public private(set) var resetsByReason: [String: Int] = [:]
+    /// The current consumer's name and the server it lives on (empty until known).
+    public var name: String { consumerName ?? "" }
+    public private(set) var server = ""
 
     public init(jetStream: JetStream, stream: String, startAfter lastApplied: UInt64, filterSubject: String? = nil,
-                heartbeatMs: Int64 = 5_000, retryMs: Int64 = 1_000, deliver: @escaping Delivery) {
+                heartbeatMs: Int64 = 5_000, retryMs: Int64 = 1_000, createTimeoutMs: Int64? = nil, noProgressMs: Int64? = nil,
+                deliver: @escaping Delivery) {
         self.jetStream = jetStream
         self.stream = stream
         self.filterSubject = filterSubject
         self.heartbeatMs = heartbeatMs
         self.retryMs = retryMs
+        self.createTimeoutMs = createTimeoutMs ?? jetStream.timeoutMs
+        self.noProgressMs = noProgressMs ?? max(self.createTimeoutMs, heartbeatMs)
         self.deliver = deliver
         consumption = JSOrderedConsumption(startAfter: lastApplied)
         let client = jetStream.client
@@ -75,10 +93,29 @@ public final class OrderedConsumer {
             if nowMs >= retryAt { recreate() }
             return
         }
+        guard consumerName != nil else { return }
         // Three heartbeat intervals without a message or a heartbeat: the consumer is lost.
-        if consumerName != nil, nowMs - lastActivityMs > 3 * heartbeatMs {
+        if nowMs - lastActivityMs > 3 * heartbeatMs {
+            declareLost("no heartbeat for \(nowMs - lastActivityMs) ms", reason: "heartbeat")
             apply(consumption.heartbeatsMissed())
+            return
         }
+        let verdict = consumption.tick(nowMs: nowMs, noProgressMs: noProgressMs)
+        if case .reset = verdict {
+            declareLost("a write was acknowledged at \(consumption.awaitedSequence) but nothing was delivered for \(noProgressMs) ms",
+                        reason: "no_progress")
+        }
+        apply(verdict)
+    }
+
+    /// A publish was acknowledged at `sequence`: the consumer must deliver it soon.
+    public func acknowledged(sequence: UInt64) {
+        consumption.acknowledged(sequence: sequence, nowMs: monotonicMilliseconds())
+    }
+
+    private func declareLost(_ why: String, reason: String) {
+        lost = "consumer lost (\(why)); recreating"
+        resetsByReason[reason, default: 0] += 1
     }
 
     private func received(_ message: NATSMessage, attempt: Int) {
@@ -88,6 +125,13 @@ public final class OrderedConsumer {
         if case .apply(let sequence) = verdict {
             deliver(sequence, message)
         } else {
+            if case .reset = verdict {
+                if message.status == 409 {
+                    declareLost("the server deleted it: \(message.headers?.statusDescription ?? "409")", reason: "deleted")
+                } else {
+                    resetsByReason["gap", default: 0] += 1
+                }
+            }
             apply(verdict)
         }
     }
@@ -111,6 +155,7 @@ public final class OrderedConsumer {
                                           timeoutMs: jetStream.timeoutMs) { _ in }
         }
         consumerName = nil
+        server = ""
     }
 
     /// A new subscription and a new consumer from the sequence after the last one delivered.
@@ -123,13 +168,13 @@ public final class OrderedConsumer {
         let deliverSubject = "_INBOX." + client.randomToken(length: 22)
         let config = JSOrderedConsumerConfig(stream: stream, deliverSubject: deliverSubject,
                                              startSequence: consumption.nextStreamSequence,
-                                             filterSubject: filterSubject, heartbeatMs: heartbeatMs)
+                                             filterSubject: filterSubject, heartbeatMs: heartbeatMs, inactiveSeconds: 30)
         do throws(NATSClientError) {
             sid = try client.subscribe(subject: deliverSubject) { [weak self] message in
                 self?.received(message, attempt: attempt)
             }
             try client.request(subject: JSAPI.consumerCreate(stream), payload: config.encode(),
-                               timeoutMs: jetStream.timeoutMs) { [weak self] result in
+                               timeoutMs: createTimeoutMs) { [weak self] result in
                 self?.created(result, attempt: attempt)
             }
         } catch {
@@ -139,20 +184,26 @@ public final class OrderedConsumer {
 
     private func created(_ result: Result<NATSMessage, NATSClientError>, attempt: Int) {
         guard !stopped, attempt == self.attempt else { return }
-        switch JetStream.decode(result, JSOrderedConsumerConfig.decodeName) {
-        case .success(let name):
-            consumerName = name
+        switch JetStream.decode(result, JSOrderedConsumerConfig.decodeCreated) {
+        case .success(let created):
+            consumerName = created.name
+            server = created.server
             consumersCreated += 1
             lastError = nil
+            lost = nil
             lastActivityMs = monotonicMilliseconds()
+            consumption.consumerCreated(nowMs: lastActivityMs)
+        case .failure(.client(.timedOut)):
+            // Unanswered (the meta leader or the chosen server is gone): ask again at once.
+            failed(NATSClientError.timedOut.description, retryInMs: 0)
         case .failure(let error):
             failed(error.description)
         }
     }
 
-    private func failed(_ reason: String) {
+    private func failed(_ reason: String, retryInMs: Int64? = nil) {
         lastError = reason
         dropConsumer()
-        retryAtMs = monotonicMilliseconds() + retryMs
+        retryAtMs = monotonicMilliseconds() + (retryInMs ?? retryMs)
     }
 }

@@ -29,6 +29,15 @@ protocol ReplicationLog: AnyObject {
     func publishPresence(_ payload: [UInt8])
     /// The connection's part of `/healthz`'s `cluster` object.
     func health(into w: inout JSONWriter)
+    /// The log's part of `/metrics`.
+    func metrics(_ sync: inout MetricsSync)
+    /// A held write's publish went out again (counted).
+    func countRepublished()
+}
+
+extension ReplicationLog {
+    func metrics(_ sync: inout MetricsSync) {}
+    func countRepublished() {}
 }
 
 /// The replicated log of a cluster node (docs/CLUSTER.md): the JetStream stream every node
@@ -81,6 +90,18 @@ final class ReplicatedLog: ReplicationLog {
     /// The stream's settings that differ from the config's without breaking the node (replicas,
     /// max_age, max_bytes, …): logged at each (re)connection and shown in `/healthz`.
     private(set) var streamDiffers: [JSStreamDifference] = []
+    /// When a publish or probe last went unanswered while none has been acknowledged since (the
+    /// stream has no leader, or this node cannot reach it): writes are refused until an
+    /// acknowledgement (or a probe's answer) comes.
+    private(set) var stalledSinceMs: Int64?
+    private var probing = false
+    private var nextProbeMs: Int64 = 0
+    /// The stream's leader as last seen by STREAM.INFO (empty outside a NATS cluster).
+    private(set) var streamLeader = ""
+    /// Milliseconds spent not writable since start (`vigil_cluster_unwritable_seconds_total`).
+    private(set) var unwritableMs: Int64 = 0
+    private var lastTickMs: Int64?
+    private(set) var republished = 0
     private(set) var undecodable = 0
     private(set) var published = 0
     private(set) var publishFailures = 0
@@ -105,6 +126,7 @@ final class ReplicatedLog: ReplicationLog {
         knownLastSequence = startAfter
         var clientSettings = NATSClientSettings()
         clientSettings.connectTimeoutMs = min(Int64(settings.requestTimeoutMs), 5_000)
+        clientSettings.pingIntervalMs = Int64(settings.pingIntervalMs)
         client = try settings.makeClient(settings: clientSettings, loop: loop)
         jetStream = JetStream(client: client, timeoutMs: Int64(settings.requestTimeoutMs))
         bootTag = client.randomToken(length: 8)
@@ -123,7 +145,9 @@ final class ReplicatedLog: ReplicationLog {
 
     var connected: Bool { client.state == .connected }
     var caughtUp: Bool { appliedSequence >= catchUpTarget }
-    var writable: Bool { connected && streamReady && caughtUp && !awaitingSnapshot }
+    var writable: Bool {
+        connected && streamReady && caughtUp && !awaitingSnapshot && stalledSinceMs == nil && consumer?.lost == nil
+    }
     var lag: UInt64 { knownLastSequence > appliedSequence ? knownLastSequence - appliedSequence : 0 }
 
     /// Why writes are refused now (nil while writable), for logs and `/healthz`.
@@ -131,12 +155,16 @@ final class ReplicatedLog: ReplicationLog {
         if !connected { return "not connected to NATS" }
         if !streamReady { return "stream not ready" + (lastError.map { ": \($0)" } ?? "") }
         if awaitingSnapshot { return "waiting for a snapshot from the cluster: " + (lastError ?? "") }
+        if let since = stalledSinceMs {
+            return "no acknowledgement from the stream for \(monotonicMilliseconds() - since) ms (stream leader lost?)"
+        }
+        if let lost = consumer?.lost { return lost }
         if !caughtUp { return "catching up with the stream" }
         return nil
     }
 
     /// What a refused writer is told to wait.
-    var retryAfterMs: Int64 { connected ? 250 : 1_000 }
+    var retryAfterMs: Int64 { connected ? 250 : 500 }
 
     /// A new message id of this node's run, and the number in it.
     func nextMessageID() -> (id: String, number: UInt64) {
@@ -162,16 +190,21 @@ final class ReplicatedLog: ReplicationLog {
         var headers: [(name: String, value: String)] = base.map { [(name: Self.baseHeader, value: String($0))] } ?? []
         headers.append((name: Self.publisherHeader, value: settings.nodeID))
         do throws(NATSClientError) {
-            try jetStream.publish(subject: subject, messageID: messageID, headers: headers, payload: payload) {
+            try jetStream.publish(subject: subject, messageID: messageID, headers: headers, payload: payload,
+                                  ackTimeoutMs: Int64(settings.ackTimeoutMs)) {
                 [weak self] result in
                 guard let self else { return }
                 switch result {
                 case .success(let ack):
                     self.published += 1
                     self.knownLastSequence = max(self.knownLastSequence, ack.sequence)
+                    self.acknowledged()
+                    self.consumer?.acknowledged(sequence: ack.sequence)
                     completion(.success(ack.sequence))
                 case .failure(let error):
                     self.publishFailures += 1
+                    if case .client(.timedOut) = error { self.unanswered() }
+                    if case .client(.noResponders) = error { self.unanswered() }
                     completion(.failure(error))
                 }
             }
@@ -193,10 +226,60 @@ final class ReplicatedLog: ReplicationLog {
         _ = try? client.subscribe(subject: presenceSubject) { message in handler(message.payload) }
     }
 
+    /// A publish of an earlier held write went out again (same message id).
+    func countRepublished() { republished += 1 }
+
+    /// An acknowledgement (or a probe's answer): the stream has a leader this node reaches.
+    private func acknowledged() {
+        if stalledSinceMs != nil {
+            logger.notice("cluster: the stream acknowledges again; writes are taken",
+                          metadata: ["stalled_ms": "\(monotonicMilliseconds() - stalledSinceMs!)"])
+        }
+        stalledSinceMs = nil
+    }
+
+    /// A publish (or probe) got no answer within A, or no responders.
+    private func unanswered() {
+        guard stalledSinceMs == nil, connected else { return }
+        stalledSinceMs = monotonicMilliseconds() - Int64(settings.ackTimeoutMs)
+        nextProbeMs = 0
+        logger.error("cluster: a publish was not acknowledged within cluster.ack_timeout_ms; writes are refused until the stream answers",
+                     metadata: ["ack_timeout_ms": "\(settings.ackTimeoutMs)"])
+    }
+
+    /// While stalled: STREAM.INFO (timeout A) every 250 ms; an answer naming a leader ends it.
+    private func probe(nowMs: Int64) {
+        guard stalledSinceMs != nil, connected, !probing, nowMs >= nextProbeMs else { return }
+        probing = true
+        nextProbeMs = nowMs + 250
+        do throws(NATSClientError) {
+            try jetStream.streamInfo(settings.name, timeoutMs: Int64(settings.ackTimeoutMs)) { [weak self] result in
+                guard let self else { return }
+                self.probing = false
+                if case .success(let info) = result, !info.leader.isEmpty || self.settings.replicas == 1 {
+                    self.streamLeader = info.leader
+                    self.acknowledged()
+                }
+            }
+        } catch {
+            probing = false
+        }
+    }
+
     func health(into w: inout JSONWriter) {
         w.field("connected", connected)
         w.field("writable", writable)
         if let refusal { w.field("refusal", refusal) }
+        w.field("server", client.serverInfo?.serverName ?? "")
+        w.field("stream_leader", streamLeader)
+        w.key("consumer")
+        w.beginObject()
+        w.field("name", consumer?.name ?? "")
+        w.field("server", consumer?.server ?? "")
+        w.field("created", Int64(consumer?.consumersCreated ?? 0))
+        w.endObject()
+        w.field("unwritable_ms", unwritableMs)
+        w.field("republished", Int64(republished))
         w.field("applied_seq", Int64(clamping: appliedSequence))
         w.field("last_seq", Int64(clamping: knownLastSequence))
         w.field("lag", Int64(clamping: lag))
@@ -216,7 +299,9 @@ final class ReplicatedLog: ReplicationLog {
     private func clientChanged(_ state: NATSClientState, reason: String) {
         switch state {
         case .connected:
-            logger.notice("cluster: connected to NATS", metadata: ["cluster": "\(settings.name)", "node": "\(settings.nodeID)"])
+            logger.notice("cluster: connected to NATS", metadata: ["cluster": "\(settings.name)", "node": "\(settings.nodeID)",
+                                                                   "server": "\(client.serverInfo?.serverName ?? "")"])
+            stalledSinceMs = nil
             findStream()
         default:
             if streamReady {
@@ -231,13 +316,16 @@ final class ReplicatedLog: ReplicationLog {
     private func findStream() {
         retryAtMs = nil
         do throws(NATSClientError) {
-            try jetStream.ensureStream(settings.streamConfig) { [weak self] result in
+            // STREAM.INFO waits A, not request_timeout_ms: after a reconnection during the
+            // stream's leader election it goes unanswered, and is asked again at once.
+            try jetStream.ensureStream(settings.streamConfig, infoTimeoutMs: Int64(settings.ackTimeoutMs)) { [weak self] result in
                 guard let self else { return }
                 switch result {
                 case .success(let info):
                     guard self.acceptSettings(of: info) else { return }
                     self.lastError = nil
                     self.streamReady = true
+                    self.streamLeader = info.leader
                     self.catchUpTarget = max(self.catchUpTarget, info.lastSequence)
                     self.knownLastSequence = max(self.knownLastSequence, info.lastSequence)
                     if info.firstSequence > self.appliedSequence + 1 && info.lastSequence > self.appliedSequence {
@@ -252,13 +340,17 @@ final class ReplicatedLog: ReplicationLog {
                     }
                     if self.consumer == nil {
                         self.consumer = OrderedConsumer(jetStream: self.jetStream, stream: self.settings.name,
-                                                        startAfter: self.appliedSequence) { [weak self] sequence, message in
+                                                        startAfter: self.appliedSequence,
+                                                        heartbeatMs: Int64(self.settings.consumerHeartbeatMs), retryMs: 250,
+                                                        createTimeoutMs: Int64(self.settings.ackTimeoutMs)) { [weak self] sequence, message in
                             self?.received(sequence, message)
                         }
                     }
                     self.logger.notice("cluster: stream ready", metadata: ["jetstream": "\(info.name)", "last": "\(info.lastSequence)",
                                                                          "applied": "\(self.appliedSequence)",
                                                                          "replicas": "\(info.replicas)"])
+                case .failure(.client(.timedOut)):
+                    self.failed(NATSClientError.timedOut.description, retryInMs: 0)
                 case .failure(let error):
                     self.failed(error.description)
                 }
@@ -306,15 +398,33 @@ final class ReplicatedLog: ReplicationLog {
         findStream()
     }
 
-    private func failed(_ reason: String) {
+    /// Unanswered (`retryInMs` 0: asked again at the next tick) or refused (after 1 s).
+    private func failed(_ reason: String, retryInMs: Int64 = 1_000) {
+        if lastError != reason || retryInMs > 0 {
+            logger.error("cluster: the stream is not usable; retrying", metadata: ["reason": "\(reason)"])
+        }
         lastError = reason
         streamReady = false
-        retryAtMs = monotonicMilliseconds() + 1_000
-        logger.error("cluster: the stream is not usable; retrying", metadata: ["reason": "\(reason)"])
+        retryAtMs = monotonicMilliseconds() + retryInMs
     }
 
     private func tick(nowMs: Int64) {
+        if let last = lastTickMs, !writable { unwritableMs += nowMs - last }
+        lastTickMs = nowMs
         if let retryAt = retryAtMs, nowMs >= retryAt, connected { findStream() }
+        probe(nowMs: nowMs)
+    }
+
+    func metrics(_ sync: inout MetricsSync) {
+        sync.gauge("vigil_cluster_writable", writable ? 1 : 0, help: "1 while this node takes writes (docs/CLUSTER.md).")
+        sync.counter("vigil_cluster_unwritable_seconds_total", seconds: Double(unwritableMs) / 1000,
+                     help: "Time this cluster node refused writes (not writable), summed.")
+        for reason in ["heartbeat", "deleted", "no_progress", "gap"] {
+            sync.counter("vigil_cluster_consumer_resets_total", labels: ["reason": reason], consumer?.resetsByReason[reason] ?? 0,
+                         help: "Ordered consumers recreated, by why the last one was given up.")
+        }
+        sync.counter("vigil_cluster_republished_total", republished,
+                     help: "Publishes of held writes sent again (same message id) after an unanswered attempt.")
     }
 
     private func received(_ sequence: UInt64, _ message: NATSMessage) {

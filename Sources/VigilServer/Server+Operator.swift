@@ -77,6 +77,7 @@ extension Server {
             body = metrics.exposition(figures()) { [self] sync in
                 v1?.persistenceMetrics(&sync)
                 v1?.alertMetrics(&sync)
+                v1?.clusterMetrics(&sync)
             }
             type = "text/plain; version=0.0.4; charset=utf-8"
         case "/stats":

@@ -35,6 +35,15 @@ final class ClusterNode {
         case keptAnswer
     }
 
+    /// A held write's message, as published (and published again).
+    struct Publication {
+        let record: JournalRecord
+        let kept: KeptAnswer?
+        let subject: String
+        let messageID: String
+        let base: UInt64?
+    }
+
     /// A write of this node applied here and not yet seen in the stream.
     struct Write {
         let entity: Entity
@@ -54,6 +63,11 @@ final class ClusterNode {
         /// When it was published (monotonic): an answer still owed after `answerWithinMs` is
         /// given up (`expireUnanswered`).
         let atMs: Int64
+        /// What is published, to send it again (same message id) after an unanswered attempt
+        /// (`HeldWritePolicy`), and when the last attempt went out / the next one is due.
+        let publication: Publication
+        var sentAtMs: Int64
+        var republishAtMs: Int64? = nil
         var takenBack = false
         /// Its idempotency key's answer on its way with it, and the repeats waiting for it.
         var idem: InFlightAnswer? = nil
@@ -86,10 +100,12 @@ final class ClusterNode {
     /// Marks the stale recipients of the write being confirmed: `staleMarks[fd] == staleStamp`.
     private var staleMarks: [UInt64] = []
     private var staleStamp: UInt64 = 0
-    /// How long a write may wait for the stream before its writer is told `unavailable`: far
-    /// longer than a NATS leader election (about 7 s, see the tests), far shorter than a client
-    /// waits for ever.
-    static let answerWithinMs: Int64 = 30_000
+    /// How long a write may wait for the stream before its writer is told `unavailable`
+    /// (`cluster.write_deadline_ms`, W): longer than a NATS leader election (at most about 9 s)
+    /// plus one acknowledgement timeout, so that a write held through one election is confirmed.
+    var answerWithinMs: Int64 { Int64(log.settings.writeDeadlineMs) }
+    /// Held writes answered `unavailable` at the deadline, and publishes sent again.
+    var expired = 0
     /// The monotonic clock (ms) `answerWithinMs` is measured on (a test's own clock in tests).
     var clock: () -> Int64 = monotonicMilliseconds
     /// Counted for `/healthz` and `/metrics`.
@@ -264,6 +280,7 @@ final class ClusterNode {
         w.field("applied", Int64(applied))
         w.field("conflicts", Int64(conflicts))
         w.field("taken_back", Int64(takenBack))
+        w.field("expired", Int64(expired))
         w.endObject()
     }
 
@@ -322,19 +339,61 @@ extension V1Application {
             break
         }
         let (messageID, number) = cluster.log.nextMessageID()
+        let inFlight = claim.flatMap { inFlightAnswer(outcome.reply, claim: $0, caller: caller) }
+        let publication = ClusterNode.Publication(record: record, kept: inFlight?.kept, subject: cluster.subject(for: record, cell: cell),
+                                                  messageID: messageID, base: base)
+        let now = cluster.clock()
         cluster.writes[number] = ClusterNode.Write(entity: entity, undo: outcome.undo, fd: caller.fd, ref: ref, reply: outcome.reply,
                                                    deliveries: held, serial: cluster.nextSerial, closes: cluster.closes, owner: owner,
-                                                   atMs: cluster.clock())
+                                                   atMs: now, publication: publication, sentAtMs: now)
         cluster.byEntity[entity, default: []].append(number)
-        let inFlight = claim.flatMap { inFlightAnswer(outcome.reply, claim: $0, caller: caller) }
         if let inFlight {
             cluster.writes[number]?.idem = inFlight
             cluster.inFlight[inFlight.lookup] = number
         }
-        cluster.log.publish(record, kept: inFlight?.kept, subject: cluster.subject(for: record, cell: cell), messageID: messageID, base: base) {
+        publishHeld(number, publication, cluster: cluster)
+    }
+
+    /// One attempt at publishing held write `number`. A failure that leaves its fate unknown
+    /// schedules the next attempt (same message id) until the deadline; a definite one gives it
+    /// up (`HeldWritePolicy`).
+    private func publishHeld(_ number: UInt64, _ p: ClusterNode.Publication, cluster: ClusterNode) {
+        cluster.log.publish(p.record, kept: p.kept, subject: p.subject, messageID: p.messageID, base: p.base) {
             [unowned self, unowned cluster] result in
-            if case .failure = result { self.giveUp(number, cluster: cluster) }
+            guard case .failure(let error) = result, let write = cluster.writes[number] else { return }
+            switch HeldWritePolicy.failed(error, madeAtMs: write.atMs, sentAtMs: write.sentAtMs, nowMs: cluster.clock(),
+                                          ackTimeoutMs: Int64(cluster.log.settings.ackTimeoutMs), deadlineMs: cluster.answerWithinMs) {
+            case .republish(let at):
+                cluster.writes[number]?.republishAtMs = at
+            case .awaitDeadline:
+                break
+            case .giveUp:
+                self.giveUp(number, cluster: cluster)
+            }
         }
+    }
+
+    /// Held writes whose next attempt is due, published again (same message id).
+    func republishDue(cluster: ClusterNode) {
+        let now = cluster.clock()
+        var due: [UInt64] = []
+        for (number, write) in cluster.writes where (write.republishAtMs ?? .max) <= now { due.append(number) }
+        for number in due.sorted() {
+            guard let publication = cluster.writes[number]?.publication else { continue }
+            cluster.writes[number]?.republishAtMs = nil
+            cluster.writes[number]?.sentAtMs = now
+            cluster.log.countRepublished()
+            publishHeld(number, publication, cluster: cluster)
+        }
+    }
+
+    /// The cluster's part of `/metrics`.
+    func clusterMetrics(_ sync: inout MetricsSync) {
+        guard let cluster else { return }
+        cluster.log.metrics(&sync)
+        sync.counter("vigil_cluster_writes_expired_total", cluster.expired,
+                     help: "Held writes answered unavailable because the stream did not confirm them within cluster.write_deadline_ms.")
+        sync.gauge("vigil_cluster_pending_writes", cluster.writes.count, help: "This node's writes awaiting the stream.")
     }
 
     /// A write the stream did not take, or has not handed back in `answerWithinMs`: taken back
@@ -511,7 +570,9 @@ extension V1Application {
     /// The writes the stream has not handed back within `answerWithinMs`, given up.
     func expireUnanswered(cluster: ClusterNode) {
         let now = cluster.clock()
-        for (number, write) in cluster.writes where now - write.atMs > ClusterNode.answerWithinMs {
+        for (number, write) in cluster.writes
+        where HeldWritePolicy.expired(madeAtMs: write.atMs, nowMs: now, deadlineMs: cluster.answerWithinMs) {
+            cluster.expired += 1
             giveUp(number, cluster: cluster)
         }
     }
@@ -521,6 +582,7 @@ extension V1Application {
     private func clusterTick() {
         guard let cluster else { return }
         expireUnanswered(cluster: cluster)
+        republishDue(cluster: cluster)
         let now = monotonicMilliseconds()
         guard now >= cluster.presence.nextRefreshMs else { return }
         cluster.presence.nextRefreshMs = now + ClusterPresence.refreshMs

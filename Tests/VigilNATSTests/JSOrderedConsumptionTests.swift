@@ -54,3 +54,54 @@ private func heartbeat(lastConsumer: UInt64, stalled: String? = nil) -> NATSMess
         #expect(backoff.nextDelayMs(using: &rng) <= 100)
     }
 }
+
+@Suite struct JSOrderedConsumptionLossTests {
+    private static func deleted() -> NATSMessage {
+        NATSMessage(subject: "_INBOX.d", sid: 9, headers: NATSHeaders(status: 409, statusDescription: "Consumer Deleted"), payload: [])
+    }
+
+    @Test func aConsumerDeletedStatusResetsAtOnce() {
+        var c = JSOrderedConsumption(startAfter: 0)
+        #expect(c.received(delivery(1, 1)) == .apply(streamSequence: 1))
+        #expect(c.received(Self.deleted()) == .reset(fromStreamSequence: 2))
+        #expect(c.resets == 1)
+        // Another status (e.g. 408 from a pull request) changes nothing.
+        let other = NATSMessage(subject: "_INBOX.d", sid: 9, headers: NATSHeaders(status: 408, statusDescription: "Request Timeout"), payload: [])
+        #expect(c.received(other) == .none && c.resets == 1)
+    }
+
+    @Test func anAcknowledgedWriteNeverDeliveredResetsAfterTheWait() {
+        var c = JSOrderedConsumption(startAfter: 4)
+        #expect(c.tick(nowMs: 10_000, noProgressMs: 1_000) == .none)  // nothing awaited
+        c.acknowledged(sequence: 5, nowMs: 1_000)
+        #expect(c.tick(nowMs: 1_999, noProgressMs: 1_000) == .none)  // not yet: exactly below the wait
+        #expect(c.tick(nowMs: 2_000, noProgressMs: 1_000) == .reset(fromStreamSequence: 5))
+        #expect(c.resets == 1)
+        // The new consumer gets the whole wait again from its creation.
+        c.consumerCreated(nowMs: 2_500)
+        #expect(c.tick(nowMs: 3_400, noProgressMs: 1_000) == .none)
+        #expect(c.received(delivery(5, 1)) == .apply(streamSequence: 5))
+        #expect(c.tick(nowMs: 9_000, noProgressMs: 1_000) == .none)  // delivered: nothing awaited
+    }
+
+    @Test func slowProgressIsNeverALoss() {
+        var c = JSOrderedConsumption(startAfter: 0)
+        c.acknowledged(sequence: 100, nowMs: 0)
+        var now: Int64 = 0
+        for s in UInt64(1)...20 {
+            now += 900  // one delivery every 0.9 s, under the 1 s wait, far below sequence 100
+            #expect(c.received(delivery(s, s)) == .apply(streamSequence: s))
+            #expect(c.tick(nowMs: now, noProgressMs: 1_000) == .none)
+        }
+        // Then it stops: lost one wait after the last progress was seen.
+        #expect(c.tick(nowMs: now + 999, noProgressMs: 1_000) == .none)
+        #expect(c.tick(nowMs: now + 1_000, noProgressMs: 1_000) == .reset(fromStreamSequence: 21))
+    }
+
+    @Test func anAcknowledgementAlreadyDeliveredIsNotAwaited() {
+        var c = JSOrderedConsumption(startAfter: 0)
+        #expect(c.received(delivery(1, 1)) == .apply(streamSequence: 1))
+        c.acknowledged(sequence: 1, nowMs: 0)  // the consumer was faster than the ack
+        #expect(c.tick(nowMs: 60_000, noProgressMs: 1_000) == .none)
+    }
+}

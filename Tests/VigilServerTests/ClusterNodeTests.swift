@@ -20,8 +20,12 @@ import VigilState
             var kept: KeptAnswer? = nil
         }
         var stored: [Stored] = []
-        /// The next publish fails (as a lost connection or a timeout would).
+        /// The next publish fails with `failure`: a definite refusal by default (given up at once);
+        /// an ambiguous one (a timeout) is published again (`HeldWritePolicy`).
         var failNext = false
+        var failure = JetStreamError.client(.outboundFull(limit: 1))
+        /// Publishes of each message id (a re-publish sends the same id; stored once).
+        var attempts: [String: Int] = [:]
         var presence: [[UInt8]] = []
     }
 
@@ -56,9 +60,13 @@ import VigilState
 
         func publish(_ record: JournalRecord, kept: KeptAnswer?, subject: String, messageID: String, base: UInt64?,
                      completion: @escaping (Result<UInt64, JetStreamError>) -> Void) {
+            stream.attempts[messageID, default: 0] += 1
             if stream.failNext {
                 stream.failNext = false
-                return completion(.failure(.client(.timedOut)))
+                return completion(.failure(stream.failure))
+            }
+            if let at = stream.stored.firstIndex(where: { $0.messageID == messageID }) {
+                return completion(.success(UInt64(at + 1)))  // the duplicate window: acknowledged, not stored again
             }
             stream.stored.append(.init(messageID: messageID, base: base, record: record, kept: kept))
             completion(.success(UInt64(stream.stored.count)))
@@ -358,19 +366,51 @@ import VigilState
         #expect(cluster.spareDeliveryCount > 0)
     }
 
-    @Test func aWriteTheStreamNeverHandsBackIsGivenUpAfterThirtySeconds() throws {
+    final class Clock { var ms: Int64 = 1_000_000 }
+
+    /// One node whose held writes are timed on a clock the test moves.
+    static func nodeOnAClock() throws -> (MemoryStream, Node, ClusterNode, Clock) {
         let stream = MemoryStream()
         let a = try Node("a", stream)
         let cluster = try #require(a.h.v1.cluster)
-        final class Clock { var ms: Int64 = 1_000_000 }
         let clock = Clock()
         cluster.clock = { clock.ms }
+        return (stream, a, cluster, clock)
+    }
+
+    @Test func anUnansweredPublishIsSentAgainWithTheSameIDAndConfirmedOnce() throws {
+        let (stream, a, cluster, clock) = try Self.nodeOnAClock()
+        stream.failure = .client(.timedOut)
+        stream.failNext = true
+        let writer = try a.h.open()
+        writer.send(#"{"op":"pin.create","ref":3,"pin":{"lat":52.5,"lon":13.4,"title":"t"}}"#)
+        try a.h.run(until: { stream.attempts.count == 1 })
+        for _ in 0..<3 { try a.h.turn() }
+        writer.poll()
+        // Not given up: held, no answer, nothing stored yet, a copy due.
+        #expect(writer.messages.isEmpty && cluster.writes.count == 1 && stream.stored.isEmpty)
+        #expect(cluster.writes.values.first?.republishAtMs != nil)
+        clock.ms += Int64(cluster.log.settings.ackTimeoutMs)
+        a.h.v1.republishDue(cluster: cluster)
+        #expect(stream.stored.count == 1 && stream.attempts.values.first == 2)
+        // A third copy (as after a lost ack) is acknowledged as the first: stored once.
+        let id = stream.stored[0].messageID
+        a.log.publish(stream.stored[0].record, kept: nil, subject: "T.pins._", messageID: id, base: nil) { _ in }
+        #expect(stream.stored.count == 1)
+        try a.catchUp()
+        let r = try Self.reply(a, writer)
+        #expect(r.type == "ok" && r["ref"]?.int == 3)
+        #expect(cluster.writes.isEmpty && cluster.confirmed == 1 && a.h.v1.hub.store.count == 1)
+    }
+
+    @Test func aWriteTheStreamNeverHandsBackIsGivenUpAtTheWriteDeadline() throws {
+        let (stream, a, cluster, clock) = try Self.nodeOnAClock()
         let sub = try Self.subscribers(a, 1)[0]
         let writer = try a.h.open()
         writer.send(#"{"op":"pin.create","ref":2,"pin":{"lat":52.5,"lon":13.4,"title":"t"}}"#)
         try a.h.run(until: { stream.stored.count == 1 })
         #expect(a.h.v1.hub.store.count == 1)  // speculatively in place, held
-        clock.ms += ClusterNode.answerWithinMs
+        clock.ms += cluster.answerWithinMs
         a.h.v1.expireUnanswered(cluster: cluster)
         for _ in 0..<3 { try a.h.turn() }
         writer.poll()

@@ -67,3 +67,27 @@ class NatsServer:
     @property
     def url(self) -> str:
         return f"nats://127.0.0.1:{self.port}"
+
+
+def start_nats_cluster(workdir: Path, n: int = 3, name: str = "E2E") -> list[NatsServer]:
+    """``n`` nats-server -js routed into one NATS cluster ``name`` on loopback, servers named
+    ``s1``…``sN``, each with a monitoring port (``monitor_port``, for ``/jsz``). Returned once
+    every client port takes connections (JetStream's meta leader is elected a few seconds later:
+    callers wait for what they need, e.g. a vigild node's ``writable``)."""
+    routes = [free_port() for _ in range(n)]
+    route_list = ",".join(f"nats://127.0.0.1:{p}" for p in routes)
+    servers = []
+    try:
+        for i in range(n):
+            monitor = free_port()
+            s = NatsServer(Path(workdir) / f"nats{i + 1}",
+                           extra=["--cluster", f"nats://127.0.0.1:{routes[i]}", "--routes", route_list,
+                                  "--cluster_name", name, "--server_name", f"s{i + 1}", "-m", str(monitor)])
+            s.monitor_port = monitor
+            s.name = f"s{i + 1}"
+            servers.append(s.start())
+    except BaseException:
+        for s in servers:
+            s.kill()
+        raise
+    return servers

@@ -54,13 +54,19 @@ public struct JSOrderedConsumerConfig: Equatable, Sendable {
 
     /// The consumer's name from the CREATE reply.
     public static func decodeName(_ payload: [UInt8]) -> Result<String, JSAPIError> {
+        decodeCreated(payload).map { $0.name }
+    }
+
+    /// The consumer's name and the server it lives on (`cluster.leader`; empty outside a NATS
+    /// cluster) from the CREATE reply.
+    public static func decodeCreated(_ payload: [UInt8]) -> Result<(name: String, server: String), JSAPIError> {
         switch JSAPI.object(payload) {
         case .failure(let error): return .failure(error)
         case .success(let object):
             guard let name = object["name"]?.string, NATSSubject.isToken(name) else {
                 return .failure(JSAPIError(code: 0, errorCode: 0, description: "consumer info without a valid name"))
             }
-            return .success(name)
+            return .success((name, String((object["cluster"]?.object?["leader"]?.string ?? "").prefix(64))))
         }
     }
 }

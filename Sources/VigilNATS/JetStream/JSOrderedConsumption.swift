@@ -48,7 +48,10 @@ public struct JSOrderedConsumption: Equatable, Sendable {
             }
             return .none
         }
-        if message.status != nil { return .none }  // another status (e.g. 409 consumer deleted): the heartbeat timer decides
+        // 409 on a push consumer's subject: "Consumer Deleted" (its server lost it, or it was
+        // removed): nothing more comes from it.
+        if message.status == 409 { return reset() }
+        if message.status != nil { return .none }
         guard let reply = message.replyTo, let info = JSDeliveryInfo(replySubject: reply) else { return reset() }
         guard info.consumerSequence == expectedConsumerSequence, info.streamSequence > lastStreamSequence else {
             return reset()
@@ -60,6 +63,47 @@ public struct JSOrderedConsumption: Equatable, Sendable {
 
     /// No heartbeat or message within the allowed time: the consumer is presumed lost.
     public mutating func heartbeatsMissed() -> Verdict { reset() }
+
+    // MARK: acknowledged but not delivered
+
+    /// The highest stream sequence a publish was acknowledged at that has not been delivered
+    /// yet (0: none awaited), and since when (`watchedSinceMs`) the consumer has been at
+    /// `watchedSequence` without moving.
+    public private(set) var awaitedSequence: UInt64 = 0
+    private var watchedSequence: UInt64 = 0
+    private var watchedSinceMs: Int64 = 0
+
+    /// A publish of ours was acknowledged at `sequence`: the stream holds it, so the consumer
+    /// must deliver it. If it does not move at all for a while, it is lost (`tick`).
+    public mutating func acknowledged(sequence: UInt64, nowMs: Int64) {
+        guard sequence > lastStreamSequence else { return }
+        if awaitedSequence <= lastStreamSequence {
+            watchedSequence = lastStreamSequence
+            watchedSinceMs = nowMs
+        }
+        awaitedSequence = max(awaitedSequence, sequence)
+    }
+
+    /// A new consumer was created: it gets the full `noProgressMs` to start delivering.
+    public mutating func consumerCreated(nowMs: Int64) {
+        watchedSequence = lastStreamSequence
+        watchedSinceMs = nowMs
+    }
+
+    /// Whether the consumer has not delivered anything for `noProgressMs` although an
+    /// acknowledged sequence is still ahead of it. Any progress, however slow, restarts the
+    /// wait: a consumer catching up under load is left alone.
+    public mutating func tick(nowMs: Int64, noProgressMs: Int64) -> Verdict {
+        guard awaitedSequence > lastStreamSequence else { return .none }
+        if lastStreamSequence != watchedSequence {
+            watchedSequence = lastStreamSequence
+            watchedSinceMs = nowMs
+            return .none
+        }
+        guard nowMs - watchedSinceMs >= noProgressMs else { return .none }
+        watchedSinceMs = nowMs
+        return reset()
+    }
 
     /// A new consumer is subscribed: its deliveries are numbered from 1 again.
     private mutating func reset() -> Verdict {
