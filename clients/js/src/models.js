@@ -133,7 +133,7 @@ export class WatchModel extends Emitter {
       watch.on('revoked', () => this.#run(false, () => { this.revoked = true; this.emit('change', this); })),
       // A rekey: a member gets its new box with it.
       watch.on('event', (m) => {
-        if (m.type === 'panic.rekey') this.#run(true, () => this.#rekey(m));
+        if (m.type === 'panic.rekeyed' || m.type === 'panic.rekey') this.#run(true, () => this.#rekey(m));
       }),
     ];
   }

@@ -63,7 +63,7 @@ class StandIn {
         s.kid = m.kid; s.boxes = m.boxes ?? [];
         for (const [w, member] of s.watchers) {
           const box = member !== null ? s.boxes.find((b) => b.member === member) : undefined;
-          w.deliver({ type: 'panic.rekey', stream: s.id, kid: m.kid, ...(box ? { box: box.box } : {}) });
+          w.deliver({ type: 'panic.rekeyed', stream: s.id, kid: m.kid, ...(box ? { box: box.box } : {}) });
         }
         return ok({});
       case 'panic.watch': {
