@@ -272,7 +272,8 @@ final class ClusterNode {
         case .pinPut(let pin): return .pin(pin.id)
         case .pinRemove(let id), .pinVote(let id, _, _): return .pin(id)
         case .panicStart(let start): return .stream(start.id)
-        case .panicEvent(let id, _), .panicInvite(let id, _), .panicRevoke(let id, _), .panicRemove(let id): return .stream(id)
+        case .panicEvent(let id, _), .panicInvite(let id, _), .panicRevoke(let id, _), .panicRemove(let id), .panicRekey(let id, _):
+            return .stream(id)
         case .circlePut(let circle): return .circle(circle.id)
         case .circleRemove(let id): return .circle(id)
         case .noticeSettled(let s): return .circle(s.circle)

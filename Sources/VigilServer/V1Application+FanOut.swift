@@ -38,10 +38,10 @@ extension V1Application {
             if case .error(let error) = reply { stats.errors[error.code, default: 0] += 1 }
             guard let connection = server.connection(fd: fd) else { return }
             replyWriter.reset()
-            if case .panicState(let stream, let gap) = reply {
+            if case .panicState(let stream, let gap, let box) = reply {
                 let state = encodedState(stream)
                 ServerMessages.stateReplyPrefix(ref: ref, into: &replyWriter)
-                let suffix = ServerMessages.stateReplySuffix(gap: gap)
+                let suffix = ServerMessages.stateReplySuffix(gap: gap, box: box)
                 replyWriter.withUnsafeBytes { prefix in
                     suffix.withUnsafeBytes { _ = connection.send(prefix: prefix, shared: state, suffix: $0, traffic: .reply) }
                 }
@@ -80,7 +80,7 @@ extension V1Application {
             // A location supersedes the stream's earlier unsent ones for a slow watcher; any other
             // news of the stream is never taken back.
             let (traffic, tag): (TrafficClass, UInt64)
-            if case .event(let event) = delivery.kind, case .location = event.kind {
+            if case .event(let event) = delivery.kind, event.kind.isLocation {
                 (traffic, tag) = (.panicLocation, Self.conflationTag(delivery.stream))
             } else {
                 (traffic, tag) = (.panicNotice, 0)

@@ -17,7 +17,7 @@ extension V1Application {
     /// With `circle`, the stream is the circle's (its members are the standing contacts): the
     /// circle's owner token is checked first (a wrong one, or an unknown circle, is `forbidden`
     /// and spends no budget), and the circle's listeners hear of the start with its reply.
-    func startStream(_ caller: Caller, status: PanicStatus, location: PanicLocation, note: String?, watchers: Int,
+    func startStream(_ caller: Caller, status: PanicStatus, origin: PanicOrigin, watchers: Int,
                      timer: PanicTimer?, circle: CircleToken?, now: Int64) -> Outcome {
         if let circle {
             guard let id = circle.circle, checkin.isOwner(id, ownerToken: circle.token, secrets: secrets) else {
@@ -26,7 +26,7 @@ extension V1Application {
         }
         if let refused = admit(budgets.admitPanicStart(caller.address, now: caller.monotonicMs), rate: .addressPanicStarts) { return refused }
         let eligible = !panic.hasIdleStream(among: budgets.openStreams(of: caller.address), now: now)
-        switch panic.start(owner: caller.fd, status: status, location: location, note: note, watchers: watchers,
+        switch panic.start(owner: caller.fd, status: status, origin: origin, watchers: watchers,
                            timer: timer, circle: circle?.circle, reserveEligible: eligible, secrets: secrets, now: now, out: &scratch.panic) {
         case .success(let started):
             budgets.streamStarted(started.stream.id, by: caller.address, now: caller.monotonicMs)
@@ -50,6 +50,26 @@ extension V1Application {
         let before = panic.checkpoint(stream)
         return newestEvent(of: stream, before, panic.update(stream, by: me, ownerToken: token, location: location,
                                                             secrets: secrets, now: now, out: &scratch.panic))
+    }
+
+    /// A sealed location of an end-to-end encrypted stream (`seq_mismatch`, `not_e2e` as the hub judges).
+    func updateStreamSealed(_ stream: StreamID?, by me: Int32, token: String?, update: SealedUpdate, now: Int64) -> Outcome {
+        guard let stream else { return Self.forbidden }
+        let before = panic.checkpoint(stream)
+        return newestEvent(of: stream, before, panic.updateSealed(stream, by: me, ownerToken: token, update: update,
+                                                                  secrets: secrets, now: now, out: &scratch.panic))
+    }
+
+    /// `panic.rekey`: the e2e stream's new keys, journaled; the reply is the stream's seq (unchanged).
+    func rekeyStream(_ stream: StreamID?, by me: Int32, token: String?, keys: E2EKeys) -> Outcome {
+        guard let stream else { return Self.forbidden }
+        let before = panic.checkpoint(stream, keepingWatchers: true)
+        switch panic.rekey(stream, by: me, ownerToken: token, keys: keys, secrets: secrets, out: &scratch.panic) {
+        case .success(let seq):
+            return Outcome(.seq(seq), record: .panicRekey(stream, keys), undo: before.map { .stream($0) })
+        case .failure(let failure):
+            return Outcome(.error(.from(failure)))
+        }
     }
 
     /// The status it already has is not a change: `ok` with the current seq, and nothing journaled
@@ -138,7 +158,7 @@ extension V1Application {
             cluster?.presence.changed.insert(stream)
             // Always, also without a replay: a watch answered again ends any replay still going.
             scratch.replays.append((me, stream, watch.replay))
-            return Outcome(.panicState(watch.stream, gap: watch.gap))
+            return Outcome(.panicState(watch.stream, gap: watch.gap, box: watch.box))
         case .failure(let failure):
             return Outcome(.error(.from(failure)))
         }
@@ -152,8 +172,8 @@ extension V1Application {
         let circle = stream.flatMap { panic.stream($0)?.circle }
         let member = checkin.liveMember(circle, memberToken: token, secrets: secrets)   // hashed whatever the stream
         guard let stream, let circle, let member else { return Self.forbidden }
-        return watched(stream, watcher: me, panic.watch(stream, watcher: me, asMember: member.tokenDigest, of: circle, since: since,
-                                                          out: &scratch.panic))
+        return watched(stream, watcher: me, panic.watch(stream, watcher: me, asMember: member.tokenDigest, number: member.id,
+                                                          of: circle, since: since, out: &scratch.panic))
     }
 
     /// Not watching (any more) is the goal, so a malformed or unknown stream is fine too.

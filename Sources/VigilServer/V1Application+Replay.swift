@@ -58,7 +58,7 @@ extension V1Application {
             if let kept { delivery.recipients = kept }
         case .revoked:
             for fd in delivery.recipients { replays.remove(fd, delivery.stream) }
-        case .stale, .watchers:
+        case .stale, .watchers, .rekeyed:
             break  // not in the history: sent live (`panic.stale` carries its own times)
         }
     }

@@ -328,10 +328,16 @@ public final class V1Application: WebSocketApplication {
         case .pinVote(let id, let value):
             return votePin(id, value: value, caller: caller)
         case .panicStart(let status, let location, let note, let watchers, let timer, let circle):
-            return startStream(caller, status: status, location: location, note: note, watchers: watchers, timer: timer,
+            return startStream(caller, status: status, origin: .clear(location, note: note), watchers: watchers, timer: timer,
                                circle: circle, now: now)
+        case .panicStartE2E(let status, let e2e, let watchers, let timer, let circle):
+            return startStream(caller, status: status, origin: .e2e(e2e), watchers: watchers, timer: timer, circle: circle, now: now)
         case .panicUpdate(let stream, let token, let location):
             return updateStream(stream, by: me, token: token, location: location, now: now)
+        case .panicUpdateSealed(let stream, let token, let update):
+            return updateStreamSealed(stream, by: me, token: token, update: update, now: now)
+        case .panicRekey(let stream, let token, let keys):
+            return rekeyStream(stream, by: me, token: token, keys: keys)
         case .panicStatus(let stream, let token, let status):
             return setStreamStatus(stream, by: me, token: token, status: status, now: now)
         case .panicEnd(let stream, let token, let reason):

@@ -19,9 +19,9 @@ extension JournalRecord {
         case .pinPut, .pinRemove, .pinVote, .panicRemove, .circleRemove, .noticeSettled:
             return .standard
         case .panicEvent(_, let event):
-            if case .location = event.kind { return .standard }
+            if event.kind.isLocation { return .standard }
             return .critical
-        case .panicStart, .panicInvite, .panicRevoke:
+        case .panicStart, .panicInvite, .panicRevoke, .panicRekey:
             return .critical
         // A circle's requests and answers ("safe"), its home safe and who may read it.
         case .circlePut:

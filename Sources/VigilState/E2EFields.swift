@@ -1,8 +1,7 @@
 import VigilCore
 
 /// The binary forms of an end-to-end encrypted stream's parts (docs/design/e2e-streams.md), for
-/// the journal records and the snapshot version that will hold them. Not yet written by any
-/// record: the hub holds no e2e stream yet (docs/design/e2e-streams-status.md).
+/// the journal records (kinds 33, 34, event kinds 7, 8) and snapshot version 9 that hold them.
 ///
 ///     kid      16 bytes (the id's bytes, not its text)
 ///     sealed   u32 byte count (28 ... maxSealedBytes) + the bytes as the client sent them

@@ -32,6 +32,11 @@ import VigilCore
 ///                              5 cancelled)
 ///             31 noticeAcked  circle id 16, notice id 30, by u32 (0 the owner, else the member's
 ///                              number), at i64
+///             33 panicStart   id 16, status u8, startedAt i64, owner digest 32, watch tokens (u32
+///                  end-to-end  count × 32), history capacity u32, safety timer (u8 0/1 + due i64),
+///                  encrypted   circle (u8 0/1 + id 16), keys (see `E2EFields`), the first point's
+///                              sealed value (sealed for seq 1 and the status); no location, no note
+///             34 panicRekey   id 16, keys (see `E2EFields`)
 ///             32 answerKept   lookup 32, request digest 32, created i64, sealed answer (u32
 ///                              length ≤ 1 MiB, ≥ 28 + bytes: nonce 12 ‖ ciphertext ‖ tag 16)
 ///             22 circlePut    as 20, then the circle's subscriptions (u32 count ≥ 1 ×
@@ -170,12 +175,16 @@ public enum JournalCodec {
             w.u8(2)
             w.pinID(id)
         case .panicStart(let start):
+            guard case .clear(let location, let note) = start.origin else {
+                writeE2EStart(start, to: &w)
+                return
+            }
             w.u8(start.circle != nil ? 11 : start.dueAt == nil ? 3 : 9)
             w.streamID(start.id)
             w.u8(PanicFields.code(start.status))
-            PanicFields.write(start.location, to: &w)
+            PanicFields.write(location, to: &w)
             w.i64(start.startedAt)
-            PanicFields.writeNote(start.note, to: &w)
+            PanicFields.writeNote(note, to: &w)
             w.digest(start.ownerDigest)
             PanicFields.writeDigests(start.watchTokens, to: &w)
             w.u32(UInt32(truncatingIfNeeded: start.historyCapacity))
@@ -200,6 +209,10 @@ public enum JournalCodec {
         case .panicRemove(let id):
             w.u8(7)
             w.streamID(id)
+        case .panicRekey(let id, let keys):
+            w.u8(34)
+            w.streamID(id)
+            E2EFields.write(keys, to: &w)
         case .pinVote(let id, let voter, let value):
             w.u8(8)
             w.pinID(id)
@@ -290,10 +303,48 @@ public enum JournalCodec {
         case 32:
             r.what = "answerKept record"
             record = .answerKept(try KeptAnswerFields.read(&r))
+        case 33:
+            r.what = "e2e panicStart record"
+            record = .panicStart(try readE2EStart(&r))
+        case 34:
+            r.what = "panicRekey record"
+            record = .panicRekey(try r.streamID(), try E2EFields.readKeys(&r))
         case let kind:
             throw r.invalid("unknown record kind \(kind)", at: 0)
         }
         guard r.isAtEnd else { throw r.invalid("\(r.remaining) bytes after the record's fields") }
         return record
+    }
+
+    /// Kind 33: an end-to-end encrypted stream's start (see the format above).
+    static func writeE2EStart(_ start: PanicStartRecord, to w: inout StateWriter) {
+        guard case .e2e(let e2e) = start.origin else { preconditionFailure("a clear start is kind 3, 9 or 11") }
+        w.u8(33)
+        w.streamID(start.id)
+        w.u8(PanicFields.code(start.status))
+        w.i64(start.startedAt)
+        w.digest(start.ownerDigest)
+        PanicFields.writeDigests(start.watchTokens, to: &w)
+        w.u32(UInt32(truncatingIfNeeded: start.historyCapacity))
+        PanicFields.writeOptionalTime(start.dueAt, to: &w)
+        PanicFields.writeOptional(start.circle, to: &w) { $1.circleID($0) }
+        E2EFields.write(e2e.keys, to: &w)
+        E2EFields.write(e2e.sealed, to: &w)
+    }
+
+    static func readE2EStart(_ r: inout StateReader) throws(StateError) -> PanicStartRecord {
+        let id = try r.streamID()
+        let status = try PanicFields.readStatus(&r)
+        let startedAt = try r.time()
+        let ownerDigest = try r.digest()
+        let watchTokens = try PanicFields.readDigests(&r)
+        let historyCapacity = try PanicFields.readHistoryCapacity(&r)
+        let dueAt = try PanicFields.readOptionalTime(&r)
+        let circle = try PanicFields.readOptional(&r) { (r: inout StateReader) throws(StateError) in try r.circleID() }
+        let keys = try E2EFields.readKeys(&r)
+        let sealed = try E2EFields.readSealed(&r)
+        return PanicStartRecord(id: id, status: status, origin: .e2e(E2EStart(keys: keys, sealed: sealed)), startedAt: startedAt,
+                                ownerDigest: ownerDigest, watchTokens: watchTokens, historyCapacity: historyCapacity,
+                                dueAt: dueAt, circle: circle)
     }
 }

@@ -27,6 +27,8 @@ public enum JournalRecord: Equatable, Sendable {
     case panicInvite(StreamID, TokenDigest)
     /// A watch token killed.
     case panicRevoke(StreamID, TokenDigest)
+    /// An end-to-end encrypted stream's new keys (`panic.rekey`): its key id and member boxes.
+    case panicRekey(StreamID, E2EKeys)
     /// A stream removed (grace over). Optional: restore drops such streams by their times anyway.
     case panicRemove(StreamID)
     /// A check-in circle created or changed: its whole durable state afterwards (it is small).
@@ -47,9 +49,9 @@ public enum JournalRecord: Equatable, Sendable {
 public struct PanicStartRecord: Equatable, Sendable {
     public var id: StreamID
     public var status: PanicStatus
-    /// The first location, which is event seq 1.
-    public var location: PanicLocation
-    public var note: String?
+    /// The first location (event seq 1) in clear with the note, or an e2e stream's keys and
+    /// sealed first point.
+    public var origin: PanicOrigin
     public var startedAt: Int64
     public var ownerDigest: TokenDigest
     public var watchTokens: [TokenDigest]
@@ -59,13 +61,12 @@ public struct PanicStartRecord: Equatable, Sendable {
     /// The check-in circle the stream was started for, if any.
     public var circle: CircleID?
 
-    public init(id: StreamID, status: PanicStatus, location: PanicLocation, note: String?, startedAt: Int64,
+    public init(id: StreamID, status: PanicStatus, origin: PanicOrigin, startedAt: Int64,
                 ownerDigest: TokenDigest, watchTokens: [TokenDigest], historyCapacity: Int, dueAt: Int64? = nil,
                 circle: CircleID? = nil) {
         self.id = id
         self.status = status
-        self.location = location
-        self.note = note
+        self.origin = origin
         self.startedAt = startedAt
         self.ownerDigest = ownerDigest
         self.watchTokens = watchTokens
@@ -74,9 +75,41 @@ public struct PanicStartRecord: Equatable, Sendable {
         self.circle = circle
     }
 
+    /// A clear start.
+    public init(id: StreamID, status: PanicStatus, location: PanicLocation, note: String?, startedAt: Int64,
+                ownerDigest: TokenDigest, watchTokens: [TokenDigest], historyCapacity: Int, dueAt: Int64? = nil,
+                circle: CircleID? = nil) {
+        self.init(id: id, status: status, origin: .clear(location, note: note), startedAt: startedAt, ownerDigest: ownerDigest,
+                  watchTokens: watchTokens, historyCapacity: historyCapacity, dueAt: dueAt, circle: circle)
+    }
+
+    /// The first location of a clear start (nil for an e2e one).
+    public var location: PanicLocation? {
+        if case .clear(let location, _) = origin { return location }
+        return nil
+    }
+
+    /// The note of a clear start (an e2e start has none).
+    public var note: String? {
+        if case .clear(_, let note) = origin { return note }
+        return nil
+    }
+
+    /// The e2e start (nil for a clear one).
+    public var e2e: E2EStart? {
+        if case .e2e(let start) = origin { return start }
+        return nil
+    }
+
     /// The record of a stream the hub has just started (its only event is seq 1).
     public init(_ stream: PanicStream) {
-        self.init(id: stream.id, status: stream.status, location: stream.last.location, note: stream.note,
+        let origin: PanicOrigin
+        switch stream.last.position {
+        case .clear(let location): origin = .clear(location, note: stream.note)
+        case .sealed(let point, _):
+            origin = .e2e(E2EStart(keys: stream.e2e ?? E2EKeys(kid: point.kid, boxes: []), sealed: point.sealed))
+        }
+        self.init(id: stream.id, status: stream.status, origin: origin,
                   startedAt: stream.startedAt, ownerDigest: stream.ownerTokenDigest,
                   watchTokens: stream.watchTokenDigests, historyCapacity: stream.history.capacity, dueAt: stream.dueAt,
                   circle: stream.circle)
@@ -84,11 +117,23 @@ public struct PanicStartRecord: Equatable, Sendable {
 
     /// The stream as `PanicHub.start` made it: seq 1, the first location as its only event.
     public func stream() throws(PanicRestoreError) -> PanicStream {
-        try PanicStream.restored(id: id, status: status, startedAt: startedAt, updatedAt: startedAt, seq: 1,
-                                 lastLocation: location, lastLocationAt: startedAt, note: note, ended: nil,
-                                 history: [PanicEvent(seq: 1, at: startedAt, kind: .location(location))],
-                                 historyCapacity: historyCapacity, ownerDigest: ownerDigest,
-                                 watchTokens: watchTokens, staleNotified: false, dueAt: dueAt, circle: circle)
+        let last: LastLocation
+        let first: PanicEventKind
+        switch origin {
+        case .clear(let location, _):
+            last = LastLocation(location: location, at: startedAt)
+            first = .location(location)
+        case .e2e(let start):
+            let point = start.point(status: status)
+            last = LastLocation(position: .sealed(point, seq: 1), at: startedAt)
+            first = .sealedLocation(point)
+        }
+        return try PanicStream.restored(id: id, status: status, startedAt: startedAt, updatedAt: startedAt, seq: 1,
+                                        last: last, note: note, ended: nil,
+                                        history: [PanicEvent(seq: 1, at: startedAt, kind: first)],
+                                        historyCapacity: historyCapacity, ownerDigest: ownerDigest,
+                                        watchTokens: watchTokens, staleNotified: false, dueAt: dueAt, circle: circle,
+                                        e2e: e2e?.keys)
     }
 }
 

@@ -6,6 +6,8 @@ import VigilCore
 ///     event      seq u64, at i64, kind u8 (1 location + location, 2 status + status u8, 3 ended + reason u8,
 ///                4 timer + u8 0/1 + due i64, 6 missedCheckIn + due i64 + last location + its at i64
 ///                + sent_at i64)
+///                7 sealedLocation + point (see `E2EFields`), 8 missedCheckIn of an e2e stream + due i64
+///                + the last point + the seq it was sealed for u64 + its at i64 + sent_at i64)
 ///                5 is missedCheckIn as builds before sent_at wrote it (no sent_at): still read, as
 ///                sent at its `at`, never written. A kind is only added, so the journal's version
 ///                stays 1 (a build that does not know 6 stops at it and says so).
@@ -18,7 +20,10 @@ import VigilCore
 ///                since version 6: the escalation's sent_at (u8 0/1 + i64, present with missedCheckIn;
 ///                before 6 it reads as the escalation's time),
 ///                since version 7: the check-in circle it was started for (u8 0/1 + id 16; before 7
-///                none)
+///                none),
+///                since version 9: the e2e part (u8 0/1 + keys, see `E2EFields`; before 9 none),
+///                and the last position is written as u8 1 + location or u8 2 + point + the seq
+///                it was sealed for u64 (before 9: a location)
 ///
 /// Codes start at 1 so that a zeroed region never decodes as a plausible value. Owner and
 /// watchers are not stored: they are connections, which do not survive a restart.
@@ -97,6 +102,16 @@ enum PanicFields {
         return location
     }
 
+    /// A stream's last position since snapshot version 9: u8 1 + location, or u8 2 + point + seq u64.
+    static func readPosition(_ r: inout StateReader) throws(StateError) -> PanicPosition {
+        let at = r.offset
+        switch try r.u8() {
+        case 1: return .clear(try readLocation(&r))
+        case 2: return .sealed(try E2EFields.readPoint(&r), seq: try r.u64())
+        case let c: throw r.invalid("unknown position kind \(c)", at: at)
+        }
+    }
+
     static func write(_ event: PanicEvent, to w: inout StateWriter) {
         w.u64(event.seq)
         w.i64(event.at)
@@ -113,10 +128,21 @@ enum PanicFields {
         case .timer(let due):
             w.u8(4)
             writeOptionalTime(due, to: &w)
+        case .sealedLocation(let point):
+            w.u8(7)
+            E2EFields.write(point, to: &w)
         case .missedCheckIn(let due, let last, let sentAt):
-            w.u8(6)
-            w.i64(due)
-            write(last.location, to: &w)
+            switch last.position {
+            case .clear(let location):
+                w.u8(6)
+                w.i64(due)
+                write(location, to: &w)
+            case .sealed(let point, let seq):
+                w.u8(8)
+                w.i64(due)
+                E2EFields.write(point, to: &w)
+                w.u64(seq)
+            }
             w.i64(last.at)
             w.i64(sentAt)
         }
@@ -138,6 +164,13 @@ enum PanicFields {
             var sentAt = at                                  // 5: written before sent_at was kept
             if code == 6 { sentAt = try r.time() }
             return PanicEvent(seq: seq, at: at, kind: .missedCheckIn(dueAt: due, last: last, sentAt: sentAt))
+        case 7: return PanicEvent(seq: seq, at: at, kind: .sealedLocation(try E2EFields.readPoint(&r)))
+        case 8:
+            let due = try r.time()
+            let point = try E2EFields.readPoint(&r)
+            let sealedSeq = try r.u64()
+            let last = LastLocation(position: .sealed(point, seq: sealedSeq), at: try r.time())
+            return PanicEvent(seq: seq, at: at, kind: .missedCheckIn(dueAt: due, last: last, sentAt: try r.time()))
         case let c: throw r.invalid("unknown panic event kind \(c)", at: kindAt)
         }
     }
@@ -207,7 +240,15 @@ enum PanicFields {
         w.i64(stream.startedAt)
         w.i64(stream.updatedAt)
         w.u64(stream.seq)
-        write(stream.last.location, to: &w)
+        switch stream.last.position {
+        case .clear(let location):
+            w.u8(1)
+            write(location, to: &w)
+        case .sealed(let point, let seq):
+            w.u8(2)
+            E2EFields.write(point, to: &w)
+            w.u64(seq)
+        }
         w.i64(stream.last.at)
         writeNote(stream.note, to: &w)
         if let end = stream.ended {
@@ -228,6 +269,7 @@ enum PanicFields {
         writeOptionalTime(stream.missedCheckInAt, to: &w)
         writeOptionalTime(stream.missedCheckInSentAt, to: &w)
         writeOptional(stream.circle, to: &w) { $1.circleID($0) }
+        writeOptional(stream.e2e, to: &w) { E2EFields.write($0, to: &$1) }
     }
 
     /// A stream as snapshot format `version` keeps it.
@@ -238,7 +280,7 @@ enum PanicFields {
         let startedAt = try r.time()
         let updatedAt = try r.time()
         let seq = try r.u64()
-        let lastLocation = try readLocation(&r)
+        let position = try version >= 9 ? readPosition(&r) : .clear(try readLocation(&r))
         let lastLocationAt = try r.time()
         let note = try readNote(&r)
         var ended: (reason: PanicEndReason, at: Int64)?
@@ -270,13 +312,17 @@ enum PanicFields {
         if version >= 7 {
             circle = try readOptional(&r) { (r: inout StateReader) throws(StateError) in try r.circleID() }
         }
+        var e2e: E2EKeys?
+        if version >= 9 {
+            e2e = try readOptional(&r) { (r: inout StateReader) throws(StateError) in try E2EFields.readKeys(&r) }
+        }
         do {
             return try PanicStream.restored(id: id, status: status, startedAt: startedAt, updatedAt: updatedAt, seq: seq,
-                                            lastLocation: lastLocation, lastLocationAt: lastLocationAt, note: note, ended: ended,
+                                            last: LastLocation(position: position, at: lastLocationAt), note: note, ended: ended,
                                             history: events, historyCapacity: capacity, ownerDigest: ownerDigest,
                                             watchTokens: watchTokens, staleNotified: staleNotified,
                                             dueAt: dueAt, missedCheckInAt: missedCheckInAt, missedCheckInSentAt: missedCheckInSentAt,
-                                            circle: circle)
+                                            circle: circle, e2e: e2e)
         } catch {
             throw r.invalid("stream \(id): \(error)", at: start)
         }

@@ -63,6 +63,8 @@ public enum ReplicatedApply {
             return panic.applyReplicatedInvite(id, digest)
         case .panicRevoke(let id, let digest):
             return panic.applyReplicatedRevoke(id, digest, out: &panicOut)
+        case .panicRekey(let id, let keys):
+            return panic.applyReplicatedRekey(id, keys, out: &panicOut)
         case .panicRemove(let id):
             return panic.applyReplicatedRemove(id)
         case .circlePut(let circle):

@@ -1,14 +1,16 @@
 import VigilCore
 
-/// The snapshot file format, version 8:
+/// The snapshot file format, version 9:
 ///
 ///     magic           8 bytes  89 'V' 'G' 'S' 0D 0A 1A 0A
-///     version         u16      8 (1 to 7 are read too: 1's streams lack the safety timer's
+///     version         u16      9 (1 to 8 are read too: 1's streams lack the safety timer's
 ///                              fields, the pins of 1 and 2 lack range_m, before 4 there are no
 ///                              circles, before 5 no cluster sequence, before 6 the streams
 ///                              lack their escalation's sent_at, and before 7 their circle
 ///                              and the circles their subscriptions, before 8 there
-///                              are no kept answers)
+///                              are no kept answers, before 9 no stream is end-to-end
+///                              encrypted: its last position is a location, and it has no
+///                              e2e part)
 ///     flags           u16      0 (reserved: a reader refuses what it does not know)
 ///     takenAt         i64      unix ms
 ///     journalSegment  u64
@@ -31,7 +33,7 @@ import VigilCore
 public enum SnapshotCodec {
     public static let magic: [UInt8] = [0x89, 0x56, 0x47, 0x53, 0x0D, 0x0A, 0x1A, 0x0A]
     /// The version written. Every version from `oldestReadable` up is read.
-    public static let version: UInt16 = 8
+    public static let version: UInt16 = 9
     public static let oldestReadable: UInt16 = 1
     /// The header `version` writes (the cluster fields make it 9 bytes longer since version 5).
     static let headerBytes = headerBytes(version: version)

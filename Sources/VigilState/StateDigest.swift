@@ -103,7 +103,8 @@ public struct StateDigest: Equatable, Sendable, CustomStringConvertible {
         /// Changes when what is hashed changes, so digests of different versions never compare equal.
         /// 2: streams hash their escalation's sent_at (snapshot version 6).
         /// 3: streams hash their check-in circle, circles their subscriptions (snapshot version 7).
-        static let versionTag = Array("vigil state digest 3".utf8)
+        /// 4: streams hash their last position's kind and their e2e part (snapshot version 9).
+        static let versionTag = Array("vigil state digest 4".utf8)
 
         public init(_ rules: Rules) {
             self.rules = rules

@@ -67,7 +67,7 @@ extension JournalRecord {
         switch self {
         case .pinPut, .pinRemove, .pinVote, .circlePut, .circleRemove, .noticeSettled, .noticeAcked, .answerKept: return nil
         case .panicStart(let start): return start.id
-        case .panicEvent(let id, _), .panicInvite(let id, _), .panicRevoke(let id, _), .panicRemove(let id): return id
+        case .panicEvent(let id, _), .panicInvite(let id, _), .panicRevoke(let id, _), .panicRemove(let id), .panicRekey(let id, _): return id
         }
     }
 }

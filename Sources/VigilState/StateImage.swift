@@ -24,6 +24,7 @@ import VigilCore
 /// - `panicEvent` applies the next seq, skips a seq already held, refuses a gap or an event after
 ///   the end (see `PanicStream.replay`).
 /// - `panicInvite` adds a digest not yet live, `panicRevoke` removes it if live.
+/// - `panicRekey` replaces an e2e stream's keys (the keys it holds already: a duplicate).
 /// - `circlePut` sets the circle (it holds the whole state), `circleRemove` removes it if held.
 /// A record that contradicts the state (an event for a stream never started, a gap) changes
 /// nothing and is noted in `issues`: replay goes on, since the rest of the journal is still good.
@@ -108,6 +109,9 @@ public struct StateImage: Sendable {
         case .panicRevoke(let id, let digest):
             // A revocation for a stream already gone is a no-op, as in the hub.
             count(streams[id]?.replayRevoke(digest) ?? false)
+        case .panicRekey(let id, let keys):
+            guard let replaced = streams[id]?.replayRekey(keys) else { return note("rekey for unknown stream \(id)") }
+            count(replaced)
         case .panicRemove(let id):
             count(streams.removeValue(forKey: id) != nil)
         case .circlePut(let circle):

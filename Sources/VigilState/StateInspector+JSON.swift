@@ -94,17 +94,27 @@ struct InspectorLine {
             w.field("ended", r.rawValue)
         case .timer(let due):
             optionalTime("timer_due_at", due)
+        case .sealedLocation(let p):
+            // Sizes only, with or without `content`: the server cannot read it, and its bytes and
+            // key id are nobody's business.
+            w.field("sealed_bytes", Int64(p.sealed.count))
         case .missedCheckIn(let due, let last, let sentAt):
             w.field("missed_check_in", due)
             w.field("sent_at", sentAt)
-            w.key("last_location")
-            if content {
-                w.beginObject()
-                location(last.location)
-                w.field("at", last.at)
-                w.endObject()
-            } else {
-                w.bool(true)
+            switch last.position {
+            case .clear(let l):
+                w.key("last_location")
+                if content {
+                    w.beginObject()
+                    location(l)
+                    w.field("at", last.at)
+                    w.endObject()
+                } else {
+                    w.bool(true)
+                }
+            case .sealed(let p, let seq):
+                w.field("last_sealed_bytes", Int64(p.sealed.count))
+                w.field("last_seq", Int64(bitPattern: seq))
             }
         }
         w.endObject()
@@ -132,6 +142,17 @@ struct InspectorLine {
         if let note { w.string(note) } else { w.null() }
     }
 
+    /// An e2e stream's keys as counts and sizes only (`E2EFields.sizes`): never a kid, a box or
+    /// a member's number, with or without `content`.
+    mutating func e2eSizes(_ keys: E2EKeys) {
+        let sizes = E2EFields.sizes(keys)
+        w.key("e2e")
+        w.beginObject()
+        w.field("boxes", Int64(sizes.boxes))
+        w.field("box_bytes", Int64(sizes.boxBytes))
+        w.endObject()
+    }
+
     /// A location as an object of its fields, with `at` when given; absent without `content`.
     mutating func locationObject(_ key: StaticString, _ l: PanicLocation, at: Int64? = nil) {
         guard content else { return }
@@ -149,8 +170,12 @@ struct InspectorLine {
         w.field("updated_at", s.updatedAt)
         w.field("seq", Int64(bitPattern: s.seq))
         w.field("last_at", s.last.at)
-        locationObject("last", s.last.location, at: s.last.at)
+        switch s.last.position {
+        case .clear(let l): locationObject("last", l, at: s.last.at)
+        case .sealed(let p, _): w.field("last_sealed_bytes", Int64(p.sealed.count))
+        }
         note(s.note)
+        if let keys = s.e2e { e2eSizes(keys) }
         w.key("ended")
         if let end = s.ended {
             w.beginObject()
@@ -195,8 +220,14 @@ struct InspectorLine {
             w.field("record", "panicStart")
             w.field("stream", start.id.description)
             w.field("status", start.status.rawValue)
-            locationObject("location", start.location)
-            note(start.note)
+            switch start.origin {
+            case .clear(let l, let n):
+                locationObject("location", l)
+                note(n)
+            case .e2e(let e2e):
+                w.field("sealed_bytes", Int64(e2e.sealed.count))
+                e2eSizes(e2e.keys)
+            }
             w.field("started_at", start.startedAt)
             w.field("owner_digest", Self.shortDigest(start.ownerDigest))
             digests("watch_tokens", start.watchTokens)
@@ -216,6 +247,10 @@ struct InspectorLine {
             w.field("record", "panicRevoke")
             w.field("stream", id.description)
             w.field("digest", Self.shortDigest(d))
+        case .panicRekey(let id, let keys):
+            w.field("record", "panicRekey")
+            w.field("stream", id.description)
+            e2eSizes(keys)
         case .panicRemove(let id):
             w.field("record", "panicRemove")
             w.field("stream", id.description)

@@ -30,6 +30,7 @@ import Testing
         "panic.invite": [#""stream":"s""#],
         "panic.revoke": [#""stream":"s""#, #""watch_token":"w""#],
         "panic.timer": [#""stream":"s""#, #""cancel":true"#],
+        "panic.rekey": [#""stream":"s""#, #""kid":"oKGio6SlpqeoqaqrrK2urw""#],
         "checkin.create": [#""members":["Mum"]"#],
         "checkin.open": [#""circle":"c""#, #""owner_token":"o""#],
         "checkin.invite": [#""circle":"c""#, #""owner_token":"o""#],

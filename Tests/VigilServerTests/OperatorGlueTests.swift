@@ -29,6 +29,7 @@ import VigilWire
         #"{"op":"panic.invite","ref":14,"stream":"oq8jnOD0Pcoar4QgMwxmoA"}"#,
         #"{"op":"panic.revoke","ref":15,"stream":"oq8jnOD0Pcoar4QgMwxmoA","watch_token":"w0"}"#,
         #"{"op":"panic.timer","ref":16,"stream":"oq8jnOD0Pcoar4QgMwxmoA","due_in_s":900}"#,
+        #"{"op":"panic.rekey","ref":16,"stream":"oq8jnOD0Pcoar4QgMwxmoA","kid":"oKGio6SlpqeoqaqrrK2urw"}"#,
         #"{"op":"checkin.create","ref":17,"members":["Mum"]}"#,
         #"{"op":"checkin.open","ref":18,"circle":"Vt1f0oY3mN2tW0l1qg9vXw","owner_token":"t0"}"#,
         #"{"op":"checkin.invite","ref":19,"circle":"Vt1f0oY3mN2tW0l1qg9vXw","owner_token":"t0"}"#,

@@ -60,7 +60,7 @@ import VigilTestSupport
         let circles = [try CircleStateTests.circle(seed: 3, subscribed: true), try CircleStateTests.circle(seed: 4)].sorted { $0.id < $1.id }
         let snapshot = StateSnapshot(takenAt: 5, journalSegment: 6, pins: [], streams: [], circles: circles)
         let bytes = SnapshotCodec.encode(snapshot)
-        #expect(bytes[8] == 8 && SnapshotCodec.version == 8)
+        #expect(bytes[8] == 9 && SnapshotCodec.version == 9)
         let decoded = try SnapshotCodec.decode(bytes)
         #expect(decoded.circles == circles && decoded.circles.map(\.subscriptions.count).sorted() == [0, 3])
         var writer = SnapshotWriter(takenAt: 5, journalSegment: 6)
@@ -75,7 +75,7 @@ import VigilTestSupport
         let circle = try #require(read.circles.first)
         #expect(old[8] == 6 && read.circles.count == 1 && circle.subscriptions.isEmpty && circle.members.count == 2)
         let again = SnapshotCodec.encode(read)
-        #expect(again[8] == 8 && again.count == old.count + 4 + 4 + 4 + 4)
+        #expect(again[8] == 9 && again.count == old.count + 4 + 4 + 4 + 4)
         #expect(Array(again[9..<(again.count - 20)]) == Array(old[9..<(old.count - 4)])
                 && Array(again.suffix(20).prefix(16)) == [UInt8](repeating: 0, count: 16))
     }

@@ -190,11 +190,12 @@ import VigilGeo
         // (4 bytes, since version 4), the cluster fields (9 bytes, since version 5), the
         // absent escalation's sent_at (1 byte, since version 6), the absent circle (1 byte,
         // since version 7) and the empty settlement and acknowledgement lists' counts (4 bytes
-        // each, since version 7)).
+        // each, since version 7), the kept answers' count (4 bytes, since version 8), the last
+        // position's kind and the absent e2e part (1 byte each, since version 9)).
         #expect(stream.dueAt == nil && stream.missedCheckInAt == nil && pin.rangeMeters == nil && snapshot.circles.isEmpty)
         #expect(snapshot.clusterSequence == nil && stream.circle == nil)
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 8 && again.count == Self.snapshot.count + 2 + 4 + 4 + 9 + 1 + 1 + 4 + 4 + 4)
+        #expect(again[8] == 9 && again.count == Self.snapshot.count + 2 + 4 + 4 + 9 + 1 + 1 + 4 + 4 + 4 + 1 + 1)
         expectSameStreams(try SnapshotCodec.decode(again).streams, snapshot.streams)
 
         // Votes kept by session number are votes by voter number now; new voters number on above them.
@@ -215,7 +216,7 @@ import VigilGeo
         let circle = try #require(snapshot.circles.first)
         #expect(snapshot.circles.count == 1 && circle.members.count == 2 && circle.home != nil)
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 8 && again.count == Self.snapshotV4.count + 9 + 4 + 4 + 4 + 4)
+        #expect(again[8] == 9 && again.count == Self.snapshotV4.count + 9 + 4 + 4 + 4 + 4)   // no stream: nothing of version 9
         #expect(Array(again[45..<(again.count - 20)]) == Array(Self.snapshotV4[36..<(Self.snapshotV4.count - 4)]))
         #expect(Array(again[(again.count - 20)..<(again.count - 4)]) == [UInt8](repeating: 0, count: 16))
     }
@@ -237,7 +238,7 @@ import VigilGeo
         #expect(due == 1_700_000_900_000 && event.at == due && sentAt == event.at)
         #expect(snapshot.streams.allSatisfy { $0.missedCheckInAt != nil || $0.missedCheckInSentAt == nil })
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 8 && again.count == Self.snapshotV5.count + 2 + 8 + 8 + 2 + 4 + 4 + 4)
+        #expect(again[8] == 9 && again.count == Self.snapshotV5.count + 2 + 8 + 8 + 2 + 4 + 4 + 4 + 2 * snapshot.streams.count)  // v9: position kind, e2e flag
         expectSameStreams(try SnapshotCodec.decode(again).streams, snapshot.streams)
     }
 
@@ -270,7 +271,7 @@ import VigilGeo
         #expect(snapshot.streams.allSatisfy { $0.circle == nil })
         #expect(snapshot.streams.contains { $0.missedCheckInSentAt == 1_700_000_900_040 })
         let again = SnapshotCodec.encode(snapshot)
-        #expect(again[8] == 8 && again.count == Self.snapshotV6.count + 2 + 4 + 4 + 4)
+        #expect(again[8] == 9 && again.count == Self.snapshotV6.count + 2 + 4 + 4 + 4 + 2 + 2)   // v9: position kind, e2e flag per stream
         let reread = try SnapshotCodec.decode(again)
         expectSameStreams(reread.streams, snapshot.streams)
         let rules = StateDigest.Rules(now: snapshot.takenAt, endedGraceMs: 3_600_000, circleIdleLifetimeMs: 2_592_000_000)

@@ -85,6 +85,12 @@ import VigilTestSupport
         out.append(("snapshot", "circle-streams.vgs", SnapshotCodec.encode(StateSnapshot(
             takenAt: 1_700_000_000_000, journalSegment: 6, pins: [], streams: [try! circled.stream(), try! circledTimed.stream()].sorted { $0.id < $1.id },
             circles: [circle]))))
+        // An end-to-end encrypted stream (snapshot version 9's e2e part; record kinds 33 and 34,
+        // event kinds 7 and 8).
+        let e2e = E2EDurabilityTests.sample()
+        records += e2e.records
+        out.append(("snapshot", "e2e-stream.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_700_000, journalSegment: 6, pins: [],
+                                                                                      streams: [e2e.hub.stream(e2e.id)!]))))
         // Answers kept for idempotency keys (snapshot version 8, record kind 32).
         let kept = (0..<2).map { i in
             IdempotencySeal.keep(Array(#","pin":{"id":"x"}"#.utf8), claim: IdempotencyClaim(key: "seed-key-\(i)-0123456789", canonical: Array("{}".utf8)),

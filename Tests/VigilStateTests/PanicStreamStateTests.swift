@@ -10,7 +10,7 @@ import VigilTestSupport
     func rebuild(_ s: PanicStream, history: [PanicEvent]? = nil, capacity: Int? = nil, seq: UInt64? = nil,
                  ended: (reason: PanicEndReason, at: Int64)?? = nil, lastAt: Int64? = nil) throws(PanicRestoreError) -> PanicStream {
         try PanicStream.restored(id: s.id, status: s.status, startedAt: s.startedAt, updatedAt: s.updatedAt, seq: seq ?? s.seq,
-                                 lastLocation: s.last.location, lastLocationAt: lastAt ?? s.last.at, note: s.note,
+                                 lastLocation: s.last.clearLocation!, lastLocationAt: lastAt ?? s.last.at, note: s.note,
                                  ended: ended ?? s.ended.map { ($0.reason, $0.at) }, history: history ?? s.history.all,
                                  historyCapacity: capacity ?? s.history.capacity, ownerDigest: s.ownerTokenDigest,
                                  watchTokens: s.watchTokenDigests, staleNotified: s.isStaleNotified)

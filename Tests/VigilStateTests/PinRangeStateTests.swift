@@ -45,12 +45,12 @@ import VigilTestSupport
         expectSamePins(back.pins, pins)
         #expect(back.pins.map(\.rangeMeters) == [1, nil, 20_000_000])
 
-        // Version 2 wrote the same pin fields without the range: build one from a version 8 file
+        // Version 2 wrote the same pin fields without the range: build one from a version 9 file
         // holding one pin without a range and no streams (before the checksum: the pin's range,
         // then the empty circle, settlement, acknowledgement and kept answer lists' counts, 4
         // bytes each; in the header, the cluster fields).
         let one = SnapshotCodec.encode(StateSnapshot(takenAt: 9, journalSegment: 1, pins: [pins[1]], streams: []))
-        #expect(one[8] == 8)
+        #expect(one[8] == 9)
         var v2 = Array(one[..<(one.count - 24)])
         v2.removeSubrange(36..<45)
         v2[8] = 2

@@ -79,7 +79,7 @@ import VigilTestSupport
         pin.up = 1
         pin.down = 1
         var stream = Fixtures.stream(s, events: 3, capacity: 1, tokens: 40)
-        stream.last.location = PanicLocation(lat: 90, lon: -180, accuracyM: 0, heading: 360, speedMps: 0)
+        stream.last.position = .clear(PanicLocation(lat: 90, lon: -180, accuracyM: 0, heading: 360, speedMps: 0))
         _ = try roundTrip(StateSnapshot(takenAt: .min, journalSegment: .max, pins: [pin], streams: [stream]))
     }
 
@@ -90,10 +90,10 @@ import VigilTestSupport
 
     @Test func unknownVersionIsRefusedByName() {
         var bytes = SnapshotCodec.encode(Self.sample())
-        bytes[8] = 9
-        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 9, supported: 8)) { try SnapshotCodec.decode(bytes) }
+        bytes[8] = 10
+        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 10, supported: 9)) { try SnapshotCodec.decode(bytes) }
         bytes[8] = 0
-        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 0, supported: 8)) { try SnapshotCodec.decode(bytes) }
+        #expect(throws: StateError.unsupportedVersion(kind: "snapshot", found: 0, supported: 9)) { try SnapshotCodec.decode(bytes) }
         let message = StateError.unsupportedVersion(kind: "snapshot", found: 9, supported: 8).description
         #expect(message == "snapshot format version 9 is not supported (this build reads version 8)")
     }

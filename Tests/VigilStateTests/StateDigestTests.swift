@@ -97,7 +97,7 @@ import VigilTestSupport
 
         init(_ s: PanicStream) {
             status = s.status; startedAt = s.startedAt; updatedAt = s.updatedAt; seq = s.seq
-            lastLocation = s.last.location; lastLocationAt = s.last.at; note = s.note
+            lastLocation = s.last.clearLocation!; lastLocationAt = s.last.at; note = s.note
             ended = s.ended.map { ($0.reason, $0.at) }; history = s.history.all; historyCapacity = s.history.capacity
             ownerDigest = s.ownerTokenDigest; watchTokens = s.watchTokenDigests; staleNotified = s.isStaleNotified
             dueAt = s.dueAt; missedCheckInAt = s.missedCheckInAt; missedCheckInSentAt = s.missedCheckInSentAt; circle = s.circle
@@ -357,7 +357,7 @@ import VigilTestSupport
     @Test func aKnownStateHasAKnownDigest() throws {
         let (pins, streams, circles) = try Self.state()
         let digest = Self.digest(pins: pins, streams: streams, circles: circles)
-        #expect(digest.hex == "bb25d8597ea5c2269dcbcdc808bb04e5a334f71c5b6ca43aa7330e0fe2c4497d", "\(digest.hex)")
+        #expect(digest.hex == "efc083128c575c66e10e980a1fa8bf8656321a17a56ccef5fd5246c35fa169ac", "\(digest.hex)")
         #expect(digest.hex.count == 64 && digest.pins == 6 && digest.streams == 7 && digest.circles == 1)
         #expect(Self.digest().hex != Self.digest(pins: [pins[0]]).hex)
     }

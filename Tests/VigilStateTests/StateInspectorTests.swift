@@ -127,7 +127,7 @@ import Testing
         for r in records {
             switch r {
             case .pinPut(let p): pins.append(p)
-            case .panicStart(let s): locations.append(s.location); secret += s.note.map { [json($0)] } ?? []
+            case .panicStart(let s): locations += s.location.map { [$0] } ?? []; secret += s.note.map { [json($0)] } ?? []
             case .panicEvent(_, let e): if case .location(let l) = e.kind { locations.append(l) }
             default: break
             }

@@ -28,7 +28,7 @@ public struct CirclePanic: Equatable, Sendable {
         switch event.kind {
         case .missedCheckIn: return CirclePanic(stream: stream.id, event: .escalated, status: stream.status, at: event.at)
         case .ended(let reason): return CirclePanic(stream: stream.id, event: .ended(reason), status: stream.status, at: event.at)
-        case .location, .status, .timer: return nil
+        case .location, .sealedLocation, .status, .timer: return nil
         }
     }
 }

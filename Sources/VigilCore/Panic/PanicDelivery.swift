@@ -12,6 +12,10 @@ public struct PanicDelivery: Sendable {
         case revoked
         /// How many connections now watch the stream, to its owner connection.
         case watchers(count: Int)
+        /// An end-to-end encrypted stream's key was replaced (`panic.rekey`): the new key id, and
+        /// for a member watching as a circle member its own new box (nil: none for it, or a
+        /// watcher with a watch token, whose key comes from its link). One recipient each.
+        case rekeyed(kid: E2EKeyID, box: SealedBytes?)
     }
 
     public var stream: StreamID
@@ -34,11 +38,15 @@ public struct PanicWatch: Sendable {
     public var replay: ClosedRange<UInt64>?
     /// `since` asked for events the history no longer holds: nothing is replayed, the state is the truth.
     public var gap: Bool
+    /// For a circle member watching an end-to-end encrypted stream: its own key box, and no other
+    /// member's (the reply's `box`). Nil otherwise.
+    public var box: SealedBytes?
 
-    public init(stream: PanicStream, replay: ClosedRange<UInt64>?, gap: Bool) {
+    public init(stream: PanicStream, replay: ClosedRange<UInt64>?, gap: Bool, box: SealedBytes? = nil) {
         self.stream = stream
         self.replay = replay
         self.gap = gap
+        self.box = box
     }
 }
 

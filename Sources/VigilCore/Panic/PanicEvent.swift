@@ -32,6 +32,10 @@ public struct PanicLocation: Equatable, Sendable {
 /// What happened in a stream. Each kind takes the stream's next sequence number.
 public enum PanicEventKind: Equatable, Sendable {
     case location(PanicLocation)
+    /// A location of an end-to-end encrypted stream, sealed by the owner's device for this
+    /// event's seq and the point's status: opaque bytes, never coordinates
+    /// (docs/PROTOCOL.md, "End-to-end encrypted streams").
+    case sealedLocation(SealedPoint)
     case status(PanicStatus)
     case ended(PanicEndReason)
     /// The owner set, moved or cleared (nil) the safety timer: the time by which they check in

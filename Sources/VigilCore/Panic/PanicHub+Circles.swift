@@ -18,9 +18,12 @@ extension PanicHub {
     /// of it). Otherwise, and for an unknown stream, `.forbidden`, as a wrong watch token. The
     /// watcher is kept under the member's digest, so that revoking the member finds it
     /// (`cutMember`). Replay, `since` and the count as in `watch(watchToken:)`.
-    public mutating func watch(_ id: StreamID, watcher: WatcherID, asMember member: TokenDigest, of circle: CircleID, since: UInt64?,
-                               out: inout [PanicDelivery]) -> Result<PanicWatch, PanicFailure> {
-        watch(id, watcher: watcher, as: member, since: since, out: &out) { $0.circle == circle }
+    /// `number`: the member's number in the circle (`CheckinMember.id`): on an end-to-end
+    /// encrypted stream the reply carries that member's box (`PanicWatch.box`) and no other's,
+    /// and a rekey sends it its new one.
+    public mutating func watch(_ id: StreamID, watcher: WatcherID, asMember member: TokenDigest, number: UInt32? = nil, of circle: CircleID,
+                               since: UInt64?, out: inout [PanicDelivery]) -> Result<PanicWatch, PanicFailure> {
+        watch(id, watcher: watcher, as: member, member: number, since: since, out: &out) { $0.circle == circle }
     }
 
     /// A member of `circle` was revoked: every connection watching one of the circle's streams as
@@ -36,7 +39,10 @@ extension PanicHub {
             withStream(id) { stream in
                 cut = stream.watchers.filter { $0.value.matches(member) }.map(\.key).sorted()
                 guard !cut.isEmpty else { return }
-                for watcher in cut { stream.watchers.removeValue(forKey: watcher) }
+                for watcher in cut {
+                    stream.watchers.removeValue(forKey: watcher)
+                    stream.memberWatchers.removeValue(forKey: watcher)
+                }
                 out.append(PanicDelivery(stream: id, kind: .revoked, recipients: cut))
                 Self.deliverWatcherCount(of: stream, out: &out)
             }

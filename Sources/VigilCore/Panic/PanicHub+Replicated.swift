@@ -15,6 +15,7 @@ extension PanicHub {
         var stream = started
         stream.owner = owner
         stream.watchers = [:]
+        stream.memberWatchers = [:]
         stream.staleArmed = stream.isActive
         insert(stream)
         if let owner { owning[owner, default: []].insert(stream.id) }
@@ -43,15 +44,15 @@ extension PanicHub {
         }
         guard event.seq == stream.seq + 1 else { return .conflict("the stream moved on") }
         guard stream.isActive else { return .conflict("the stream has ended") }
-        guard PanicStream.isRestorableTime(event.at), PanicStream.isRestorable(event.kind) else {
-            return .conflict("the event has a location or time out of range")
+        guard PanicStream.isRestorableTime(event.at), PanicStream.isRestorable(event.kind), PanicStream.fits(event.kind, e2e: stream.isE2E) else {
+            return .conflict("the event has a location or time out of range, or a location of the other kind (clear, sealed)")
         }
         guard PanicStream.isInOrder(event) else { return .conflict("the escalation was sent before its time") }
         var needsStaleEntry = false
         withStream(id) { stream in
             let recorded = stream.record(event.kind, now: event.at)
             switch recorded.kind {
-            case .location:
+            case .location, .sealedLocation:
                 needsStaleEntry = !stream.staleArmed      // as `update`: one stale entry at a time
                 stream.staleArmed = true
                 Self.deliver(recorded, of: stream, out: &out)
@@ -62,7 +63,7 @@ extension PanicHub {
             }
         }
         switch event.kind {
-        case .location:
+        case .location, .sealedLocation:
             if needsStaleEntry { fileStale(at: Self.saturatingSum(event.at, settings.staleAfterMs), id) }
         case .ended:
             // `end` and tick's abandonment both count the grace from the event's time.
@@ -98,6 +99,17 @@ extension PanicHub {
         }
         for watcher in cut { Self.unindex(&watching, watcher, id) }
         return revoked == true ? .applied : .duplicate
+    }
+
+    /// `panicRekey`: the e2e stream's new keys, as `rekey` sets them (its watchers told). The
+    /// keys it holds already are a duplicate; a clear or an ended stream, a conflict.
+    public mutating func applyReplicatedRekey(_ id: StreamID, _ keys: E2EKeys, out: inout [PanicDelivery]) -> ReplicatedOutcome {
+        guard let stream = streams[id] else { return .conflict("the stream is gone") }
+        guard stream.isE2E else { return .conflict("the stream is not end-to-end encrypted") }
+        if stream.e2e == keys { return .duplicate }
+        guard stream.isActive else { return .conflict("the stream has ended") }
+        withStream(id) { Self.rekey(&$0, keys, out: &out) }
+        return .applied
     }
 
     /// `panicRemove`: the stream goes with its trail and tokens, silently, as when `tick` removes

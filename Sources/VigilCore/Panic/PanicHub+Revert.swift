@@ -16,6 +16,8 @@ extension PanicHub {
         let staleNotified: Bool
         let staleArmed: Bool
         let dueAt: Int64?
+        /// An e2e stream's keys (a rekey replaces them).
+        let e2e: E2EKeys?
         let history: PanicHistory.Mark
         /// For a revocation: the watchers before it, to give back the watch it cut.
         let watchers: [WatcherID: TokenDigest]?
@@ -27,7 +29,7 @@ extension PanicHub {
         guard let s = streams[id] else { return nil }
         return Checkpoint(id: id, status: s.status, updatedAt: s.updatedAt, seq: s.seq, last: s.last, ended: s.ended,
                           watchTokens: s.watchTokens, staleNotified: s.staleNotified, staleArmed: s.staleArmed,
-                          dueAt: s.dueAt, history: s.history.mark, watchers: keepingWatchers ? s.watchers : nil)
+                          dueAt: s.dueAt, e2e: s.e2e, history: s.history.mark, watchers: keepingWatchers ? s.watchers : nil)
     }
 
     /// Puts a stream back at `checkpoint`, taken just before one change (changes of one turn are
@@ -54,6 +56,7 @@ extension PanicHub {
             stream.staleNotified = checkpoint.staleNotified
             stream.staleArmed = checkpoint.staleArmed
             stream.dueAt = checkpoint.dueAt
+            stream.e2e = checkpoint.e2e
             for (watcher, digest) in checkpoint.watchers ?? [:] where stream.watchers[watcher] == nil && connected(watcher) {
                 stream.watchers[watcher] = digest
                 rewatched.append(watcher)

@@ -115,6 +115,17 @@ public struct PanicHub: Sendable {
                                timer: PanicTimer? = nil, circle: CircleID? = nil, reserveEligible: Bool = true, secrets: Secrets, now: Int64,
                                out: inout [PanicDelivery])
         -> Result<(stream: PanicStream, ownerToken: String, watchTokens: [String]), PanicFailure> {
+        start(owner: owner, status: status, origin: .clear(location, note: note), watchers: watchers, timer: timer, circle: circle,
+              reserveEligible: reserveEligible, secrets: secrets, now: now, out: &out)
+    }
+
+    /// `start`, clear or end-to-end encrypted (`origin`): an e2e stream's first event is its
+    /// sealed point (seq 1, sealed for `status`), and it holds its keys' public side (the key id,
+    /// the circle members' boxes) from then on. Everything else as for a clear start.
+    public mutating func start(owner: WatcherID, status: PanicStatus, origin: PanicOrigin, watchers: Int,
+                               timer: PanicTimer? = nil, circle: CircleID? = nil, reserveEligible: Bool = true, secrets: Secrets, now: Int64,
+                               out: inout [PanicDelivery])
+        -> Result<(stream: PanicStream, ownerToken: String, watchTokens: [String]), PanicFailure> {
         precondition(watchers >= 1, "a panic stream starts with at least one contact (checked at decode)")
         guard watchers <= settings.maxWatchersOnStart, watchers <= settings.maxWatchTokens else { return .failure(.tooManyWatchTokens) }
         var dueAt: Int64?
@@ -130,7 +141,7 @@ public struct PanicHub: Sendable {
         while streams[id] != nil { id = StreamID(random: secrets.randomBytes(16)) }
         let ownerToken = secrets.newToken()
         let watchTokens = (0..<watchers).map { _ in secrets.newToken() }
-        var stream = PanicStream(id: id, status: status, location: location, note: note,
+        var stream = PanicStream(id: id, status: status, origin: origin,
                                  ownerDigest: secrets.digest(ofToken: ownerToken),
                                  watchTokens: watchTokens.map { secrets.digest(ofToken: $0) },
                                  owner: owner, now: now, historyEvents: settings.historyEvents)
@@ -179,10 +190,36 @@ public struct PanicHub: Sendable {
     /// A new location: the next seq, to every watcher. It ends any silence (re-arms the stale notice).
     public mutating func update(_ id: StreamID, by connection: WatcherID, ownerToken: String?, location: PanicLocation,
                                 secrets: Secrets, now: Int64, out: inout [PanicDelivery]) -> Result<UInt64, PanicFailure> {
+        record(location: .location(location), of: id, by: connection, ownerToken: ownerToken, secrets: secrets, now: now, out: &out) { stream in
+            stream.isE2E ? .sealedRequired : nil
+        }
+    }
+
+    /// A sealed location for an end-to-end encrypted stream: applied, as the next seq to every
+    /// watcher, only when it was sealed for the stream's next seq and current status
+    /// (`SealedSeqCheck`; else `.seqMismatch` with both, and the client seals again). A clear
+    /// stream takes none (`.notE2E`). Both are judged after the token, so a stranger learns
+    /// nothing of a stream. The key id is the client's to choose (an update sealed just before a
+    /// rekey under the key before is still readable by who holds that key).
+    public mutating func updateSealed(_ id: StreamID, by connection: WatcherID, ownerToken: String?, update: SealedUpdate,
+                                      secrets: Secrets, now: Int64, out: inout [PanicDelivery]) -> Result<UInt64, PanicFailure> {
+        record(location: .sealedLocation(update.point), of: id, by: connection, ownerToken: ownerToken, secrets: secrets, now: now,
+               out: &out) { stream in
+            guard stream.isE2E else { return .notE2E }
+            return SealedSeqCheck.check(seq: update.seq, status: update.status, streamSeq: stream.seq, streamStatus: stream.status)
+        }
+    }
+
+    /// A location event (clear or sealed) recorded if `refusal` finds nothing against it, after
+    /// the token and the end are checked; it ends any silence (re-arms the stale notice).
+    private mutating func record(location kind: PanicEventKind, of id: StreamID, by connection: WatcherID, ownerToken: String?,
+                                 secrets: Secrets, now: Int64, out: inout [PanicDelivery],
+                                 refusal: (PanicStream) -> PanicFailure?) -> Result<UInt64, PanicFailure> {
         var needsStaleEntry = false
         let result = steer(id, by: connection, ownerToken: ownerToken, secrets: secrets) { stream -> Result<UInt64, PanicFailure> in
             guard stream.isActive else { return .failure(.ended) }
-            let event = stream.record(.location(location), now: now)
+            if let failure = refusal(stream) { return .failure(failure) }
+            let event = stream.record(kind, now: now)
             needsStaleEntry = !stream.staleArmed
             stream.staleArmed = true
             Self.deliver(event, of: stream, out: &out)
@@ -190,6 +227,30 @@ public struct PanicHub: Sendable {
         }
         if needsStaleEntry { fileStale(at: Self.saturatingSum(now, settings.staleAfterMs), id) }
         return result
+    }
+
+    /// Replaces an active e2e stream's key id and member boxes (`panic.rekey`, owner only): every
+    /// watcher hears the new key id, and each member watching as a circle member its own new box
+    /// (none when the owner gave it none: a revoked member keeps only what it could already
+    /// read). Not an event: no seq is taken, and a watcher watching again gets the keys in its
+    /// reply. A clear stream is `.notE2E`, an ended one `.ended`.
+    public mutating func rekey(_ id: StreamID, by connection: WatcherID, ownerToken: String?, keys: E2EKeys,
+                               secrets: Secrets, out: inout [PanicDelivery]) -> Result<UInt64, PanicFailure> {
+        steer(id, by: connection, ownerToken: ownerToken, secrets: secrets) { stream -> Result<UInt64, PanicFailure> in
+            guard stream.isActive else { return .failure(.ended) }
+            guard stream.isE2E else { return .failure(.notE2E) }
+            Self.rekey(&stream, keys, out: &out)
+            return .success(stream.seq)
+        }
+    }
+
+    /// The keys replaced, and the watchers told (`rekey`, and the replicated rekey).
+    static func rekey(_ stream: inout PanicStream, _ keys: E2EKeys, out: inout [PanicDelivery]) {
+        stream.e2e = keys
+        for watcher in stream.watchers.keys.sorted() {
+            let box = stream.memberWatchers[watcher].flatMap { keys.box(forMember: $0) }
+            out.append(PanicDelivery(stream: stream.id, kind: .rekeyed(kid: keys.kid, box: box), recipients: [watcher]))
+        }
     }
 
     /// A status change: the next seq, to every watcher. Setting the status it already has is not an
@@ -295,8 +356,8 @@ public struct PanicHub: Sendable {
 
     /// `watch`, for whoever `admits` lets in (the token's check, read before anything else), the
     /// watcher kept under `digest` so that revoking what it holds finds it.
-    mutating func watch(_ id: StreamID, watcher: WatcherID, as digest: TokenDigest, since: UInt64?, out: inout [PanicDelivery],
-                        admits: (PanicStream) -> Bool) -> Result<PanicWatch, PanicFailure> {
+    mutating func watch(_ id: StreamID, watcher: WatcherID, as digest: TokenDigest, member: UInt32? = nil, since: UInt64?,
+                        out: inout [PanicDelivery], admits: (PanicStream) -> Bool) -> Result<PanicWatch, PanicFailure> {
         var isNewWatcher = false
         let result = withStream(id) { stream -> Result<PanicWatch, PanicFailure> in
             guard admits(stream) else { return .failure(.forbidden) }
@@ -316,7 +377,10 @@ public struct PanicHub: Sendable {
                 isNewWatcher = true
                 Self.deliverWatcherCount(of: stream, out: &out)
             }
-            return .success(PanicWatch(stream: stream, replay: replay, gap: gap))
+            stream.memberWatchers[watcher] = member
+            // A member's own box, and no other's; a watch token's watcher has the key from its link.
+            let box = member.flatMap { stream.e2e?.box(forMember: $0) }
+            return .success(PanicWatch(stream: stream, replay: replay, gap: gap, box: box))
         } ?? .failure(.forbidden)
         if isNewWatcher { watching[watcher, default: []].insert(id) }
         return result
@@ -331,6 +395,7 @@ public struct PanicHub: Sendable {
     public mutating func unwatch(_ id: StreamID, watcher: WatcherID, out: inout [PanicDelivery]) {
         let stopped = withStream(id) { stream -> Bool in
             guard stream.watchers.removeValue(forKey: watcher) != nil else { return false }
+            stream.memberWatchers.removeValue(forKey: watcher)
             Self.deliverWatcherCount(of: stream, out: &out)
             return true
         }
@@ -352,6 +417,7 @@ public struct PanicHub: Sendable {
             for id in watched.sorted() {
                 withStream(id) { stream in
                     guard stream.watchers.removeValue(forKey: connection) != nil else { return }
+                    stream.memberWatchers.removeValue(forKey: connection)
                     Self.deliverWatcherCount(of: stream, out: &out)
                 }
             }
@@ -409,7 +475,10 @@ public struct PanicHub: Sendable {
         stream.watchTokens.remove(at: index)
         let cut = stream.watchers.filter { $0.value.matches(digest) }.map(\.key).sorted()
         guard !cut.isEmpty else { return cut }
-        for watcher in cut { stream.watchers.removeValue(forKey: watcher) }
+        for watcher in cut {
+            stream.watchers.removeValue(forKey: watcher)
+            stream.memberWatchers.removeValue(forKey: watcher)
+        }
         out.append(PanicDelivery(stream: stream.id, kind: .revoked, recipients: cut))
         deliverWatcherCount(of: stream, out: &out)
         return cut

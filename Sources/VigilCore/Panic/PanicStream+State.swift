@@ -40,6 +40,23 @@ extension PanicStream {
                                 ownerDigest: TokenDigest, watchTokens: [TokenDigest], staleNotified: Bool,
                                 dueAt: Int64? = nil, missedCheckInAt: Int64? = nil,
                                 missedCheckInSentAt: Int64? = nil, circle: CircleID? = nil) throws(PanicRestoreError) -> PanicStream {
+        try restored(id: id, status: status, startedAt: startedAt, updatedAt: updatedAt, seq: seq,
+                     last: LastLocation(location: lastLocation, at: lastLocationAt), note: note, ended: ended, history: events,
+                     historyCapacity: historyCapacity, ownerDigest: ownerDigest, watchTokens: watchTokens, staleNotified: staleNotified,
+                     dueAt: dueAt, missedCheckInAt: missedCheckInAt, missedCheckInSentAt: missedCheckInSentAt, circle: circle)
+    }
+
+    /// `restored`, for any stream: `last` a clear or a sealed position, `e2e` the keys of an
+    /// end-to-end encrypted stream (nil: clear). An e2e stream holds no clear location, no note,
+    /// and only sealed points (its `last` among them); a clear one no sealed point.
+    public static func restored(id: StreamID, status: PanicStatus, startedAt: Int64, updatedAt: Int64, seq: UInt64,
+                                last: LastLocation, note: String?,
+                                ended: (reason: PanicEndReason, at: Int64)?, history events: [PanicEvent], historyCapacity: Int,
+                                ownerDigest: TokenDigest, watchTokens: [TokenDigest], staleNotified: Bool,
+                                dueAt: Int64? = nil, missedCheckInAt: Int64? = nil,
+                                missedCheckInSentAt: Int64? = nil, circle: CircleID? = nil,
+                                e2e: E2EKeys? = nil) throws(PanicRestoreError) -> PanicStream {
+        let lastLocationAt = last.at
         guard historyCapacity >= 1 else { throw .invalidHistoryCapacity(historyCapacity) }
         guard seq >= 1, seq <= UInt64(restorableMagnitude) else { throw .seqOutOfRange(seq) }
         for time in [startedAt, updatedAt, lastLocationAt, ended?.at ?? 0, dueAt ?? 0, missedCheckInAt ?? 0, missedCheckInSentAt ?? 0] {
@@ -50,7 +67,8 @@ extension PanicStream {
         case (let at?, let sentAt?) where sentAt < at: throw .escalationSentBeforeItsTime(at: at, sentAt: sentAt)
         default: break
         }
-        guard Self.isRestorable(lastLocation) else { throw .invalidLocation }
+        guard Self.isRestorable(last.position, e2e: e2e != nil, seq: seq) else { throw .invalidLocation }
+        if e2e != nil && note != nil { throw .e2eMismatch }
         if ended != nil && dueAt != nil { throw .timerAfterEnd }
         guard let newest = events.last else { throw .emptyHistory }
         guard events.count <= historyCapacity else { throw .historyOverCapacity(count: events.count, capacity: historyCapacity) }
@@ -63,6 +81,7 @@ extension PanicStream {
             guard event.seq == expected else { throw .historyNotContiguous }
             guard Self.isRestorableTime(event.at) else { throw .timeOutOfRange(event.at) }
             guard Self.isRestorable(event.kind) else { throw .invalidLocation }
+            guard Self.fits(event.kind, e2e: e2e != nil) else { throw .e2eMismatch }
             if case .missedCheckIn(_, _, let sentAt) = event.kind, sentAt < event.at {
                 throw .escalationSentBeforeItsTime(at: event.at, sentAt: sentAt)
             }
@@ -72,19 +91,25 @@ extension PanicStream {
         }
         // `ended` and the newest event must agree: `record` refuses events only when `ended` is set.
         switch (ended, newest.kind) {
-        case (nil, .ended), (_?, .location), (_?, .status), (_?, .timer), (_?, .missedCheckIn):
+        case (nil, .ended), (_?, .location), (_?, .sealedLocation), (_?, .status), (_?, .timer), (_?, .missedCheckIn):
             throw .endMismatch
         case (let end?, .ended(let reason)) where end.reason != reason || end.at != newest.at:
             throw .endMismatch
         default:
             break
         }
-        var stream = PanicStream(id: id, status: status, location: lastLocation, note: note, ownerDigest: ownerDigest,
+        // The origin's point is replaced by `last` and `history` below.
+        let origin: PanicOrigin
+        switch last.position {
+        case .clear(let location): origin = .clear(location, note: note)
+        case .sealed(let point, _): origin = .e2e(E2EStart(keys: e2e ?? E2EKeys(kid: point.kid, boxes: []), sealed: point.sealed))
+        }
+        var stream = PanicStream(id: id, status: status, origin: origin, ownerDigest: ownerDigest,
                                  watchTokens: watchTokens, owner: 0, now: startedAt, historyEvents: historyCapacity)
         stream.owner = nil
         stream.updatedAt = updatedAt
         stream.seq = seq
-        stream.last = LastLocation(location: lastLocation, at: lastLocationAt)
+        stream.last = last
         stream.ended = ended.map { PanicEnd(reason: $0.reason, at: $0.at) }
         stream.history = history
         stream.staleNotified = staleNotified
@@ -103,12 +128,21 @@ extension PanicStream {
         guard ended == nil else { return .refused("stream \(id) ended at seq \(seq); event seq \(event.seq) comes after its end") }
         guard event.seq == seq + 1 else { return .refused("stream \(id) is at seq \(seq); event seq \(event.seq) leaves a gap") }
         guard Self.isRestorableTime(event.at) else { return .refused("stream \(id) event seq \(event.seq) has time \(event.at) out of range") }
-        guard Self.isRestorable(event.kind) else {
-            return .refused("stream \(id) event seq \(event.seq) has an invalid location or time")
+        guard Self.isRestorable(event.kind), Self.fits(event.kind, e2e: isE2E) else {
+            return .refused("stream \(id) event seq \(event.seq) has an invalid location or time, or a location of the other kind (clear, sealed)")
         }
         guard Self.isInOrder(event) else { return .refused("stream \(id) event seq \(event.seq) is an escalation sent before its time") }
         _ = record(event.kind, now: event.at)
         return .applied
+    }
+
+    /// Replaces an e2e stream's keys with a journaled rekey's. False when it holds them already
+    /// (a replayed record) or is not end-to-end encrypted (a clear stream takes no keys).
+    @discardableResult
+    public mutating func replayRekey(_ keys: E2EKeys) -> Bool {
+        guard isE2E, e2e != keys else { return false }
+        e2e = keys
+        return true
     }
 
     /// Adds a journaled invitation's token digest. False when it is live already (a replayed record).
@@ -138,10 +172,34 @@ extension PanicStream {
     static func isRestorable(_ kind: PanicEventKind) -> Bool {
         switch kind {
         case .location(let location): return isRestorable(location)
-        case .status, .ended: return true
+        case .sealedLocation, .status, .ended: return true
         case .timer(let due): return isRestorableTime(due ?? 0)
         case .missedCheckIn(let due, let last, let sentAt):
-            return isRestorableTime(due) && isRestorableTime(last.at) && isRestorableTime(sentAt) && isRestorable(last.location)
+            guard isRestorableTime(due), isRestorableTime(last.at), isRestorableTime(sentAt) else { return false }
+            switch last.position {
+            case .clear(let location): return isRestorable(location)
+            case .sealed(_, let seq): return seq >= 1 && seq <= UInt64(restorableMagnitude)
+            }
+        }
+    }
+
+    /// A stream's last position: of its kind (sealed exactly when the stream is e2e), and a sealed
+    /// one sealed for a seq the stream has reached.
+    static func isRestorable(_ position: PanicPosition, e2e: Bool, seq: UInt64) -> Bool {
+        switch position {
+        case .clear(let location): return !e2e && isRestorable(location)
+        case .sealed(_, let sealedSeq): return e2e && sealedSeq >= 1 && sealedSeq <= seq
+        }
+    }
+
+    /// Whether an event's location (if it has one, the escalation's `last` too) is of the
+    /// stream's kind: an e2e stream holds no coordinates, a clear one no sealed point.
+    static func fits(_ kind: PanicEventKind, e2e: Bool) -> Bool {
+        switch kind {
+        case .location: return !e2e
+        case .sealedLocation: return e2e
+        case .missedCheckIn(_, let last, _): return (last.clearLocation == nil) == e2e
+        case .status, .ended, .timer: return true
         }
     }
 
@@ -183,6 +241,8 @@ public enum PanicRestoreError: Error, Equatable, Sendable, CustomStringConvertib
     case timerAfterEnd
     case escalationSentAtWithoutEscalation
     case escalationSentBeforeItsTime(at: Int64, sentAt: Int64)
+    /// A clear location or a note in an end-to-end encrypted stream, or a sealed point in a clear one.
+    case e2eMismatch
 
     public var description: String {
         switch self {
@@ -199,6 +259,7 @@ public enum PanicRestoreError: Error, Equatable, Sendable, CustomStringConvertib
         case .timerAfterEnd: return "an ended stream has a safety timer"
         case .escalationSentAtWithoutEscalation: return "the stream has an escalation's sent time but no escalation"
         case .escalationSentBeforeItsTime(let at, let sentAt): return "an escalation at \(at) ms was sent before it, at \(sentAt) ms"
+        case .e2eMismatch: return "an end-to-end encrypted stream holds a clear location or note, or a clear stream a sealed point"
         }
     }
 }

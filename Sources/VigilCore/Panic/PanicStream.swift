@@ -1,18 +1,56 @@
+/// Where a stream's person last was: coordinates for a clear stream, or, for an end-to-end
+/// encrypted one, the sealed point and the seq it was sealed for. An e2e stream has no
+/// coordinates at all, so nothing can encode a placeholder position for it.
+public enum PanicPosition: Equatable, Sendable {
+    case clear(PanicLocation)
+    case sealed(SealedPoint, seq: UInt64)
+
+    /// The coordinates, for a clear stream only.
+    public var clearLocation: PanicLocation? {
+        if case .clear(let location) = self { return location }
+        return nil
+    }
+}
+
 /// Where a stream's person last was, and when the phone said so.
 public struct LastLocation: Equatable, Sendable {
-    public var location: PanicLocation
+    public var position: PanicPosition
     public var at: Int64
 
-    public init(location: PanicLocation, at: Int64) {
-        self.location = location
+    public init(position: PanicPosition, at: Int64) {
+        self.position = position
         self.at = at
     }
+
+    /// A clear position.
+    public init(location: PanicLocation, at: Int64) {
+        self.init(position: .clear(location), at: at)
+    }
+
+    /// The coordinates, for a clear stream only (nil for an e2e stream's sealed point).
+    public var clearLocation: PanicLocation? { position.clearLocation }
 }
 
 /// How and when a stream ended.
 public struct PanicEnd: Equatable, Sendable {
     public var reason: PanicEndReason
     public var at: Int64
+}
+
+/// How a stream starts: its first location in clear (and the note), or end-to-end encrypted.
+public enum PanicOrigin: Equatable, Sendable {
+    case clear(PanicLocation, note: String?)
+    case e2e(E2EStart)
+}
+
+extension PanicEventKind {
+    /// A location, clear or sealed: a point of the trail, conflated for a slow watcher.
+    public var isLocation: Bool {
+        switch self {
+        case .location, .sealedLocation: return true
+        case .status, .ended, .timer, .missedCheckIn: return false
+        }
+    }
 }
 
 /// One person's panic stream: its state, its bounded history, and who may see and steer it.
@@ -46,6 +84,12 @@ public struct PanicStream: Sendable {
     /// the circle's listeners hear of its start, escalation and end. Fixed at the start; a
     /// circle closed since leaves it set (the stream goes on; new member watches are refused).
     public internal(set) var circle: CircleID?
+    /// The keys' public side of an end-to-end encrypted stream (its current key id and the circle
+    /// members' boxes); nil for a clear stream. Fixed as e2e or clear at the start; `rekey`
+    /// replaces the keys.
+    public internal(set) var e2e: E2EKeys?
+    /// Whether the stream is end-to-end encrypted: its locations are sealed, never coordinates.
+    public var isE2E: Bool { e2e != nil }
 
     /// Digest of the owner token (resume, and steering from a connection that does not own the stream).
     let ownerDigest: TokenDigest
@@ -59,6 +103,9 @@ public struct PanicStream: Sendable {
     /// finds the watchers it cuts by it; the two kinds of token are both 256 random bits, so a
     /// digest of one never matches the other's.
     var watchers: [WatcherID: TokenDigest] = [:]
+    /// The member number of each watcher watching as a circle member (`watch(asMember:)`): whom
+    /// a rekey sends which box.
+    var memberWatchers: [WatcherID: UInt32] = [:]
     /// Whether watchers were told of the current silence; a new location clears it.
     var staleNotified = false
     /// Whether a stale-deadline entry for this stream is in the hub's heap (one at most).
@@ -71,21 +118,41 @@ public struct PanicStream: Sendable {
     public var isEscalated: Bool { ended == nil && missedCheckInAt != nil }
     public var watcherCount: Int { watchers.count }
 
-    init(id: StreamID, status: PanicStatus, location: PanicLocation, note: String?, ownerDigest: TokenDigest,
+    /// `origin`: the first location in clear (with the note), or an e2e start (its keys and the
+    /// first point, sealed for seq 1 and `status`).
+    init(id: StreamID, status: PanicStatus, origin: PanicOrigin, ownerDigest: TokenDigest,
          watchTokens: [TokenDigest], owner: WatcherID, now: Int64, historyEvents: Int) {
         self.id = id
         self.status = status
         self.startedAt = now
         self.updatedAt = now
         self.seq = 1
-        self.last = LastLocation(location: location, at: now)
-        self.note = note
+        let first: PanicEventKind
+        switch origin {
+        case .clear(let location, let note):
+            self.last = LastLocation(location: location, at: now)
+            self.note = note
+            first = .location(location)
+        case .e2e(let start):
+            let point = start.point(status: status)
+            self.last = LastLocation(position: .sealed(point, seq: 1), at: now)
+            self.note = nil
+            self.e2e = start.keys
+            first = .sealedLocation(point)
+        }
         self.ended = nil
         self.ownerDigest = ownerDigest
         self.watchTokens = watchTokens
         self.owner = owner
         self.history = PanicHistory(capacity: historyEvents)
-        history.append(PanicEvent(seq: 1, at: now, kind: .location(location)))
+        history.append(PanicEvent(seq: 1, at: now, kind: first))
+    }
+
+    /// A clear stream (`init(origin:)` with `.clear`).
+    init(id: StreamID, status: PanicStatus, location: PanicLocation, note: String?, ownerDigest: TokenDigest,
+         watchTokens: [TokenDigest], owner: WatcherID, now: Int64, historyEvents: Int) {
+        self.init(id: id, status: status, origin: .clear(location, note: note), ownerDigest: ownerDigest, watchTokens: watchTokens,
+                  owner: owner, now: now, historyEvents: historyEvents)
     }
 
     /// Applies the next event and returns it. The caller has checked that the stream is active.
@@ -97,6 +164,9 @@ public struct PanicStream: Sendable {
         switch kind {
         case .location(let location):
             last = LastLocation(location: location, at: now)
+            staleNotified = false
+        case .sealedLocation(let point):
+            last = LastLocation(position: .sealed(point, seq: seq), at: now)
             staleNotified = false
         case .status(let status):
             self.status = status
@@ -123,15 +193,15 @@ public struct PanicStream: Sendable {
         id == other.id && seq == other.seq && status == other.status && startedAt == other.startedAt
             && updatedAt == other.updatedAt && note == other.note && last == other.last && ended == other.ended
             && dueAt == other.dueAt && missedCheckInAt == other.missedCheckInAt
-            && missedCheckInSentAt == other.missedCheckInSentAt && history.holdsTheSameEvents(as: other.history)
+            && missedCheckInSentAt == other.missedCheckInSentAt && e2e?.kid == other.e2e?.kid && history.holdsTheSameEvents(as: other.history)
     }
 
     /// The held event with this seq, or nil when the history no longer (or not yet) holds it.
     public func event(seq: UInt64) -> PanicEvent? { history.event(seq: seq) }
 
-    /// The location events still held, oldest first.
+    /// The location events (clear or sealed) still held, oldest first.
     public var trail: [PanicEvent] {
-        history.all.filter { if case .location = $0.kind { return true } else { return false } }
+        history.all.filter { $0.kind.isLocation }
     }
 
     /// Index of the live watch token whose digest matches, checking every token whatever matches

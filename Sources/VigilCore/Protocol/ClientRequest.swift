@@ -27,7 +27,13 @@ public enum ClientOperation: Equatable, Sendable {
     /// `circle`: the check-in circle the stream is started for, with its owner token.
     case panicStart(status: PanicStatus, location: PanicLocation, note: String?, watchers: Int, timer: PanicTimer?,
                     circle: CircleToken? = nil)
+    /// `panic.start` of an end-to-end encrypted stream: its first point sealed, its keys' public side.
+    case panicStartE2E(status: PanicStatus, e2e: E2EStart, watchers: Int, timer: PanicTimer?, circle: CircleToken? = nil)
     case panicUpdate(stream: StreamID?, ownerToken: String?, location: PanicLocation)
+    /// `panic.update` of an end-to-end encrypted stream: a sealed location, for the seq and status it names.
+    case panicUpdateSealed(stream: StreamID?, ownerToken: String?, update: SealedUpdate)
+    /// `panic.rekey`: an e2e stream's new key id and member boxes.
+    case panicRekey(stream: StreamID?, ownerToken: String?, keys: E2EKeys)
     case panicStatus(stream: StreamID?, ownerToken: String?, status: PanicStatus)
     case panicEnd(stream: StreamID?, ownerToken: String?, reason: PanicEndReason)
     case panicResume(stream: StreamID?, ownerToken: String)
@@ -51,8 +57,8 @@ public enum ClientOperation: Equatable, Sendable {
         case .pinUpdate: return 3
         case .pinDelete: return 4
         case .pinVote: return 5
-        case .panicStart: return 6
-        case .panicUpdate: return 7
+        case .panicStart, .panicStartE2E: return 6
+        case .panicUpdate, .panicUpdateSealed: return 7
         case .panicStatus: return 8
         case .panicEnd: return 9
         case .panicResume: return 10
@@ -61,7 +67,8 @@ public enum ClientOperation: Equatable, Sendable {
         case .panicInvite: return 13
         case .panicRevoke: return 14
         case .panicTimer: return 15
-        case .checkin(let c): return 16 + c.index
+        case .panicRekey: return 16
+        case .checkin(let c): return 17 + c.index
         }
     }
 
@@ -71,7 +78,8 @@ public enum ClientOperation: Equatable, Sendable {
     /// Every operation name, indexed by `metricIndex`.
     public static let names = ["subscribe", "unsubscribe", "pin.create", "pin.update", "pin.delete", "pin.vote",
                                "panic.start", "panic.update", "panic.status", "panic.end", "panic.resume",
-                               "panic.watch", "panic.unwatch", "panic.invite", "panic.revoke", "panic.timer"] + CheckinOperation.names
+                               "panic.watch", "panic.unwatch", "panic.invite", "panic.revoke", "panic.timer", "panic.rekey"]
+        + CheckinOperation.names
 
     /// Both views of `subscribe`: they share its rate limits.
     public var isSubscribe: Bool {
@@ -86,7 +94,8 @@ public enum ClientOperation: Equatable, Sendable {
     /// below the message limit.
     public var isWrite: Bool {
         switch self {
-        case .pinCreate, .pinUpdate, .pinDelete, .pinVote, .panicStart, .panicInvite: return true
+        // A rekey too: it is rare (a member revoked), and each is a critical (synced) record.
+        case .pinCreate, .pinUpdate, .pinDelete, .pinVote, .panicStart, .panicStartE2E, .panicInvite, .panicRekey: return true
         case .checkin(let c): return c.isWrite
         default: return false
         }
@@ -97,8 +106,8 @@ public enum ClientOperation: Equatable, Sendable {
     /// are not rate limited, but they are journaled.
     public var changesState: Bool {
         switch self {
-        case .pinCreate, .pinUpdate, .pinDelete, .pinVote, .panicStart, .panicUpdate, .panicStatus, .panicEnd,
-             .panicInvite, .panicRevoke, .panicTimer:
+        case .pinCreate, .pinUpdate, .pinDelete, .pinVote, .panicStart, .panicStartE2E, .panicUpdate, .panicUpdateSealed,
+             .panicStatus, .panicEnd, .panicInvite, .panicRevoke, .panicTimer, .panicRekey:
             return true
         case .subscribe, .subscribeClusters, .unsubscribe, .panicResume, .panicWatch, .panicWatchAsMember, .panicUnwatch:
             return false

@@ -28,7 +28,8 @@ public enum Reply: Sendable {
     case timer(seq: UInt64, dueAt: Int64?)
     /// `panic.watch`, `panic.resume`: the stream's state, and for a watch with `since` whether
     /// events were lost (`gap`).
-    case panicState(PanicStream, gap: Bool)
+    /// `box`: a circle member's own key box, when it watches an end-to-end encrypted stream.
+    case panicState(PanicStream, gap: Bool, box: SealedBytes? = nil)
     /// `panic.invite`: the new contact's watch token.
     case watchToken(String)
     /// The `checkin.*` replies that carry more than `ok`.
@@ -124,9 +125,10 @@ extension ServerMessages {
                 w.key("due_at")
                 if let dueAt { w.int(dueAt) } else { w.null() }
             }
-        case .panicState(let s, let gap):
+        case .panicState(let s, let gap, let box):
             ok(ref: ref, into: &w) { w in
                 w.key("state"); panicState(s, maxBytes: maxBytes, into: &w)
+                if let box { w.key("box"); w.string(box.text) }
                 if gap { w.key("gap"); w.bool(true) }
             }
         case .watchToken(let token):

@@ -1,9 +1,7 @@
 /// Decoding of the end-to-end encrypted fields (docs/design/e2e-streams.md): `panic.start`'s
 /// `e2e` object, a sealed `panic.update` and `panic.rekey`.
 ///
-/// Not yet reached from `decodeOperation`: the hub and the server do not take e2e streams yet,
-/// so the wire still refuses `e2e`, `sealed` and `panic.rekey` as unknown (see
-/// docs/design/e2e-streams-status.md). These functions are the checks the wiring will call.
+/// Called by `decodePanic` (RequestDecoder+Panic.swift).
 ///
 /// Every value is hostile: sizes are checked before anything is decoded, each failure has its
 /// own code and names its field, and no error message echoes a sealed value, a box or a key id.
@@ -36,10 +34,10 @@ extension RequestDecoder {
     func e2eStart(_ o: JSONObject, forCircle circle: Bool) throws -> E2EStart? {
         guard let value = o["e2e"] else { return nil }
         guard let e = value.object else { throw RequestError("invalid_e2e", field: "e2e", "e2e must be an object") }
-        try refuseClearLocation(o)
         for member in e.members where !Self.e2eStartFields.contains(member.key) {
             throw RequestError.unknownField("e2e." + String(member.key.prefix(32)))
         }
+        try refuseClearLocation(o)
         guard let v = e["v"] else { throw RequestError.missing("e2e.v") }
         guard v.int64 == Int64(E2EStart.version) else {
             throw RequestError("unsupported_e2e_version", field: "e2e.v", "this server knows e2e format version \(E2EStart.version) only")
@@ -60,13 +58,13 @@ extension RequestDecoder {
     /// when `sealed` is absent (a clear update).
     func sealedUpdate(_ o: JSONObject) throws -> SealedUpdate? {
         guard o["sealed"] != nil else {
-            for name in ["kid", "seq"] where o[name] != nil {
-                throw RequestError("missing_field", field: "sealed", "\(name) belongs to a sealed update, which needs sealed")
+            for name in ["kid", "seq", "status"] where o[name] != nil {
+                throw RequestError("invalid_e2e", field: name, "\(name) belongs to a sealed update: a clear update carries none")
             }
             return nil
         }
-        try refuseClearLocation(o)
         let sealed = try sealedValue(o, "sealed", path: "sealed")
+        try refuseClearLocation(o)
         let kid = try keyID(o, "kid", path: "kid")
         guard let s = o["seq"] else { throw RequestError.missing("seq") }
         guard let n = s.int64, n >= 1 else { throw RequestError("invalid_seq", field: "seq", "seq must be a positive integer") }

@@ -20,8 +20,9 @@ extension RequestDecoder {
         "pin.delete": ["id", "edit_token"],
         "pin.vote": ["id", "value"],
         "panic.start": ["status", "lat", "lon", "accuracy_m", "heading", "speed_mps", "note", "watchers", "due_in_s", "due_at",
-                        "circle", "owner_token"],
-        "panic.update": ["stream", "owner_token", "lat", "lon", "accuracy_m", "heading", "speed_mps"],
+                        "circle", "owner_token", "e2e"],
+        "panic.update": ["stream", "owner_token", "lat", "lon", "accuracy_m", "heading", "speed_mps", "sealed", "kid", "seq", "status"],
+        "panic.rekey": ["stream", "owner_token", "kid", "boxes"],
         "panic.status": ["stream", "owner_token", "status"],
         "panic.end": ["stream", "owner_token", "reason"],
         "panic.resume": ["stream", "owner_token"],
@@ -68,7 +69,7 @@ extension RequestDecoder {
     /// (`RequestDecoderIdemTests` checks every operation against it).
     public static let idempotentOperations: Set<String> = [
         "pin.create", "pin.update", "pin.delete", "pin.vote",
-        "panic.start", "panic.update", "panic.status", "panic.end", "panic.invite", "panic.revoke", "panic.timer",
+        "panic.start", "panic.update", "panic.status", "panic.end", "panic.invite", "panic.revoke", "panic.timer", "panic.rekey",
         "checkin.create", "checkin.invite", "checkin.revoke", "checkin.answer", "checkin.home", "checkin.close",
         "checkin.request", "checkin.register", "checkin.unregister", "checkin.ack",
     ]

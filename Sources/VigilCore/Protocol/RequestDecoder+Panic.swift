@@ -5,7 +5,8 @@ extension RequestDecoder {
         switch op {
         case "panic.start":
             let status = try panicStatus(o)
-            let location = try panicLocation(o)
+            let e2e = try e2eStart(o, forCircle: o["circle"] != nil)
+            let location = e2e == nil ? try panicLocation(o) : nil
             let note = try optionalNote(o, characters: panic.noteMaxCharacters, bytes: panic.noteMaxBytes)
             var watchers = 1
             if let w = o["watchers"] {
@@ -15,14 +16,22 @@ extension RequestDecoder {
                 watchers = Int(n)
             }
             let timer = try panicTimer(o, cancellable: false)
-            return .panicStart(status: status, location: location, note: note, watchers: watchers, timer: timer,
-                               circle: try startCircle(o))
+            let circle = try startCircle(o)
+            if let e2e { return .panicStartE2E(status: status, e2e: e2e, watchers: watchers, timer: timer, circle: circle) }
+            guard let location else { throw RequestError.missing("lat") }   // read above whenever there is no e2e
+            return .panicStart(status: status, location: location, note: note, watchers: watchers, timer: timer, circle: circle)
         case "panic.timer":
             let stream = try streamID(o)
             guard let timer = try panicTimer(o, cancellable: true) else { throw RequestError.missing("due_in_s") }
             return .panicTimer(stream: stream, ownerToken: try optionalToken(o, "owner_token"), timer: timer)
         case "panic.update":
-            return .panicUpdate(stream: try streamID(o), ownerToken: try optionalToken(o, "owner_token"), location: try panicLocation(o))
+            let stream = try streamID(o)
+            let token = try optionalToken(o, "owner_token")
+            if let sealed = try sealedUpdate(o) { return .panicUpdateSealed(stream: stream, ownerToken: token, update: sealed) }
+            return .panicUpdate(stream: stream, ownerToken: token, location: try panicLocation(o))
+        case "panic.rekey":
+            let stream = try streamID(o)
+            return .panicRekey(stream: stream, ownerToken: try optionalToken(o, "owner_token"), keys: try rekeyKeys(o))
         case "panic.status":
             return .panicStatus(stream: try streamID(o), ownerToken: try optionalToken(o, "owner_token"), status: try panicStatus(o))
         case "panic.end":

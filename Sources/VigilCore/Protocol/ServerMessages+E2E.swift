@@ -1,6 +1,6 @@
 /// The parts of the panic messages that show an end-to-end encrypted stream's sealed points
-/// (docs/PROTOCOL.md, "End-to-end encrypted streams"). Not yet called by `panicEvent` or the
-/// state encoder: the hub holds no e2e stream yet (docs/design/e2e-streams-status.md).
+/// (docs/PROTOCOL.md, "End-to-end encrypted streams"), written by `panicEvent` and the state
+/// encoder (ServerMessages+Panic.swift).
 extension ServerMessages {
     /// A sealed point's members, written where a clear point writes `lat`, `lon` and the rest:
     /// `sealed`, `kid` and the `status` it was sealed for. The seq it was sealed for is the

@@ -13,7 +13,7 @@ extension ServerMessages {
         w.beginObject()
         w.key("type")
         switch e.kind {
-        case .location: w.string("panic.location")
+        case .location, .sealedLocation: w.string("panic.location")
         case .status, .missedCheckIn: w.string("panic.status")
         case .ended: w.string("panic.ended")
         case .timer: w.string("panic.timer")
@@ -22,6 +22,7 @@ extension ServerMessages {
         w.key("seq"); w.int(Int64(e.seq))
         switch e.kind {
         case .location(let l): location(l, into: &w)
+        case .sealedLocation(let p): sealedPoint(p, into: &w)
         case .status(let s): w.key("status"); w.string(s.rawValue)
         case .ended(let r): w.key("reason"); w.string(r.rawValue)
         case .timer(let due):
@@ -31,11 +32,7 @@ extension ServerMessages {
             w.key("status"); w.string(PanicStatus.red.rawValue)
             w.key("reason"); w.string(missedCheckInReason)
             w.key("due_at"); w.int(due)
-            w.key("last")
-            w.beginObject()
-            location(last.location, into: &w)
-            w.key("at"); w.int(last.at)
-            w.endObject()
+            lastPosition(last, into: &w)
         }
         w.key("at"); w.int(e.at)
         // After `at`, whose meaning it leaves as it was: when the alarm went out (at or after `at`).
@@ -58,16 +55,39 @@ extension ServerMessages {
     }
 
     /// The bytes after the `state` (`stateReplyPrefix`).
-    public static func stateReplySuffix(gap: Bool) -> [UInt8] {
-        gap ? Array(#","gap":true}"#.utf8) : [UInt8(ascii: "}")]
+    /// `box`: a circle member's own key box (an e2e stream), written before `gap`.
+    public static func stateReplySuffix(gap: Bool, box: SealedBytes? = nil) -> [UInt8] {
+        var bytes: [UInt8] = []
+        if let box { bytes += Array(#","box":""#.utf8) + Array(box.text.utf8) + [UInt8(ascii: "\"")] }
+        bytes += gap ? Array(#","gap":true}"#.utf8) : [UInt8(ascii: "}")]
+        return bytes
     }
 
-    /// One point of a state's `trail` (a location event; other events are not points).
+    /// `"last":{…}`: a clear position's coordinates and time, or an e2e stream's sealed point
+    /// with its seq and time followed by `"position_known":false` (`sealedLast`).
+    static func lastPosition(_ last: LastLocation, into w: inout JSONWriter) {
+        switch last.position {
+        case .clear(let l):
+            w.key("last")
+            w.beginObject()
+            location(l, into: &w)
+            w.key("at"); w.int(last.at)
+            w.endObject()
+        case .sealed(let p, let seq):
+            sealedLast(p, seq: seq, at: last.at, into: &w)
+        }
+    }
+
+    /// One point of a state's `trail` (a location event, clear or sealed; other events are not points).
     private static func trailPoint(_ e: PanicEvent, into w: inout JSONWriter) {
-        guard case .location(let l) = e.kind else { return }
+        guard e.kind.isLocation else { return }
         w.beginObject()
         w.key("seq"); w.int(Int64(e.seq))
-        location(l, into: &w)
+        switch e.kind {
+        case .location(let l): location(l, into: &w)
+        case .sealedLocation(let p): sealedPoint(p, into: &w)
+        case .status, .ended, .timer, .missedCheckIn: break
+        }
         w.key("at"); w.int(e.at)
         w.endObject()
     }
@@ -85,6 +105,7 @@ extension ServerMessages {
         case .stale: w.string("panic.stale")
         case .revoked: w.string("panic.revoked")
         case .watchers: w.string("panic.watchers")
+        case .rekeyed: w.string("panic.rekeyed")
         }
         w.key("stream"); w.string(d.stream.description)
         switch d.kind {
@@ -93,6 +114,9 @@ extension ServerMessages {
             w.key("at"); w.int(now)
         case .watchers(let count):
             w.key("count"); w.int(Int64(count))
+        case .rekeyed(let kid, let box):
+            w.key("kid"); w.string(kid.text)
+            if let box { w.key("box"); w.string(box.text) }
         default:
             break
         }
@@ -111,11 +135,12 @@ extension ServerMessages {
         w.key("updated_at"); w.int(s.updatedAt)
         w.key("seq"); w.int(Int64(s.seq))
         if let note = s.note { w.key("note"); w.string(note) }
-        w.key("last")
-        w.beginObject()
-        location(s.last.location, into: &w)
-        w.key("at"); w.int(s.last.at)
-        w.endObject()
+        if let keys = s.e2e {
+            // The key id only: the boxes are each member's own (the member's watch reply).
+            w.key("e2e"); w.bool(true)
+            w.key("kid"); w.string(keys.kid.text)
+        }
+        lastPosition(s.last, into: &w)
         w.key("trail")
         w.beginArray()
         let trail = s.trail

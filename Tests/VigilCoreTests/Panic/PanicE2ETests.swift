@@ -168,24 +168,8 @@ import Testing
         #expect(try code(#"{"sealed":"\#(s)","kid":"\#(kid)","seq":1.5,"status":"red"}"#) == ("invalid_seq", "seq"))
         #expect(try code(#"{"sealed":"\#(s)","kid":"\#(kid)","seq":2}"#) == ("missing_field", "status"))
         #expect(try code(#"{"sealed":"\#(s)","seq":2,"status":"red"}"#) == ("missing_field", "kid"))
-        #expect(try code(#"{"kid":"\#(kid)","seq":2,"lat":1,"lon":1}"#) == ("missing_field", "sealed"))
+        #expect(try code(#"{"kid":"\#(kid)","seq":2,"lat":1,"lon":1}"#) == ("invalid_e2e", "kid"))
         #expect(try code(#"{"sealed":"\#(sealedText(121))","kid":"\#(kid)","seq":2,"status":"red"}"#) == ("sealed_too_large", "sealed"))
-    }
-
-    // MARK: the wire today
-
-    /// PROTOCOL.md says e2e streams are not served yet and how they are refused. When the wiring
-    /// lands this test fails on purpose: replace it with decoding tests and drop that sentence.
-    @Test func theWireRefusesE2EUntilTheHubTakesIt() {
-        func code(_ text: String) -> String? {
-            if case .failure(let rejected) = Array(text.utf8).withUnsafeBytes({ decoder.decode($0) }) { return rejected.error.code }
-            return nil
-        }
-        let e2e = #"{"v":1,"kid":"\#(kid)","sealed":"\#(sealedText(92))"}"#
-        #expect(code(#"{"op":"panic.start","status":"red","e2e":\#(e2e)}"#) == "unknown_field")
-        #expect(code(#"{"op":"panic.update","stream":"x","sealed":"\#(sealedText(92))","kid":"\#(kid)","seq":2,"status":"red"}"#)
-                == "unknown_field")
-        #expect(code(#"{"op":"panic.rekey","stream":"x","kid":"\#(kid)"}"#) == "unknown_op")
     }
 
     // MARK: panic.rekey

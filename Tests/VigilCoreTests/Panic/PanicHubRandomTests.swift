@@ -57,6 +57,8 @@ import VigilTestSupport
                     for w in d.recipients { #expect(m.next.removeValue(forKey: w) != nil) }
                 case .watchers(let count):
                     #expect(d.recipients == [m.owner!] && count == m.next.count)
+                case .rekeyed:
+                    Issue.record("no stream here is end-to-end encrypted")
                 }
                 models[d.stream] = m
             }

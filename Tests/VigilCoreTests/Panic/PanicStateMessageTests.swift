@@ -92,6 +92,25 @@ import VigilTestSupport
             _ = older.record(step, now: 101 + Int64(i))
             versions.append(older)
         }
+        // End-to-end encrypted versions: sealed points, a rekeyed copy (the same events under
+        // another key id: another state) and one with other boxes only (boxes are not in a state).
+        let kid = E2EKeyID(bytes: Array(0...15))
+        func point(_ fill: UInt8) -> SealedPoint {
+            SealedPoint(kid: kid, status: .red, sealed: SealedBytes(bytes: [UInt8](repeating: fill, count: 92)))
+        }
+        var sealed = PanicStream(id: StreamID(high: 3, low: 2), status: .red,
+                                 origin: .e2e(E2EStart(keys: E2EKeys(kid: kid, boxes: []), sealed: point(1).sealed)),
+                                 ownerDigest: secrets.digest(ofToken: "owner"), watchTokens: [], owner: 3, now: 100, historyEvents: 4)
+        versions.append(sealed)
+        _ = sealed.record(.sealedLocation(point(2)), now: 101)
+        versions.append(sealed)
+        var rekeyed = sealed
+        rekeyed.e2e = E2EKeys(kid: E2EKeyID(bytes: Array(16...31)), boxes: [])
+        var reboxed = sealed
+        reboxed.e2e = E2EKeys(kid: kid, boxes: [MemberBox(member: 1, box: point(3).sealed)])
+        versions += [rekeyed, reboxed]
+        _ = sealed.record(.missedCheckIn(dueAt: 900, last: sealed.last, sentAt: 950), now: 102)
+        versions.append(sealed)
         for a in versions {
             for b in versions {
                 #expect(a.hasTheSameState(as: b) == (encoded(a) == encoded(b)), "seq \(a.seq) vs \(b.seq)")

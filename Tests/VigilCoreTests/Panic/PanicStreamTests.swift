@@ -16,7 +16,7 @@ import VigilTestSupport
         #expect(s.seq == 1 && s.startedAt == 100 && s.updatedAt == 100 && s.isActive)
         #expect(s.last == LastLocation(location: PanicLocation(lat: 1, lon: 2), at: 100))
         let e2 = s.record(.location(PanicLocation(lat: 3, lon: 4, accuracyM: 5, heading: 90, speedMps: 1.5)), now: 200)
-        #expect(e2.seq == 2 && s.last.at == 200 && s.last.location.heading == 90)
+        #expect(e2.seq == 2 && s.last.at == 200 && s.last.clearLocation?.heading == 90)
         let e3 = s.record(.status(.amber), now: 300)
         #expect(e3.seq == 3 && s.status == .amber && s.updatedAt == 300 && s.lastLocationAt == 200)
         let e4 = s.record(.ended(.safe), now: 400)
