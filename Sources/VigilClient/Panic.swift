@@ -607,8 +607,10 @@ enum E2EWire {
         for k in ["lat", "lon", "accuracy_m", "heading", "speed_mps", "note"] { fields[k] = nil }
         let sealed: String
         do { sealed = try E2E.seal(position, key: key, seq: 1, status: status) } catch { throw Self.error(error, "panic.start") }
-        fields["e2e"] = .object(["v": .number(Double(E2E.version)), "kid": .string(key.kid), "sealed": .string(sealed)])
-        if !memberSecrets.isEmpty { fields["boxes"] = try boxes(key, memberSecrets, op: "panic.start") }
+        var e2e: JSONObject = ["v": .number(Double(E2E.version)), "kid": .string(key.kid), "sealed": .string(sealed)]
+        // A circle's boxes go inside `e2e` (docs/PROTOCOL.md, "Operations").
+        if !memberSecrets.isEmpty { e2e["boxes"] = try boxes(key, memberSecrets, op: "panic.start") }
+        fields["e2e"] = .object(e2e)
         return fields
     }
 }

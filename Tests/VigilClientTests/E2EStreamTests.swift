@@ -47,7 +47,8 @@ private func collect(_ r: Reader<WatchEvent>, _ count: Int) async -> [WatchEvent
         #expect(e2e["v"]?.intValue == 1 && e2e["kid"]?.stringValue == key.kid)
         let opened = try E2E.open(try #require(e2e["sealed"]?.stringValue), key: key, seq: 1, status: .amber)
         #expect(opened == E2EPosition(lat: 51.5007, lon: -0.1246, accuracyM: 12, note: "by the bridge"))
-        let boxes = try #require(start["boxes"]?.arrayValue).map { $0.objectValue ?? [:] }
+        #expect(start["boxes"] == nil)
+        let boxes = try #require(e2e["boxes"]?.arrayValue).map { $0.objectValue ?? [:] }
         #expect(boxes.map { $0["member"]?.intValue } == [1, 3])
         for b in boxes {
             let m = try #require(b["member"]?.intValue)

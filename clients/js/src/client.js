@@ -275,8 +275,9 @@ export class VigilClient extends Emitter {
         delete rest[f];
       }
       rest.e2e = { v: 1, kid: keys.kid, sealed: await seal(keys.key, keys.kid, 1, rest.status, position) };
+      // A circle's boxes go inside `e2e` (docs/PROTOCOL.md, "Operations").
       const boxes = await memberBoxes(memberSecrets, keys);
-      if (boxes.length > 0) rest.boxes = boxes;
+      if (boxes.length > 0) rest.e2e.boxes = boxes;
     }
     const wire = withIdem('panic.start', rest);
     if (ownerToken !== undefined) wire.owner_token = ownerToken;

@@ -43,7 +43,7 @@ class StandIn {
       case 'panic.start': {
         if (!m.e2e || m.lat !== undefined || m.note !== undefined) return fail('invalid_e2e');
         const id = b64(16);
-        const st = { id, seq: 1, status: m.status, kid: m.e2e.kid, boxes: m.boxes ?? [], watchers: new Map(), owner: b64(32), tokens: [b64(32)],
+        const st = { id, seq: 1, status: m.status, kid: m.e2e.kid, boxes: m.e2e.boxes ?? [], watchers: new Map(), owner: b64(32), tokens: [b64(32)],
           trail: [{ seq: 1, sealed: m.e2e.sealed, kid: m.e2e.kid, status: m.status, at: Date.now() }] };
         this.streams.set(id, st);
         return ok({ stream: id, seq: 1, owner_token: st.owner, watch_tokens: st.tokens });
@@ -120,6 +120,7 @@ test('an e2e start sends no position in clear, and a watcher with the key opens 
   for (const field of ['lat', 'lon', 'accuracy_m', 'note']) assert.equal(start[field], undefined, field);
   assert.ok(!JSON.stringify(start).includes('51.5007') && !JSON.stringify(start).includes('bridge'));
   assert.deepEqual(Object.keys(start.e2e).sort(), ['kid', 'sealed', 'v']);
+  assert.equal(start.boxes, undefined);
   assert.equal(start.e2e.v, 1);
   assert.deepEqual(await e2e.open(owner.e2e.key, start.e2e.kid, 1, 'red', start.e2e.sealed),
     { lat: 51.5007, lon: -0.1246, accuracy_m: 12, note: 'by the bridge' });
@@ -249,8 +250,9 @@ test('a circle stream: boxes for each member secret held; a member opens its own
   const secrets = new Map([[1, await e2e.newMemberSecret()], [2, await e2e.newMemberSecret()]]);
   const owner = await phone.startPanic({ status: 'red', lat: 52.5, lon: 13.4, e2e: true, memberSecrets: secrets });
   const start = server.frames.find((f) => f.op === 'panic.start');
-  assert.deepEqual(start.boxes.map((b) => b.member), [1, 2]);
-  for (const b of start.boxes) {
+  assert.equal(start.boxes, undefined);
+  assert.deepEqual(start.e2e.boxes.map((b) => b.member), [1, 2]);
+  for (const b of start.e2e.boxes) {
     assert.equal(b.box.length, 80);
     assert.deepEqual(await e2e.unwrapForMember(secrets.get(b.member), owner.e2e.kid, b.member, b.box), owner.e2e.key);
   }
