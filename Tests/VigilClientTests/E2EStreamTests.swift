@@ -52,7 +52,8 @@ private func collect(_ r: Reader<WatchEvent>, _ count: Int) async -> [WatchEvent
         #expect(boxes.map { $0["member"]?.intValue } == [1, 3])
         for b in boxes {
             let m = try #require(b["member"]?.intValue)
-            #expect(try E2E.unwrapForMember(try #require(b["box"]?.stringValue), memberSecret: ms[m]!, kid: key.kid, member: UInt64(m)) == key)
+            let box = try #require(b["box"]?.stringValue)
+            #expect(try E2E.unwrapForMember(box, memberSecret: ms[m]!, kid: key.kid, member: UInt64(m)) == key)
         }
         conn.ok(start, ["stream": "s1", "seq": 1, "owner_token": "tok", "watch_tokens": ["w1"], "circle": "circle-1"])
         let owner = try await started
@@ -286,5 +287,109 @@ private func collect(_ r: Reader<WatchEvent>, _ count: Int) async -> [WatchEvent
         #expect(JSONValue.parse(js.output)?.objectValue?["heading"]?.doubleValue == 90)
         #expect(try node(["open", key.base64url, key.kid, "3", "red", u["sealed"]!.stringValue!]) == ("error cannot_decrypt", 2))
         await c.close()
+    }
+}
+
+/// Runs `node clients/js/test/e2e-live-cli.js arguments…` with `input` on its stdin; its stdout
+/// lines. A node that cannot run fails the test (never skips it).
+private func liveNode(_ arguments: [String], input: String = "") throws -> [String] {
+    let script = repositoryRoot.appendingPathComponent("clients/js/test/e2e-live-cli.js").path
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    p.arguments = ["node", script] + arguments
+    let inPipe = Pipe(), out = Pipe(), err = Pipe()
+    p.standardInput = inPipe
+    p.standardOutput = out
+    p.standardError = err
+    try p.run()
+    inPipe.fileHandleForWriting.write(Data(input.utf8))
+    try inPipe.fileHandleForWriting.close()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    p.waitUntilExit()
+    guard p.terminationStatus == 0 else {
+        throw NodeMissing(detail: "node e2e-live-cli.js \(arguments.first ?? "") exited \(p.terminationStatus): \(errors)")
+    }
+    return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+}
+
+/// A live e2e stream on a real vigild: Swift ↔ Swift, JS → Swift and Swift → JS.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct E2ELiveInteropTests {
+    @Test func aSwiftOwnerStreamsSealedAndASwiftWatcherOpensEvenAfterAStatusChangeItDidNotMake() async throws {
+        let d = try Daemon(.client())
+        try await d.start()
+        let phone = try await liveClient(d)
+        let contact = try await liveClient(d)
+        let key = StreamKey.generate()
+        let owner = try await phone.startPanic(status: .amber, position: Position(lat: 51.5007193, lon: -0.1246377, accuracyM: 12),
+                                               note: "swift e2e", e2e: key)
+        let watch = try await contact.watch(stream: owner.stream, watchToken: await owner.watchTokens()[0], e2e: .key(key.bytes))
+        let r = Reader(watch.events)
+        guard case .state(let s, _)? = await r.next() else { Issue.record("no state"); return }
+        #expect(s.e2e == true && s.kid == key.kid && s.last?.lat == 51.5007193 && s.note == nil)
+        #expect(try await owner.update(Position(lat: 51.5011, lon: -0.1252)) == 2)
+        // Another connection with the owner token turns it red: the owner's next update is
+        // refused for seq 3 amber and sealed again for seq 4 red.
+        let other = try await liveClient(d)
+        _ = try await other.request("panic.status", ["stream": .string(owner.stream), "owner_token": .string(owner.ownerToken), "status": "red"])
+        #expect(try await owner.update(E2EPosition(lat: 51.5019, lon: -0.1261, note: "later")) == 4)
+        var seen: [String] = []
+        while seen.count < 3, let e = await r.next() {
+            switch e {
+            case .location(let l): seen.append("location \(l.seq) \(l.lat)")
+            case .status(let st): seen.append("status \(st.seq) \(st.status.rawValue)")
+            default: seen.append("\(e)")
+            }
+        }
+        #expect(seen == ["location 2 51.5011", "status 3 red", "location 4 51.5019"])
+        await phone.close(); await contact.close(); await other.close()
+        _ = await d.stop()
+    }
+
+    @Test func aJSOwnersLiveStreamOpensInTheSwiftWatch() async throws {
+        let d = try Daemon(.client())
+        try await d.start()
+        let lines = try liveNode(["own", d.url().absoluteString],
+                                 input: #"{"lat":59.3293,"lon":18.0686,"accuracy_m":12,"note":"from js"}"# + "\n" + #"{"lat":59.3301,"lon":18.0702}"# + "\n")
+        let info = try #require(JSONValue.parse(lines.first ?? "")?.objectValue)
+        #expect(lines.dropFirst().first == "2")
+        let keyText = try #require(info["key"]?.stringValue)
+        let key = try #require(E2E.decodeKey(keyText))
+        let contact = try await liveClient(d)
+        let watch = try await contact.watch(stream: try #require(info["stream"]?.stringValue), watchToken: try #require(info["token"]?.stringValue),
+                                            since: 0, e2e: .key(key))
+        var seen: [String] = []
+        for await e in watch.events {
+            switch e {
+            case .location(let l): seen.append("location \(l.seq) \(l.lat) \(l.lon)")
+            case .ended(let end): seen.append("ended \(end.reason)")
+            case .state: break
+            default: seen.append("\(e)")
+            }
+        }
+        #expect(seen == ["location 1 59.3293 18.0686", "location 2 59.3301 18.0702", "ended safe"])
+        await contact.close()
+        _ = await d.stop()
+    }
+
+    @Test func aSwiftOwnersLiveStreamOpensInTheJSWatchModel() async throws {
+        let d = try Daemon(.client())
+        try await d.start()
+        let phone = try await liveClient(d)
+        let key = StreamKey.generate()
+        let owner = try await phone.startPanic(status: .red, position: Position(lat: 48.2082, lon: 16.3738), note: "from swift", e2e: key)
+        try await owner.update(Position(lat: 48.21, lon: 16.38, heading: 90))
+        let lines = try liveNode(["watch", d.url().absoluteString, owner.stream, await owner.watchTokens()[0], key.base64url, "2"])
+        let points = lines.compactMap { JSONValue.parse($0)?.objectValue }
+        #expect(points.map { $0["seq"]?.intValue } == [1, 2])
+        #expect(points.allSatisfy { $0["ok"]?.boolValue == true })
+        #expect(points[0]["position"]?.objectValue?["note"]?.stringValue == "from swift")
+        #expect(points[1]["position"]?.objectValue?["heading"]?.doubleValue == 90)
+        // A key that is not the stream's opens nothing there.
+        let wrong = try liveNode(["watch", d.url().absoluteString, owner.stream, await owner.watchTokens()[0], StreamKey.generate().base64url, "2"])
+        #expect(wrong.compactMap { JSONValue.parse($0)?.objectValue?["ok"]?.boolValue } == [false, false])
+        await phone.close()
+        _ = await d.stop()
     }
 }

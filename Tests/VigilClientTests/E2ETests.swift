@@ -8,7 +8,7 @@ import Testing
 // client through `node clients/js/test/e2e-cli.js` both ways. Twin of clients/js/test/e2e.test.js.
 
 /// The repository's root, from this file's path.
-private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 private struct Vectors: Decodable {
     struct Seal: Decodable {
