@@ -122,7 +122,7 @@ final class WatchRecord {
     }
 }
 
-/// A watched panic stream (``VigilClient/watch(stream:watchToken:since:)``).
+/// A watched panic stream (``VigilClient/watch(stream:watchToken:since:e2e:)``).
 public struct VigilWatch: Sendable {
     /// The client.
     public let client: VigilClient
