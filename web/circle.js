@@ -5,12 +5,15 @@
 //
 // Links: /circle#circle=C&member=TOKEN is an invitation: the member's capability is in the
 // fragment (never sent to a server), saved in this browser's localStorage (circles.js) and then
-// removed from the visible URL. /circle#circle=C opens a circle this browser keeps (the link
+// removed from the visible URL. An invitation also carries the member's secret `ms` (32 bytes,
+// base64url): the owner's browser keeps every member's, and a stream it starts for the circle is
+// end-to-end encrypted with a box per member made from them; the member's browser keeps its own
+// to open its box on /watch. Neither ever goes to a server. /circle#circle=C opens a circle this browser keeps (the link
 // that a notification opens). /circle lists the circles kept here and makes new ones.
-import { VigilClient } from './vigil/index.js';
+import { VigilClient, e2e } from './vigil/index.js';
 import { siteConfig, serverURL, text, show, linkField, reconnectWhenBack } from './mapview.js';
 import { storedCircles, storedCircle, storeCircle, forgetCircle, isToken } from './circles.js';
-import { startHere, savedPanic } from './panicstart.js';
+import { startHere, savedPanic, memberSecretsOf } from './panicstart.js';
 
 let client;
 let site;
@@ -31,8 +34,14 @@ function el(tag, props = {}, ...children) {
   return e;
 }
 
-function inviteLink(id, token) {
-  return `${location.origin}/circle#circle=${encodeURIComponent(id)}&member=${encodeURIComponent(token)}`;
+function inviteLink(id, token, ms) {
+  const link = `${location.origin}/circle#circle=${encodeURIComponent(id)}&member=${encodeURIComponent(token)}`;
+  return ms ? `${link}&ms=${ms}` : link;
+}
+
+/** Invited members as kept here: each with a new member secret (`ms`, base64url) for its link. */
+async function withSecrets(members) {
+  return Promise.all(members.map(async (m) => ({ ...m, ms: e2e.encodeKey(await e2e.newMemberSecret()) })));
 }
 
 /**
@@ -51,7 +60,9 @@ function circleFromLink() {
       history.replaceState(null, '', '/circle');
       return null;
     }
-    if (storedCircle(id)?.role !== 'owner') storeCircle(id, { role: 'member', token: member });
+    // The member secret, when the link has an intact one: it opens this member's key boxes.
+    const ms = params.get('ms');
+    if (storedCircle(id)?.role !== 'owner') storeCircle(id, { role: 'member', token: member, ...(e2e.decodeKey(ms) ? { ms } : {}) });
     history.replaceState(null, '', `/circle#circle=${encodeURIComponent(id)}`);
   }
   return id;
@@ -118,14 +129,14 @@ function render() {
 }
 
 function renderMembers(s) {
-  const tokens = new Map((entry?.members ?? []).map((m) => [m.member, m.token]));
+  const kept = new Map((entry?.members ?? []).map((m) => [m.member, m]));
   document.getElementById('members').replaceChildren(...(s.members ?? []).map((m) => {
     const li = el('li');
     li.dataset.member = String(m.member);
     li.append(el('strong', { textContent: who(m) }), ' ');
-    const token = tokens.get(m.member);
+    const token = kept.get(m.member)?.token;
     if (token) {
-      li.append(...linkField(inviteLink(circle.id, token), 'Join my check-in circle'));
+      li.append(...linkField(inviteLink(circle.id, token, kept.get(m.member).ms), 'Join my check-in circle'));
     } else {
       li.append(el('span', { className: 'muted', textContent: 'link made on another device ' }));
     }
@@ -179,6 +190,8 @@ function follow() {
   globalThis.vigilCircle = circle;
   // The name the owner gave this member, for the list of circles kept here.
   if (circle.role === 'member' && circle.state?.you?.label) entry = storeCircle(circle.id, { label: circle.state.you.label });
+  // The member's number: its key box is sealed for it.
+  if (circle.role === 'member' && Number.isSafeInteger(circle.state?.you?.member)) entry = storeCircle(circle.id, { member: circle.state.you.member });
   circle.on('change', render);
   const gone = (message) => {
     forgetCircle(circle.id);
@@ -206,7 +219,7 @@ async function create(event) {
     problem(`The circle was not made: ${err.message}`);
     return;
   }
-  entry = storeCircle(circle.id, { role: 'owner', token: circle.ownerToken, members: circle.memberTokens });
+  entry = storeCircle(circle.id, { role: 'owner', token: circle.ownerToken, members: await withSecrets(circle.memberTokens) });
   history.replaceState(null, '', `/circle#circle=${encodeURIComponent(circle.id)}`);
   follow();
 }
@@ -318,7 +331,7 @@ async function main() {
     e.preventDefault();
     act(async () => {
       const label = document.getElementById('invite-label').value.trim();
-      const member = await circle.invite(label || null);
+      const [member] = await withSecrets([await circle.invite(label || null)]);
       entry = storeCircle(circle.id, { members: [...(entry.members ?? []), member] });
       document.getElementById('invite-label').value = '';
     }, 'Nobody invited');
@@ -327,7 +340,8 @@ async function main() {
     document.getElementById(`panic-${status}`).addEventListener('click', async () => {
       problem('');
       try {
-        await startHere(client, { status, watchers: 1, circle });
+        // End-to-end encrypted, with a box for each member whose secret this browser keeps.
+        await startHere(client, { status, watchers: 1, circle, e2e: true, memberSecrets: memberSecretsOf(entry) });
         location.assign('/panic');   // its sharing view resumes the stream this page started
       } catch (err) {
         problem(`Could not raise the alarm: ${err.message}`);

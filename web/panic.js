@@ -2,9 +2,9 @@
 // links, send the position until "I am safe". The owner token stays in this browser's
 // localStorage so that a reload (or a dead battery and a new tab) resumes the stream. A stream
 // started for a check-in circle on /circle is handed over here the same way.
-import { VigilClient, followPosition } from './vigil/index.js';
+import { VigilClient, followPosition, watchLink } from './vigil/index.js';
 import { serverURL, text, show, linkField, reconnectWhenBack } from './mapview.js';
-import { startHere, savePanic, savedPanic, forgetPanic } from './panicstart.js';
+import { startHere, savePanic, savedPanic, forgetPanic, savedKeys } from './panicstart.js';
 
 let client;
 let owner = null;
@@ -16,8 +16,9 @@ function problem(message) {
   show('problem', !!message);
 }
 
+// An e2e stream's link carries its key in the fragment (`&k=`), which no browser sends to a server.
 function link(token) {
-  return `${location.origin}/watch#s=${encodeURIComponent(owner.stream)}&t=${encodeURIComponent(token)}`;
+  return watchLink(location.origin, owner.stream, token, owner.e2e?.key ?? null);
 }
 
 function showLinks() {
@@ -88,6 +89,7 @@ async function start(chosen, dueInS = null) {
   try {
     owner = await startHere(client, {
       status, dueInS, watchers: Number(document.getElementById('contacts').value), note: document.getElementById('note').value.trim(),
+      e2e: document.getElementById('e2e').checked,
     });
     globalThis.vigilOwner = owner;
     sharing();
@@ -146,7 +148,8 @@ async function main() {
   const saved = savedPanic();
   if (saved) {
     try {
-      owner = await client.resumePanic(saved.stream, saved.ownerToken);
+      const keys = savedKeys(saved);
+      owner = await client.resumePanic(saved.stream, saved.ownerToken, keys ? { e2e: keys } : {});
       owner.watchTokens = saved.watchTokens;
       owner.circle = saved.circle ?? null;
       globalThis.vigilOwner = owner;

@@ -2,7 +2,11 @@
 // are read from the URL fragment, which the browser never sends to any server.
 // /watch#stream=STREAM&circle=CIRCLE (a notification's link, or "Follow" on /circle): a member of
 // the stream's check-in circle follows it with the member token this browser keeps for the circle.
-import { VigilClient, WatchModel } from './vigil/index.js';
+// An end-to-end encrypted stream: the key is `k` in the fragment (a direct contact's link) or
+// comes in the member's box, opened with the member secret this browser keeps; every update is
+// opened here, one that does not open is listed as "cannot decrypt this update" and never drawn,
+// and a missing or wrong key is said once. The key never leaves this page.
+import { VigilClient, WatchModel, e2e } from './vigil/index.js';
 import { siteConfig, createMap, serverURL, duration, text, show, reconnectWhenBack } from './mapview.js';
 import { storedCircle } from './circles.js';
 
@@ -43,12 +47,30 @@ function drawMap(model) {
   }
 }
 
+/** The e2e stream's notice about the key (said once: the element is set when it changes). */
+function renderNotice(notice) {
+  text('key-notice', notice ?? '');
+  show('key-notice', !!notice);
+}
+
+/** One row per update of an e2e stream that did not open: its seq and time, never a position. */
+function renderPoint(point) {
+  if (point.ok || document.querySelector(`#undecryptable li[data-seq="${point.seq}"]`)) return;
+  const li = document.createElement('li');
+  li.className = 'undecryptable';
+  li.dataset.seq = String(point.seq);
+  li.textContent = `${point.label} (#${point.seq}, ${new Date(point.at).toLocaleTimeString()})`;
+  document.getElementById('undecryptable').append(li);
+  show('undecryptable-box', true);
+}
+
 function render(model) {
   document.body.classList.toggle('status-red', model.status === 'red');
   document.body.classList.toggle('status-amber', model.status === 'amber');
   text('status', STATUS[model.status] ?? '–');
   text('points', String(model.trail.length));
   text('note', model.note || '–');
+  show('e2e-badge', model.e2e);
   if (model.last) {
     text('position', `${model.last.lat.toFixed(5)}, ${model.last.lon.toFixed(5)}`);
     text('accuracy', Number.isFinite(model.last.accuracy_m) ? `± ${Math.round(model.last.accuracy_m)} m` : 'unknown');
@@ -83,7 +105,13 @@ function credential() {
   const kept = storedCircle(circle);
   if (!kept) return { missing: 'This browser holds no invitation to this circle: open the invitation link you were sent first, on this device.' };
   if (kept.role !== 'member') return { missing: 'This alarm is your own: you are the owner of this circle. Its members follow it; you share it from "Share my location".' };
-  return { memberToken: kept.token };
+  return { memberToken: kept.token, memberSecret: e2e.decodeKey(kept.ms), member: kept.member };
+}
+
+/** How this page opens an e2e stream's updates: the link's fragment, or the member's secret. */
+function e2eSource(cred) {
+  if (cred.memberToken) return cred.memberSecret ? { memberSecret: cred.memberSecret, member: cred.member } : '';
+  return location.hash;
 }
 
 /** The tap on the notification was the member's "I have seen it": the circle is told who saw it. */
@@ -118,7 +146,7 @@ async function main() {
   await client.connect();
   let model;
   try {
-    model = await WatchModel.open(client, stream, cred);
+    model = await WatchModel.open(client, stream, cred.memberToken ? { memberToken: cred.memberToken } : cred, { e2e: e2eSource(cred) });
   } catch (err) {
     const forbidden = cred.memberToken
       ? 'This alarm cannot be opened: your invitation to the circle was withdrawn, or the sharing ended more than an hour ago.'
@@ -129,7 +157,14 @@ async function main() {
     return;
   }
   globalThis.vigilWatch = model;
+  // The reply's trail opens after the reply came: what opened (or not) before these listeners is
+  // shown from the model, the rest as it comes (a point is listed once, by its seq).
+  await model.settled();
+  for (const p of model.points) renderPoint(p);
+  renderNotice(model.notice);
   model.on('change', render);
+  model.on('notice', renderNotice);
+  model.on('point', renderPoint);
   render(model);
   if (notice && cred.memberToken) acknowledge(client, cred.memberToken);
   setInterval(() => tick(model), 1000);

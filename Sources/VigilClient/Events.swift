@@ -73,6 +73,13 @@ public enum WatchEvent: Sendable, Equatable {
     case revoked
     /// A message could not be read, or a re-watch failed.
     case error(VigilError)
+    /// An end-to-end encrypted stream's point that did not open with the watch's key: shown as
+    /// ``CannotDecrypt/label``, never as a position. (A point that opens is a ``location(_:)``.)
+    case cannotDecrypt(CannotDecrypt)
+    /// What the watcher is told once about its key: missing, damaged, wrong, or no longer the stream's.
+    case keyNotice(E2EKeyNotice)
+    /// The stream's key was replaced (`panic.rekeyed`); a member's new box came with it.
+    case rekeyed(kid: String)
 }
 
 /// What the owner of a stream hears.

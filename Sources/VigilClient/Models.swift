@@ -324,6 +324,11 @@ public struct PanicState: Sendable, Codable, Equatable {
     public var escalated: Escalation?
     /// The check-in circle the stream belongs to.
     public var circle: String?
+    /// True for an end-to-end encrypted stream: `last` and `trail` hold only the points that
+    /// opened with the watch's key (the others came as ``WatchEvent/cannotDecrypt(_:)``).
+    public var e2e: Bool?
+    /// An e2e stream's current key id.
+    public var kid: String?
 }
 
 /// `panic.location`.

@@ -16,8 +16,12 @@ final class WatchRecord {
     var active = true
     let events: AsyncStream<WatchEvent>.Continuation
     var syncWaiters: [CheckedContinuation<Result<Void, VigilError>, Never>] = []
+    /// Opens an e2e stream's sealed points (without a key: none opens).
+    let opener: E2EOpener
 
-    init(order: Int, stream: String, token: String, credentialKey: String, since: Int?, events: AsyncStream<WatchEvent>.Continuation) {
+    init(order: Int, stream: String, token: String, credentialKey: String, since: Int?, events: AsyncStream<WatchEvent>.Continuation,
+         e2e: E2EWatchKey? = nil) {
+        self.opener = E2EOpener(e2e ?? .fragment(""))
         self.order = order
         self.stream = stream
         self.token = token
@@ -41,7 +45,8 @@ final class WatchRecord {
 
     func reply(_ reply: JSONObject) -> VigilError? {
         syncing = false
-        guard let s = reply["state"], let state = try? s.decode(PanicState.self) else {
+        let (opened, failed) = openState(reply)
+        guard let s = opened, let state = try? s.decode(PanicState.self) else {
             return VigilError(code: VigilError.Code.badMessage, message: "a watch reply's state could not be read")
         }
         self.state = state
@@ -53,6 +58,8 @@ final class WatchRecord {
             if gap { events.yield(.gap(state, lastSeq: previous)) }
         }
         events.yield(.state(state, gap: gap))
+        for f in failed { events.yield(.cannotDecrypt(f)) }
+        sayNotice()
         resolveWaiters(.success(()))
         return nil
     }
@@ -62,6 +69,11 @@ final class WatchRecord {
         guard let seq = msg["seq"]?.intValue else {
             if type == "panic.stale" {
                 if let e = try? JSONValue.object(msg).decode(PanicStale.self) { events.yield(.stale(e)) } else { bad(msg) }
+            } else if type == "panic.rekeyed", let kid = msg["kid"]?.stringValue {
+                // The stream's key changed: a member gets its new box with it.
+                if opener.member != nil { opener.box(msg["box"]?.stringValue, kids: [kid]) }
+                events.yield(.rekeyed(kid: kid))
+                sayNotice()
             } else if type == "panic.revoked" {
                 client.forgetWatch(self)
                 events.yield(.revoked)
@@ -78,10 +90,21 @@ final class WatchRecord {
         lastSeq = seq
         let value = JSONValue.object(msg)
         switch type {
+        case "panic.location" where E2EOpener.isSealed(value):
+            // Opened into a location, or said as not opened: never a position from one that did not open.
+            if let (clear, _) = opener.opened(msg, seq: seq) {
+                if let e = try? JSONValue.object(clear).decode(PanicLocation.self) { events.yield(.location(e)) } else { bad(msg) }
+            } else {
+                events.yield(.cannotDecrypt(CannotDecrypt(stream: stream, seq: seq, at: msg["at"]?.int64Value ?? 0,
+                                                          kid: msg["kid"]?.stringValue ?? "")))
+            }
+            sayNotice()
         case "panic.location":
             if let e = try? value.decode(PanicLocation.self) { events.yield(.location(e)) } else { bad(msg) }
         case "panic.status":
-            if let e = try? value.decode(PanicStatusChange.self) { events.yield(.status(e)) } else { bad(msg) }
+            let status = openStatus(msg)
+            if let e = try? JSONValue.object(status).decode(PanicStatusChange.self) { events.yield(.status(e)) } else { bad(msg) }
+            sayNotice()
         case "panic.timer":
             if let e = try? value.decode(PanicTimerChange.self) { events.yield(.timer(e)) } else { bad(msg) }
         case "panic.ended":
@@ -99,7 +122,7 @@ final class WatchRecord {
     }
 }
 
-/// A watched panic stream (``VigilClient/watch(stream:watchToken:since:)``).
+/// A watched panic stream (``VigilClient/watch(stream:watchToken:since:e2e:)``).
 public struct VigilWatch: Sendable {
     /// The client.
     public let client: VigilClient
@@ -134,6 +157,9 @@ final class OwnerRecord {
     var status: PanicStatus?
     var dueAt: Int64?
     var escalated: Escalation?
+    /// An e2e stream's current key (nil: a clear stream), and the member secrets its boxes are made from.
+    var e2eKey: StreamKey?
+    var memberSecrets: [Int: [UInt8]] = [:]
     let events: AsyncStream<OwnerEvent>.Continuation
     let eventStream: AsyncStream<OwnerEvent>
 
@@ -216,10 +242,35 @@ public struct PanicOwner: Sendable {
     /// The live watch tokens this client minted or was given (for the SOS links).
     public func watchTokens() async -> [String] { await client.ownerSnapshot(order)?.watchTokens ?? [] }
 
-    /// Sends a position (`panic.update`); returns the new seq.
+    /// Sends a position (`panic.update`); returns the new seq. On an end-to-end encrypted
+    /// stream it is sealed (``update(_:maxReseals:timeout:)``).
     @discardableResult
     public func update(_ position: Position, timeout: Duration? = nil) async throws(VigilError) -> Int {
-        try await client.steer(order, "panic.update", position.fields, timeout: timeout)["seq"]?.intValue ?? 0
+        if await client.ownerKey(order) != nil {
+            return try await update(E2EPosition(position), timeout: timeout)
+        }
+        return try await client.steer(order, "panic.update", position.fields, timeout: timeout)["seq"]?.intValue ?? 0
+    }
+
+    /// Sends a position (and note) sealed, on an end-to-end encrypted stream: for the seq the
+    /// owner expects (its seq + 1) and its status. When the server answers `seq_mismatch` (an
+    /// event it made, a status change meanwhile) it is sealed again for the server's
+    /// `current_seq` + 1 and `status` and sent again, at most `maxReseals` times. Returns the seq.
+    @discardableResult
+    public func update(_ position: E2EPosition, maxReseals: Int = 5, timeout: Duration? = nil) async throws(VigilError) -> Int {
+        try await client.sealedUpdate(order, position, maxReseals: maxReseals, timeout: timeout)
+    }
+
+    /// An end-to-end encrypted stream's current key (hand ``StreamKey/base64url`` to the direct
+    /// contacts, in the watch link's fragment `k`); nil for a clear stream.
+    public func e2eKey() async -> StreamKey? { await client.ownerKey(order) }
+
+    /// Replaces an end-to-end encrypted stream's key (`panic.rekey`): a new key and kid, with a
+    /// box for each of `memberSecrets` (member number → secret; default: those it holds). Leave a
+    /// revoked member out: it keeps only what it could already read. Returns the new key.
+    @discardableResult
+    public func rekey(memberSecrets: [Int: [UInt8]]? = nil, timeout: Duration? = nil) async throws(VigilError) -> StreamKey {
+        try await client.rekey(order, memberSecrets: memberSecrets, timeout: timeout)
     }
 
     /// Sets the status; returns the seq.
@@ -291,19 +342,24 @@ extension VigilClient {
     /// Watches a stream with a watch token. Returns once the first reply arrived (or, if the
     /// connection went before it, once the reply after the reconnect did). `since`: the last
     /// seq the app has (the events after it are replayed); `nil`: from the current state.
-    public func watch(stream: String, watchToken: String, since: Int? = nil) async throws(VigilError) -> VigilWatch {
-        try await watch(stream, token: watchToken, key: "watch_token", since: since)
+    ///
+    /// `e2e`: the key an end-to-end encrypted stream's points are opened with (its link's
+    /// fragment, or the key). Each point that opens is a ``WatchEvent/location(_:)``, each that
+    /// does not a ``WatchEvent/cannotDecrypt(_:)``; without a key none opens.
+    public func watch(stream: String, watchToken: String, since: Int? = nil, e2e: E2EWatchKey? = nil) async throws(VigilError) -> VigilWatch {
+        try await watch(stream, token: watchToken, key: "watch_token", since: since, e2e: e2e)
     }
 
-    /// Watches a stream of a check-in circle with a member token.
-    public func watch(stream: String, memberToken: String, since: Int? = nil) async throws(VigilError) -> VigilWatch {
-        try await watch(stream, token: memberToken, key: "member_token", since: since)
+    /// Watches a stream of a check-in circle with a member token. `e2e`: for an end-to-end
+    /// encrypted stream, ``E2EWatchKey/member(secret:member:)`` opens the member's box.
+    public func watch(stream: String, memberToken: String, since: Int? = nil, e2e: E2EWatchKey? = nil) async throws(VigilError) -> VigilWatch {
+        try await watch(stream, token: memberToken, key: "member_token", since: since, e2e: e2e)
     }
 
-    func watch(_ stream: String, token: String, key: String, since: Int?) async throws(VigilError) -> VigilWatch {
+    func watch(_ stream: String, token: String, key: String, since: Int?, e2e: E2EWatchKey? = nil) async throws(VigilError) -> VigilWatch {
         if state == .closed { throw closedError("panic.watch") }
         let (events, cont) = AsyncStream<WatchEvent>.makeStream()
-        let rec = WatchRecord(order: nextID, stream: stream, token: token, credentialKey: key, since: since, events: cont)
+        let rec = WatchRecord(order: nextID, stream: stream, token: token, credentialKey: key, since: since, events: cont, e2e: e2e)
         nextID += 1
         watches[stream]?.finish()
         watches[stream] = rec
@@ -386,12 +442,21 @@ extension VigilClient {
     /// Starts a panic stream and returns its owner (keep ``PanicOwner/ownerToken`` to resume
     /// after a restart of the app). `dueIn`: a safety timer (whole seconds). `circle`: the
     /// check-in circle and its owner token, whose members then hear of the stream.
+    ///
+    /// `e2e` (e.g. `StreamKey.generate()`): an end-to-end encrypted stream. The position and note
+    /// are sealed for seq 1 and `status` and never sent in clear; `memberSecrets` (a circle's
+    /// member numbers and their secrets) each get a box with the key.
     public func startPanic(status: PanicStatus, position: Position, note: String? = nil, watchers: Int? = nil,
                            dueIn: Duration? = nil, circle: (id: String, ownerToken: String)? = nil,
+                           e2e: StreamKey? = nil, memberSecrets: [Int: [UInt8]] = [:],
                            timeout: Duration? = nil) async throws(VigilError) -> PanicOwner {
         var fields = position.fields
         fields["status"] = .string(status.rawValue)
         if let note { fields["note"] = .string(note) }
+        if let e2e {
+            fields = try E2EWire.startFields(fields, position: E2EPosition(position, note: note), key: e2e, status: status,
+                                             memberSecrets: memberSecrets)
+        }
         if let watchers { fields["watchers"] = .number(Double(watchers)) }
         if let dueIn { fields["due_in_s"] = .number(Double(dueIn.components.seconds)) }
         if let circle {
@@ -407,6 +472,8 @@ extension VigilClient {
                 }
                 // Adopted before any later message is handled: the `panic.watchers` right behind the reply reaches it.
                 _ = self.adopt(stream, token, reply: reply, status: status)
+                self.owners[stream]?.e2eKey = e2e
+                self.owners[stream]?.memberSecrets = memberSecrets
                 return nil
             })
         }
@@ -426,16 +493,21 @@ extension VigilClient {
     }
 
     /// Becomes the owner of a stream again (after the app restarted), with its owner token.
-    public func resumePanic(stream: String, ownerToken: String) async throws(VigilError) -> PanicOwner {
+    /// `e2e`: an end-to-end encrypted stream's key, kept by the app, so its updates go on sealed.
+    public func resumePanic(stream: String, ownerToken: String, e2e: StreamKey? = nil,
+                            memberSecrets: [Int: [UInt8]] = [:]) async throws(VigilError) -> PanicOwner {
         if state == .closed { throw closedError("panic.resume") }
         // Already owned with this token: resumed again, the same owner (and its events).
         if let rec = owners[stream], rec.ownerToken == ownerToken {
+            if let e2e { rec.e2eKey = e2e; rec.memberSecrets = memberSecrets }
             try await resume(rec)
             return PanicOwner(client: self, stream: stream, ownerToken: ownerToken, order: rec.order, events: rec.eventStream)
         }
         let previous = owners[stream]
         let (events, cont) = AsyncStream<OwnerEvent>.makeStream()
         let rec = OwnerRecord(order: nextID, stream: stream, ownerToken: ownerToken, reply: [:], status: nil, events: cont, eventStream: events)
+        rec.e2eKey = e2e
+        rec.memberSecrets = memberSecrets
         nextID += 1
         owners[stream] = rec
         do {
@@ -505,5 +577,87 @@ extension VigilClient {
         let reply = try await request(op, f, timeout: timeout)
         if let seq = reply["seq"]?.intValue, seq > rec.seq { rec.seq = seq }
         return reply
+    }
+}
+
+/// The e2e members of the owner's requests.
+enum E2EWire {
+    static func error(_ e: E2EError, _ op: String) -> VigilError {
+        VigilError(code: e.code.rawValue, message: e.message, op: op)
+    }
+
+    /// The stream key boxed for each member, in member order: the wire's `boxes`.
+    static func boxes(_ key: StreamKey, _ memberSecrets: [Int: [UInt8]], op: String) throws(VigilError) -> JSONValue {
+        var out: [JSONValue] = []
+        for (member, secret) in memberSecrets.sorted(by: { $0.key < $1.key }) {
+            do {
+                let box = try E2E.wrapForMember(key, memberSecret: secret, member: UInt64(max(0, member)))
+                out.append(.object(["member": .number(Double(member)), "box": .string(box)]))
+            } catch {
+                throw Self.error(error, op)
+            }
+        }
+        return .array(out)
+    }
+
+    /// A start's fields with the position and note sealed for seq 1: `e2e` (and `boxes`) in place of them.
+    static func startFields(_ clear: JSONObject, position: E2EPosition, key: StreamKey, status: PanicStatus,
+                            memberSecrets: [Int: [UInt8]]) throws(VigilError) -> JSONObject {
+        var fields = clear
+        for k in ["lat", "lon", "accuracy_m", "heading", "speed_mps", "note"] { fields[k] = nil }
+        let sealed: String
+        do { sealed = try E2E.seal(position, key: key, seq: 1, status: status) } catch { throw Self.error(error, "panic.start") }
+        var e2e: JSONObject = ["v": .number(Double(E2E.version)), "kid": .string(key.kid), "sealed": .string(sealed)]
+        // A circle's boxes go inside `e2e` (docs/PROTOCOL.md, "Operations").
+        if !memberSecrets.isEmpty { e2e["boxes"] = try boxes(key, memberSecrets, op: "panic.start") }
+        fields["e2e"] = .object(e2e)
+        return fields
+    }
+}
+
+extension VigilClient {
+    func ownerKey(_ order: Int) -> StreamKey? { ownerRecord(order)?.e2eKey }
+
+    func sealedUpdate(_ order: Int, _ position: E2EPosition, maxReseals: Int, timeout: Duration?) async throws(VigilError) -> Int {
+        var reseals = 0
+        while true {
+            guard let rec = ownerRecord(order) else {
+                throw VigilError(code: "not_owner", message: "panic.update: this client no longer owns the stream", op: "panic.update")
+            }
+            guard let key = rec.e2eKey, let status = rec.status else {
+                throw VigilError(code: "not_e2e", message: "panic.update: no stream key (start it with e2e, or resume it with its key)", op: "panic.update")
+            }
+            let seq = rec.seq + 1
+            let sealed: String
+            do { sealed = try E2E.seal(position, key: key, seq: UInt64(seq), status: status) } catch { throw E2EWire.error(error, "panic.update") }
+            let fields: JSONObject = ["sealed": .string(sealed), "kid": .string(key.kid), "seq": .number(Double(seq)), "status": .string(status.rawValue)]
+            do {
+                return try await steer(order, "panic.update", fields, timeout: timeout)["seq"]?.intValue ?? seq
+            } catch {
+                guard error.code == "seq_mismatch", reseals < maxReseals, let current = error.reply?["current_seq"]?.intValue else { throw error }
+                reseals += 1
+                // Sealed again for what the server has: its seq + 1, its status.
+                if let rec = ownerRecord(order) {
+                    rec.seq = current
+                    if let s = error.reply?["status"]?.stringValue.flatMap(PanicStatus.init(rawValue:)) { rec.status = s }
+                }
+            }
+        }
+    }
+
+    func rekey(_ order: Int, memberSecrets: [Int: [UInt8]]?, timeout: Duration?) async throws(VigilError) -> StreamKey {
+        guard let rec = ownerRecord(order), rec.e2eKey != nil else {
+            throw VigilError(code: "not_e2e", message: "panic.rekey: not an end-to-end encrypted stream of this client", op: "panic.rekey")
+        }
+        let secrets = memberSecrets ?? rec.memberSecrets
+        let next = StreamKey.generate()
+        var fields: JSONObject = ["kid": .string(next.kid)]
+        if rec.circle != nil || !secrets.isEmpty { fields["boxes"] = try E2EWire.boxes(next, secrets, op: "panic.rekey") }
+        _ = try await steer(order, "panic.rekey", fields, timeout: timeout)
+        if let rec = ownerRecord(order) {
+            rec.e2eKey = next
+            rec.memberSecrets = secrets
+        }
+        return next
     }
 }

@@ -436,7 +436,7 @@ public actor VigilClient {
     /// The operations that change state: each carries an `idem` key and goes through the outbox.
     public static let writeOps: Set<String> = [
         "pin.create", "pin.update", "pin.delete", "pin.vote",
-        "panic.start", "panic.update", "panic.status", "panic.timer", "panic.end", "panic.invite", "panic.revoke",
+        "panic.start", "panic.update", "panic.status", "panic.timer", "panic.end", "panic.invite", "panic.revoke", "panic.rekey",
         "checkin.create", "checkin.invite", "checkin.revoke", "checkin.answer", "checkin.home", "checkin.close",
         "checkin.request", "checkin.register", "checkin.unregister", "checkin.ack",
     ]

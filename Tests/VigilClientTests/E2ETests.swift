@@ -8,7 +8,7 @@ import Testing
 // client through `node clients/js/test/e2e-cli.js` both ways. Twin of clients/js/test/e2e.test.js.
 
 /// The repository's root, from this file's path.
-private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 private struct Vectors: Decodable {
     struct Seal: Decodable {
@@ -213,7 +213,7 @@ private let sample = E2EPosition(lat: 51.5007, lon: -0.1246, accuracyM: 12.5, he
 
 /// Runs `node clients/js/test/e2e-cli.js arguments…`: its trimmed stdout and exit status. Fails
 /// the test, never skips it, when node cannot be run.
-private func node(_ arguments: [String]) throws -> (output: String, status: Int32) {
+func node(_ arguments: [String]) throws -> (output: String, status: Int32) {
     let script = repositoryRoot.appendingPathComponent("clients/js/test/e2e-cli.js").path
     let p = Process()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -234,7 +234,7 @@ private func node(_ arguments: [String]) throws -> (output: String, status: Int3
     return (String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), p.terminationStatus)
 }
 
-private struct NodeMissing: Error, CustomStringConvertible {
+struct NodeMissing: Error, CustomStringConvertible {
     var detail: String
     var description: String { detail }
 }

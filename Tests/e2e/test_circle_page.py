@@ -104,14 +104,22 @@ def test_owner_and_member_on_the_circle_page(server, page, member):
     owner_token = stored(page)[circle]["token"]
     assert stored(page)[circle]["role"] == "owner"
     assert [li.rsplit("&member=", 1)[0] for li in links] == [f"{origin}/circle#circle={circle}"] * 2
-    tokens = [li.rsplit("&member=", 1)[1] for li in links]
+    # Each link: the member token, then the member's secret (32 bytes, base64url) for its key boxes.
+    parts = [re.fullmatch(r"([A-Za-z0-9_-]+)&ms=([A-Za-z0-9_-]{43})", li.rsplit("&member=", 1)[1]) for li in links]
+    assert all(parts), links
+    tokens = [p.group(1) for p in parts]
+    secrets = [p.group(2) for p in parts]
     assert len(set(tokens)) == 2 and owner_token not in tokens
+    assert len(set(secrets)) == 2
+    # The owner's browser keeps every member's secret (its circle streams box the key for them).
+    assert [m["ms"] for m in stored(page)[circle]["members"]] == secrets
 
     # The member opens Mum's link: the token is kept, and gone from the address bar.
     member.viewport(390, 760, mobile=True)
     member_opens(member, links[0])
     assert member.eval("location.href") == f"{origin}/circle#circle={circle}"
-    assert stored(member) == {circle: {"role": "member", "token": tokens[0], "label": "Mum"}}
+    member.wait(f"JSON.parse(localStorage.getItem('vigil.circles'))[{circle!r}].member === 1")
+    assert stored(member) == {circle: {"role": "member", "token": tokens[0], "ms": secrets[0], "label": "Mum", "member": 1}}
     assert text(member, "role") == "you are Mum"
     assert member.eval("document.getElementById('owner-actions').hidden") is True
     assert page.eval("document.getElementById('member-actions').hidden") is True

@@ -71,3 +71,34 @@ def test_the_box_vector_opens_for_its_member_only():
         ev.open_box(ms, v["kid"], b["member"] + 1, b["box"])
     with pytest.raises(InvalidTag):
         ev.open_box(bytes(32), v["kid"], b["member"], b["box"])
+
+
+# The clients' vectors (clients/e2e-vectors/vectors.json, checked byte for byte by the JS and Swift
+# tests) come from the same primitives: make_vectors.py imports this directory's e2e_vectors.py.
+CLIENT_VECTORS = Path(__file__).resolve().parents[2] / "clients/e2e-vectors"
+
+
+def test_the_clients_vectors_json_is_what_make_vectors_computes_with_these_primitives():
+    import subprocess
+    import sys
+    made = subprocess.run([sys.executable, str(CLIENT_VECTORS / "make_vectors.py")], capture_output=True, check=True).stdout
+    assert made == (CLIENT_VECTORS / "vectors.json").read_bytes()
+
+
+def test_every_client_vector_opens_here_with_its_own_associated_data_only():
+    v = json.loads((CLIENT_VECTORS / "vectors.json").read_text())
+    assert len(v["seal"]) == 3 and len(v["member_boxes"]) == 2
+    for s in v["seal"]:
+        key = ev.unb64u(s["key"])
+        assert ev.aad(s["kid"], s["seq"], s["status"]).hex() == s["aad_hex"]
+        assert ev.open_sealed(key, s["kid"], s["seq"], s["status"], s["sealed"]) == s["position"]
+        assert ev.pad(ev.location_plaintext(json.loads(s["plaintext"]))) == s["plaintext"].encode()
+        with pytest.raises(InvalidTag):
+            ev.open_sealed(key, s["kid"], s["seq"] + 1, s["status"], s["sealed"])
+    for b in v["member_boxes"]:
+        ms = ev.unb64u(b["member_secret"])
+        assert ev.wrap_key(ms).hex() == b["wrap_key_hex"]
+        assert ev.box_aad(b["kid"], b["member"]).hex() == b["aad_hex"]
+        assert ev.open_box(ms, b["kid"], b["member"], b["box"]) == ev.unb64u(b["stream_key"])
+        with pytest.raises(InvalidTag):
+            ev.open_box(ms, b["kid"], b["member"] + 1, b["box"])

@@ -351,6 +351,7 @@ def test_panic_page_shares_the_location_until_safe(server, browser, page):
     page.eval("""(() => {
       document.getElementById('contacts').value = '1';
       document.getElementById('note').value = 'taxi home';
+      document.getElementById('e2e').checked = false;  // the clear stream (e2e: test_e2e_pages.py)
       document.getElementById('start-red').click();
     })()""")
     page.wait("document.querySelectorAll('#links input').length === 1")
@@ -404,6 +405,7 @@ def test_panic_page_walks_a_person_home_and_raises_a_missed_check_in(server, bro
     page.eval("""(() => {
       document.getElementById('contacts').value = '1';
       document.getElementById('walk-minutes').value = '30';
+      document.getElementById('e2e').checked = false;  // a clear stream: the test's watcher reads positions
       document.getElementById('start-walk').click();
     })()""")
     page.wait("document.querySelectorAll('#links input').length === 1 && !document.getElementById('walk').hidden")

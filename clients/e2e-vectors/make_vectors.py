@@ -2,8 +2,8 @@
 """Test vectors for Vigil's end-to-end encrypted panic streams, format version 1
 (docs/design/e2e-streams.md, "The format" and "Member key boxes").
 
-An implementation independent of both clients: Python `cryptography`'s AESGCM and HKDF, and the
-standard library's json. Every key, kid, member secret and nonce below is FIXED so the output is
+An implementation independent of both clients: Python `cryptography`'s AESGCM and HKDF, through
+the one Python implementation of the format, Tests/e2e/e2e_vectors.py. Every key, kid, member secret and nonce below is FIXED so the output is
 reproducible; the nonce is an input of the vector only (real sealing draws 12 random bytes).
 
     python3 clients/e2e-vectors/make_vectors.py > clients/e2e-vectors/vectors.json
@@ -11,23 +11,19 @@ reproducible; the nonce is an input of the vector only (real sealing draws 12 ra
 The JS (clients/js/test/e2e.test.js) and Swift (Tests/VigilClientTests/E2ETests.swift) tests open
 every vector and seal each one again with its nonce, expecting these bytes exactly.
 """
-import base64
 import json
-import struct
 import sys
+from pathlib import Path
 
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+# The primitives come from one place: Tests/e2e/e2e_vectors.py (written from PROTOCOL.md's text
+# alone, which also makes PROTOCOL.md's vector block). This file only picks the fixed inputs and
+# the field order of vectors.json; Tests/e2e/test_e2e_vectors.py checks that running it gives
+# vectors.json byte for byte.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "Tests" / "e2e"))
+import e2e_vectors as ev  # noqa: E402
 
-LABEL = b"vigil-e2e-v1"
-BOX_LABEL = b"vigil-e2e-box-v1"
-WRAP_INFO = b"vigil e2e member wrap v1"
 FIELDS = ["lat", "lon", "accuracy_m", "heading", "speed_mps", "note"]
-
-
-def b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+b64url = ev.b64u
 
 
 def fixed(start: int, count: int) -> bytes:
@@ -35,31 +31,14 @@ def fixed(start: int, count: int) -> bytes:
     return bytes((start + i) % 256 for i in range(count))
 
 
-def plaintext(position: dict) -> bytes:
-    """The fields in FIELDS order, absent ones left out, compact JSON, UTF-8 as is (not \\u escaped),
-    then spaces up to the smallest multiple of 64 bytes at least as long."""
-    ordered = {k: position[k] for k in FIELDS if k in position}
-    body = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    return body + b" " * ((-len(body)) % 64)
-
-
-def aad(kid: str, seq: int, status: str) -> bytes:
-    return LABEL + b"\x00" + kid.encode("ascii") + b"\x00" + struct.pack(">Q", seq) + {"red": b"r", "amber": b"a"}[status]
-
-
-def box_aad(kid: str, member: int) -> bytes:
-    return BOX_LABEL + b"\x00" + kid.encode("ascii") + b"\x00" + struct.pack(">Q", member)
-
-
-def wrap_key(member_secret: bytes) -> bytes:
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=LABEL, info=WRAP_INFO).derive(member_secret)
+def ordered(position: dict) -> dict:
+    """The fields in FIELDS order, absent ones left out (the order the clients seal in)."""
+    return {k: position[k] for k in FIELDS if k in position}
 
 
 def seal_vector(name, key, kid_bytes, seq, status, nonce, position):
     kid = b64url(kid_bytes)
-    pt = plaintext(position)
-    a = aad(kid, seq, status)
-    ct = AESGCM(key).encrypt(nonce, pt, a)
+    pt = ev.pad(ev.location_plaintext(ordered(position)))
     return {
         "name": name,
         "key": b64url(key),
@@ -70,16 +49,13 @@ def seal_vector(name, key, kid_bytes, seq, status, nonce, position):
         "position": position,
         "plaintext": pt.decode("utf-8"),
         "plaintext_bytes": len(pt),
-        "aad_hex": a.hex(),
-        "sealed": b64url(nonce + ct),
+        "aad_hex": ev.aad(kid, seq, status).hex(),
+        "sealed": ev.seal(key, kid, seq, status, ordered(position), nonce),
     }
 
 
 def box_vector(name, member_secret, kid_bytes, member, stream_key, nonce):
     kid = b64url(kid_bytes)
-    wk = wrap_key(member_secret)
-    a = box_aad(kid, member)
-    ct = AESGCM(wk).encrypt(nonce, stream_key, a)
     return {
         "name": name,
         "member_secret": b64url(member_secret),
@@ -87,9 +63,9 @@ def box_vector(name, member_secret, kid_bytes, member, stream_key, nonce):
         "member": member,
         "stream_key": b64url(stream_key),
         "nonce": b64url(nonce),
-        "wrap_key_hex": wk.hex(),
-        "aad_hex": a.hex(),
-        "box": b64url(nonce + ct),
+        "wrap_key_hex": ev.wrap_key(member_secret).hex(),
+        "aad_hex": ev.box_aad(kid, member).hex(),
+        "box": ev.box(member_secret, kid, member, stream_key, nonce),
     }
 
 

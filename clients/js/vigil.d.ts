@@ -250,9 +250,14 @@ export class VigilClient extends Emitter {
    * `due_in_s` / `due_at`: a safety timer (amber only; docs/PROTOCOL.md "Safety timer").
    * `circle` with the circle's `ownerToken`: a stream of the circle, which its members hear of
    * (`checkin.panic`) and may watch with their member tokens.
+   * `e2e: true` (or a `{key, kid}` of your own): an end-to-end encrypted stream. The position and
+   * note are sealed for seq 1 and `status`, never sent in clear; with `memberSecrets` (a circle's
+   * member numbers and their 32-byte secrets) each member gets a box with the stream key. The
+   * Owner's `e2e` holds the key to hand the direct contacts (`watchLink(..., owner.e2e.key)`).
    */
-  startPanic(fields: Position & { status: 'red' | 'amber'; note?: string; watchers?: number; due_in_s?: number; due_at?: number; circle?: string; ownerToken?: string }): Promise<Owner>;
-  resumePanic(stream: string, ownerToken: string): Promise<Owner>;
+  startPanic(fields: Position & { status: 'red' | 'amber'; note?: string; watchers?: number; due_in_s?: number; due_at?: number; circle?: string; ownerToken?: string } & E2EStartOptions): Promise<Owner>;
+  /** `e2e`: the stream's `{key, kid}` kept by the app, so sealed updates go on after the resume. */
+  resumePanic(stream: string, ownerToken: string, options?: { e2e?: StreamKeys; memberSecrets?: MemberSecrets }): Promise<Owner>;
 
   /** Makes a circle and listens to it as its owner; `memberTokens` and `ownerToken` are shown this once. */
   createCircle(members?: (string | null)[]): Promise<Circle & { memberTokens: { member: number; label: string | null; token: string }[]; expiresAt: number }>;
@@ -312,7 +317,19 @@ export class Owner extends Emitter {
   seq: number;
   watchers: number;
   ended: boolean;
-  update(position: Position, options?: RequestOptions): Promise<number>;
+  /** An end-to-end encrypted stream's current key and kid, or null for a clear stream. */
+  e2e: StreamKeys | null;
+  /** The member secrets the boxes are made from (kept for `rekey`). */
+  memberSecrets: MemberSecrets | null;
+  /** How many times a sealed update is sealed again after `seq_mismatch` before it fails (default 5). */
+  maxReseals: number;
+  /**
+   * On an e2e stream the position (and `note`) is sealed for seq + 1 and the status; after
+   * `seq_mismatch` it is sealed again for the server's `current_seq` + 1 and `status` and resent.
+   */
+  update(position: E2EPosition, options?: RequestOptions): Promise<number>;
+  /** A new key and kid for an e2e stream (`panic.rekey`), with boxes for `memberSecrets` (default: those held). */
+  rekey(options?: { memberSecrets?: MemberSecrets | null }, requestOptions?: RequestOptions): Promise<StreamKeys>;
   /** `red` or `amber`: as started, as last set, or as the server had it on resume. */
   status: 'red' | 'amber' | null;
   setStatus(status: 'red' | 'amber', options?: RequestOptions): Promise<number>;
@@ -328,6 +345,9 @@ export class Owner extends Emitter {
   revoke(watchToken: string, options?: RequestOptions): Promise<void>;
   on(name: 'watchers', fn: (count: number) => void): () => void;
   on(name: 'resumed', fn: (state: StreamState) => void): () => void;
+  /** A sealed update was refused with `seq_mismatch` and is sealed again for this seq and status. */
+  on(name: 'resealed', fn: (e: { seq: number; status: 'red' | 'amber' }) => void): () => void;
+  on(name: 'rekeyed', fn: (keys: StreamKeys) => void): () => void;
   /** The timer passed without a check-in: the server turned the stream red and told every watcher. */
   on(name: 'missedCheckIn', fn: (event: { seq: number; due_at: number; last: Position & { at: number }; at: number; sent_at: number }) => void): () => void;
   on(name: string, fn: (payload: any) => void): () => void;
@@ -353,7 +373,7 @@ export class Circle extends Emitter {
   answer(options?: { note?: string }): Promise<CheckinAnswer>;
   home(spec: { for_s: number } | { until: number } | { clear: true }): Promise<CheckinHome | null>;
   close(): Promise<void>;
-  startPanic(fields: Position & { status: 'red' | 'amber'; note?: string; watchers?: number; due_in_s?: number; due_at?: number }): Promise<Owner>;
+  startPanic(fields: Position & { status: 'red' | 'amber'; note?: string; watchers?: number; due_in_s?: number; due_at?: number } & E2EStartOptions): Promise<Owner>;
   // A member's:
   /** "Are you safe?"; resolves with the request's time. */
   request(): Promise<number>;
@@ -388,10 +408,32 @@ export class MapModel extends Emitter {
   on(name: string, fn: (payload: any) => void): () => void;
 }
 
+/**
+ * The key a WatchModel opens an e2e stream's points with: the page's fragment (`k=`), the key,
+ * a circle member's secret and number (its box comes in the watch reply), or a view.
+ */
+export type WatchKey = string | { key: Uint8Array } | { memberSecret: Uint8Array; member?: number } | E2EWatchView;
+
+/** One point of an e2e stream: opened (a position), or not (`label` is 'cannot decrypt this update'; no position). */
+export type WatchPoint =
+  | { seq: number; at: number; ok: true; position: E2EPosition }
+  | { seq: number; at: number; ok: false; label: string; position?: undefined };
+
 export class WatchModel extends Emitter {
-  constructor(watch: Watch, options?: { maxTrail?: number });
+  constructor(watch: Watch, options?: { maxTrail?: number; e2e?: WatchKey });
   /** Watches with a model attached from the start. */
-  static open(client: VigilClient, stream: string, credential: string | { watchToken: string } | { memberToken: string }, options?: { since?: number; maxTrail?: number }): Promise<WatchModel>;
+  static open(client: VigilClient, stream: string, credential: string | { watchToken: string } | { memberToken: string }, options?: { since?: number; maxTrail?: number; e2e?: WatchKey }): Promise<WatchModel>;
+  /** True for an end-to-end encrypted stream. */
+  e2e: boolean;
+  /** Every point of an e2e stream, opened or not, oldest first. */
+  points: WatchPoint[];
+  /** How many points did not open. */
+  undecryptable: number;
+  /** The one sentence about a missing or wrong key, or null. */
+  notice: string | null;
+  readonly view: E2EWatchView;
+  /** Resolves once every event received so far is applied (its points opened or refused). */
+  settled(): Promise<void>;
   readonly watch: Watch;
   status: 'red' | 'amber' | null;
   note: string | null;
@@ -409,6 +451,8 @@ export class WatchModel extends Emitter {
   readonly lastUpdateAt: number | null;
   dispose(): void;
   on(name: 'change', fn: (model: WatchModel) => void): () => void;
+  on(name: 'point', fn: (point: WatchPoint) => void): () => void;
+  on(name: 'notice', fn: (notice: string | null) => void): () => void;
   on(name: string, fn: (payload: any) => void): () => void;
 }
 
@@ -467,3 +511,27 @@ export interface E2EModule {
 }
 
 export const e2e: E2EModule;
+
+/** A stream key (32 bytes) and its kid (22 characters of base64url). */
+export interface StreamKeys { key: Uint8Array; kid: string }
+/** A circle's member numbers and their 32-byte secrets (`ms` of the invitation links). */
+export type MemberSecrets = Map<number, Uint8Array> | { member: number; secret: Uint8Array }[] | Record<number, Uint8Array>;
+export interface E2EStartOptions { e2e?: boolean | StreamKeys; memberSecrets?: MemberSecrets }
+
+/** The label of a point that does not open. */
+export const CANNOT_DECRYPT: 'cannot decrypt this update';
+/** The sentences of the one notice about the key. */
+export const KEY_NOTICES: { absent: string; invalid: string; wrong: string; rekeyed: string; box: string; nobox: string };
+
+/** What a watch page shows for an e2e stream: each point opened, or the label; one notice about the key. */
+export declare class E2EWatchView {
+  constructor(source?: string | { key: Uint8Array } | { memberSecret: Uint8Array; member?: number });
+  key: Uint8Array | null;
+  notice: string | null;
+  noticeChanged: boolean;
+  point(p: { sealed: string; kid: string; seq: number; status: 'red' | 'amber' }): Promise<{ ok: true; position: E2EPosition } | { ok: false; label: string }>;
+  box(box: string | { box: string; member?: number; kid?: string }, kids: (string | undefined)[]): Promise<boolean>;
+}
+
+/** `origin/watch#s=STREAM&t=TOKEN`, and `&k=KEY` for an e2e stream: the key only ever in the fragment. */
+export function watchLink(origin: string, stream: string, token: string, key?: Uint8Array | null): string;

@@ -9,6 +9,7 @@
 
 import { Emitter } from './emitter.js';
 import { Circle, credentialFields } from './circle.js';
+import { newStreamKey, seal, wrapForMember } from './e2e.js';
 
 /** An error reply from the server, or a failure of the request itself (timeout, disconnected, closed). */
 export class VigilError extends Error {
@@ -34,7 +35,7 @@ export class VigilError extends Error {
  */
 export const WRITE_OPS = new Set([
   'pin.create', 'pin.update', 'pin.delete', 'pin.vote',
-  'panic.start', 'panic.update', 'panic.status', 'panic.end', 'panic.invite', 'panic.revoke', 'panic.timer',
+  'panic.start', 'panic.update', 'panic.status', 'panic.end', 'panic.invite', 'panic.revoke', 'panic.timer', 'panic.rekey',
   'checkin.create', 'checkin.invite', 'checkin.revoke', 'checkin.answer', 'checkin.home', 'checkin.close',
   'checkin.request', 'checkin.register', 'checkin.unregister', 'checkin.ack',
 ]);
@@ -67,6 +68,23 @@ async function loadWebSocket() {
 const reportTo = (emitter) => (err) => { if (err.code !== 'disconnected' && err.code !== 'closed') emitter.emit('error', err); };
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The fields of a position, sealed (not sent) on an end-to-end encrypted stream. */
+const POSITION_FIELDS = ['lat', 'lon', 'accuracy_m', 'heading', 'speed_mps', 'note'];
+
+/** `[[member, secret], …]` from a Map, an array of `{member, secret}` or an object keyed by member number. */
+function memberSecretList(memberSecrets) {
+  if (memberSecrets == null) return [];
+  if (memberSecrets instanceof Map) return [...memberSecrets.entries()].map(([m, s]) => [Number(m), s]);
+  if (Array.isArray(memberSecrets)) return memberSecrets.map(({ member, secret }) => [Number(member), secret]);
+  return Object.entries(memberSecrets).map(([m, s]) => [Number(m), s]);
+}
+
+/** The stream key boxed for each member: `[{member, box}]` in member order (the wire's `boxes`). */
+async function memberBoxes(memberSecrets, { key, kid }) {
+  const list = memberSecretList(memberSecrets).sort((a, b) => a[0] - b[0]);
+  return Promise.all(list.map(async ([member, secret]) => ({ member, box: await wrapForMember(secret, kid, member, key) })));
+}
 
 export class VigilClient extends Emitter {
   /**
@@ -245,19 +263,36 @@ export class VigilClient extends Emitter {
    * members listening hear `checkin.panic` and may watch it with their member tokens.
    */
   async startPanic(fields) {
-    const { ownerToken, ...rest } = fields;
+    const { ownerToken, e2e, memberSecrets, ...rest } = fields;
+    let keys = null;
+    if (e2e) {
+      // End-to-end encrypted: the position (and note) go sealed for seq 1 and the start's
+      // status; each member secret held gets a box with the stream key.
+      keys = e2e === true ? await newStreamKey() : { key: e2e.key, kid: e2e.kid };
+      const position = {};
+      for (const f of POSITION_FIELDS) {
+        if (rest[f] !== undefined) position[f] = rest[f];
+        delete rest[f];
+      }
+      rest.e2e = { v: 1, kid: keys.kid, sealed: await seal(keys.key, keys.kid, 1, rest.status, position) };
+      // A circle's boxes go inside `e2e` (docs/PROTOCOL.md, "Operations").
+      const boxes = await memberBoxes(memberSecrets, keys);
+      if (boxes.length > 0) rest.e2e.boxes = boxes;
+    }
     const wire = withIdem('panic.start', rest);
     if (ownerToken !== undefined) wire.owner_token = ownerToken;
     let owner;
     await this.#withRateLimit('panic.start', () => this.#call('panic.start', wire, {
-      onReply: (reply) => { owner = this.#adopt(reply.stream, reply.owner_token, { ...reply, status: fields.status }); },
+      onReply: (reply) => {
+        owner = this.#adopt(reply.stream, reply.owner_token, { ...reply, status: fields.status }, keys && { ...keys, memberSecrets });
+      },
     }));
     return owner;
   }
 
   /** Becomes the owner of a stream again (after the app restarted); resolves with the Owner. */
-  async resumePanic(stream, ownerToken) {
-    const owner = this.#owners.get(stream) ?? new Owner(this, stream, ownerToken, {});
+  async resumePanic(stream, ownerToken, { e2e, memberSecrets } = {}) {
+    const owner = this.#owners.get(stream) ?? new Owner(this, stream, ownerToken, {}, e2e ? { ...e2e, memberSecrets } : null);
     this.#owners.set(stream, owner);
     try {
       await owner._resume();
@@ -268,8 +303,8 @@ export class VigilClient extends Emitter {
     return owner;
   }
 
-  #adopt(stream, ownerToken, reply) {
-    const owner = new Owner(this, stream, ownerToken, reply);
+  #adopt(stream, ownerToken, reply, keys = null) {
+    const owner = new Owner(this, stream, ownerToken, reply, keys);
     this.#owners.set(stream, owner);
     return owner;
   }
@@ -709,7 +744,7 @@ export class Watch extends Emitter {
           this.#first = false;
           if (gap) this.emit('gap', { state, lastSeq: previous });
         }
-        this.emit('state', { state, gap });
+        this.emit('state', { state, gap, reply });
       },
     });
   }
@@ -746,8 +781,17 @@ export class Watch extends Emitter {
 
 /** A stream this client owns: send locations and status, end it, invite and revoke contacts. */
 export class Owner extends Emitter {
-  constructor(client, stream, ownerToken, reply) {
+  constructor(client, stream, ownerToken, reply, keys = null) {
     super();
+    /**
+     * An end-to-end encrypted stream's current `{key, kid}` (the key to hand the direct contacts,
+     * e.g. in the watch link's `k=`), or null for a clear stream.
+     */
+    this.e2e = keys ? { key: keys.key, kid: keys.kid } : null;
+    /** The circle members' secrets the boxes are made from (kept for rekey). */
+    this.memberSecrets = keys?.memberSecrets ?? null;
+    /** How many times a sealed update is sealed again after `seq_mismatch` before it fails. */
+    this.maxReseals = 5;
     this.client = client;
     this.stream = stream;
     this.ownerToken = ownerToken;
@@ -799,8 +843,49 @@ export class Owner extends Emitter {
     return reply;
   }
 
-  /** `{lat, lon, accuracy_m?, heading?, speed_mps?}`; resolves with the new seq. */
-  async update(position, opts) { return (await this.#steer('panic.update', position, opts)).seq; }
+  /**
+   * `{lat, lon, accuracy_m?, heading?, speed_mps?}` (and `note?` on an e2e stream); resolves with
+   * the new seq. On an end-to-end encrypted stream the position is sealed for the seq the owner
+   * expects (its seq + 1) and its status; when the server answers `seq_mismatch` (an event the
+   * server made, a status change meanwhile) it is sealed again for the server's `current_seq` + 1
+   * and `status` and sent again, at most `maxReseals` times.
+   */
+  async update(position, opts) {
+    if (this.e2e === null) return (await this.#steer('panic.update', position, opts)).seq;
+    for (let reseals = 0; ; reseals++) {
+      const { key, kid } = this.e2e;
+      const seq = this.seq + 1;
+      const status = this.status;
+      const sealed = await seal(key, kid, seq, status, position);
+      try {
+        return (await this.#steer('panic.update', { sealed, kid, seq, status }, opts)).seq;
+      } catch (err) {
+        const reply = err.reply;
+        if (err.code !== 'seq_mismatch' || reseals >= this.maxReseals || typeof reply?.current_seq !== 'number') throw err;
+        this.seq = reply.current_seq;
+        if (reply.status === 'red' || reply.status === 'amber') this.status = reply.status;
+        this.emit('resealed', { seq: this.seq + 1, status: this.status });
+      }
+    }
+  }
+
+  /**
+   * Replaces an e2e stream's key and kid (`panic.rekey`), with new boxes for `memberSecrets`
+   * (default: the ones it holds; leave a revoked member out). Resolves with the new `{key, kid}`:
+   * hand the key to the direct contacts that keep watching.
+   */
+  async rekey({ memberSecrets = this.memberSecrets } = {}, opts) {
+    if (this.e2e === null) throw new TypeError('rekey is for an end-to-end encrypted stream');
+    const next = await newStreamKey();
+    const fields = { kid: next.kid };
+    const boxes = await memberBoxes(memberSecrets, next);
+    if (this.circle !== null || boxes.length > 0) fields.boxes = boxes;
+    await this.#steer('panic.rekey', fields, opts);
+    this.e2e = next;
+    this.memberSecrets = memberSecrets;
+    this.emit('rekeyed', next);
+    return next;
+  }
   async setStatus(status, opts) {
     const seq = (await this.#steer('panic.status', { status }, opts)).seq;
     this.status = status;

@@ -3,7 +3,7 @@
 // sealed point opened or shown as "cannot decrypt this update" (never a position), a missing or
 // wrong key said once, plainly; and, for /panic, the watch link with the key in its fragment.
 
-import { keyFromFragment, open, encodeKey, E2EError } from './e2e.js';
+import { keyFromFragment, open, encodeKey, unwrapForMember, E2EError } from './e2e.js';
 
 /** The label of a point that does not open. */
 export const CANNOT_DECRYPT = 'cannot decrypt this update';
@@ -14,6 +14,8 @@ export const KEY_NOTICES = {
   invalid: 'This link\u2019s key is damaged (cut short or mistyped), so this encrypted stream\u2019s positions cannot be shown. Ask for the full link.',
   wrong: 'This link\u2019s key does not open this stream\u2019s updates. Ask for a new link.',
   rekeyed: 'The stream\u2019s key has changed and this link\u2019s key does not open the new one. Ask for a new link.',
+  box: 'Your invitation\u2019s key does not open this stream\u2019s key, so its positions cannot be shown. Ask the owner for a new invitation.',
+  nobox: 'This encrypted stream holds no key for you, so its positions cannot be shown. Ask the owner for a new invitation.',
 };
 
 /**
@@ -25,20 +27,76 @@ export const KEY_NOTICES = {
  * says whether the last `point` call set it (so the page says it once).
  */
 export class E2EWatchView {
-  constructor(fragment) {
-    const k = keyFromFragment(fragment);
-    this.key = k.state === 'ok' ? k.key : null;
-    this.notice = k.state === 'ok' ? null : KEY_NOTICES[k.state];
+  /**
+   * `source`: the page's fragment (a string: `k` is read from it), or `{ key }` (a 32-byte
+   * Uint8Array) for an app that keeps the key itself, or `{ memberSecret, member }` for a
+   * circle member whose key comes in its box (`box()`).
+   */
+  constructor(source = '') {
+    /** The key points are opened with, unless a box gave one for their kid. */
+    this.key = null;
+    this.notice = null;
+    /** kid -> key opened from a member's box. */
+    this.boxKeys = new Map();
+    this.memberSecret = null;
+    this.member = null;
+    if (typeof source === 'string') {
+      const k = keyFromFragment(source);
+      if (k.state === 'ok') this.key = k.key;
+      else this.notice = KEY_NOTICES[k.state];
+    } else if (source?.key instanceof Uint8Array) {
+      this.key = source.key;
+    } else if (source?.memberSecret instanceof Uint8Array) {
+      this.memberSecret = source.memberSecret;
+      this.member = source.member ?? null;
+    } else {
+      this.notice = KEY_NOTICES.absent;
+    }
     this.noticeChanged = this.notice !== null;
     /** kids this key has opened at least one point of. */
     this.openedKids = new Set();
   }
 
+  /**
+   * A member's box (`{box, member?, kid?}` or the box's text) from the watch reply or a rekey:
+   * opened with the member secret under each of `kids` (the box names none) until one opens.
+   * Resolves with true when it gave a key; otherwise the notice says the key is missing.
+   */
+  async box(box, kids) {
+    this.noticeChanged = false;
+    if (this.memberSecret === null) return false;
+    const text = typeof box === 'string' ? box : box?.box;
+    const member = (typeof box === 'object' && box !== null ? box.member : undefined) ?? this.member;
+    if (typeof text !== 'string') {
+      if (this.boxKeys.size === 0 && this.key === null) this.#setNotice(KEY_NOTICES.nobox);
+      return false;
+    }
+    const candidates = [...new Set([box?.kid, ...kids].filter((k) => typeof k === 'string'))];
+    for (const kid of candidates) {
+      try {
+        this.boxKeys.set(kid, await unwrapForMember(this.memberSecret, kid, member, text));
+        if (this.notice === KEY_NOTICES.box || this.notice === KEY_NOTICES.nobox) this.#setNotice(null);
+        return true;
+      } catch (e) {
+        if (!(e instanceof E2EError)) throw e;
+      }
+    }
+    this.#setNotice(KEY_NOTICES.box);
+    return false;
+  }
+
   async point({ sealed, kid, seq, status }) {
     this.noticeChanged = false;
-    if (this.key === null) return { ok: false, label: CANNOT_DECRYPT };
+    const key = this.boxKeys.get(kid) ?? this.key;
+    if (key === null) {
+      if (this.notice === null) {
+        if (this.openedKids.size > 0) this.#setNotice(KEY_NOTICES.rekeyed);
+        else this.#setNotice(this.memberSecret !== null ? KEY_NOTICES.nobox : KEY_NOTICES.absent);
+      }
+      return { ok: false, label: CANNOT_DECRYPT };
+    }
     try {
-      const position = await open(this.key, kid, seq, status, sealed);
+      const position = await open(key, kid, seq, status, sealed);
       this.openedKids.add(kid);
       if (this.notice === KEY_NOTICES.wrong || this.notice === KEY_NOTICES.rekeyed) this.#setNotice(null);
       return { ok: true, position };

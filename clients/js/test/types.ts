@@ -1,6 +1,6 @@
 // Compiled by package.test.js with tsc --strict (not run): the declarations in vigil.d.ts must type the
 // README's uses of the library.
-import { VigilClient, MapModel, WatchModel, followPosition, VigilError, Pin, Circle, CheckinPanic, WRITE_OPS, newIdemKey, e2e, E2EError, E2EPosition } from '../vigil';
+import { VigilClient, MapModel, WatchModel, followPosition, VigilError, Pin, Circle, CheckinPanic, WRITE_OPS, newIdemKey, e2e, E2EError, E2EPosition, StreamKeys, WatchPoint, watchLink, CANNOT_DECRYPT, E2EWatchView } from '../vigil';
 
 async function main(streamId: string, watchToken: string): Promise<void> {
   const client = new VigilClient('ws://127.0.0.1:8080/v1', { reconnect: { minDelayMs: 100 }, requestTimeoutMs: 5000 });
@@ -53,3 +53,23 @@ async function main(streamId: string, watchToken: string): Promise<void> {
   client.close();
 }
 main('a', 'b');
+
+// End-to-end encrypted streams on the wire.
+async function e2eTypes(client: VigilClient): Promise<void> {
+  const owner = await client.startPanic({ status: 'red', lat: 1, lon: 2, e2e: true, memberSecrets: new Map([[1, new Uint8Array(32)]]) });
+  const keys: StreamKeys | null = owner.e2e;
+  if (keys) {
+    const link: string = watchLink('https://x', owner.stream, owner.watchTokens[0], keys.key);
+    const model = await WatchModel.open(client, owner.stream, owner.watchTokens[0], { e2e: link.split('#')[1] });
+    model.on('point', (p: WatchPoint) => { if (p.ok) { const lat: number = p.position.lat; void lat; } else { const l: string = p.label; void l; } });
+    await model.settled();
+    const notice: string | null = model.notice;
+    void notice;
+  }
+  const next: StreamKeys = await owner.rekey();
+  void next;
+  const label: 'cannot decrypt this update' = CANNOT_DECRYPT;
+  void label;
+  void new E2EWatchView({ key: new Uint8Array(32) });
+}
+void e2eTypes;
