@@ -172,8 +172,14 @@ def test_deb_installs_runs_and_purges_on_a_fresh_debian(tmp_path):
         conffiles = in_root(root, "cat /var/lib/dpkg/info/vigil.conffiles").stdout.split()
         assert conffiles == ["/etc/vigil/vigild.yaml"], conffiles
         assert not list((root / "usr/share/vigil/web").rglob("leaflet*.js")), "a vendored Leaflet is in the package"
+        for binary in ("vigild", "vigil-load"):
+            dynamic = run(["readelf", "-d", str(root / "usr/bin" / binary)]).stdout
+            needed = sorted(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic))
+            assert "libc.so.6" in needed and "libssl.so.3" in needed, needed
+            assert not [n for n in needed if "swift" in n.lower() or "Foundation" in n or "dispatch" in n.lower()], needed
+            assert "RUNPATH" not in dynamic and "RPATH" not in dynamic, dynamic
         version = in_root(root, "vigild --version").stdout.strip()
-        assert re.fullmatch(r"\d+\.\d+\.\d+ \(commit [0-9a-f]{7,}(-dirty)?\)|\d+\.\d+\.\d+ \(commit \S+\)", version), version
+        assert re.fullmatch(r"\d+\.\d+\.\d+ \(commit [0-9A-Za-z._-]+\)", version), version
         assert "unknown" not in version, f"the packaged binary does not name its commit: {version}"
 
         # 4. the operator's edit, the state directory as systemd makes it, the unit's own lines
