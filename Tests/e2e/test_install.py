@@ -169,6 +169,9 @@ def test_deb_installs_runs_and_purges_on_a_fresh_debian(tmp_path):
                      "usr/share/doc/vigil/copyright", "usr/share/doc/vigil/OPERATIONS.md",
                      "usr/share/javascript/leaflet/leaflet.js"):
             assert (root / path).exists(), f"/{path} not installed"
+        # enabled at install (deb-systemd-helper), not started: the operator edits the config first
+        wants = root / "etc/systemd/system/multi-user.target.wants/vigild.service"
+        assert wants.is_symlink() and os.readlink(wants) == "/lib/systemd/system/vigild.service", "vigild.service not enabled"
         conffiles = in_root(root, "cat /var/lib/dpkg/info/vigil.conffiles").stdout.split()
         assert conffiles == ["/etc/vigil/vigild.yaml"], conffiles
         assert not list((root / "usr/share/vigil/web").rglob("leaflet*.js")), "a vendored Leaflet is in the package"
