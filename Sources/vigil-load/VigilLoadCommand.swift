@@ -14,6 +14,7 @@ struct VigilLoadCommand: ParsableCommand {
             error was seen, 1 on any loss, wrong delivery, error reply or dropped connection,
             2 when the run cannot start (fd limit), 64 on bad usage.
             """,
+        version: BuildInfo.description,
         subcommands: [MapCommand.self, ClustersCommand.self, PanicCommand.self, IdleCommand.self, MixedCommand.self, AbuseCommand.self]
     )
 }

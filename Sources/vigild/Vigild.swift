@@ -22,6 +22,7 @@ struct Vigild: ParsableCommand {
         `vigild cluster check FILE` connects to the config's NATS servers and reports its stream.
         `vigild push keygen FILE` makes the Web Push (VAPID) key and prints its public key.
         """,
+        version: BuildInfo.description,
         subcommands: [StateCommand.self, ClusterCommand.self, PushCommand.self]
     )
 
