@@ -634,13 +634,15 @@ extension VigilClient {
             do {
                 return try await steer(order, "panic.update", fields, timeout: timeout)["seq"]?.intValue ?? seq
             } catch {
-                guard error.code == "seq_mismatch", reseals < maxReseals, let current = error.reply?["current_seq"]?.intValue else { throw error }
-                reseals += 1
-                // Sealed again for what the server has: its seq + 1, its status.
+                guard error.code == "seq_mismatch", let current = error.reply?["current_seq"]?.intValue else { throw error }
+                // What the server has, kept even when this update gives up, so that the next one
+                // is sealed for its seq + 1 and its status.
                 if let rec = ownerRecord(order) {
                     rec.seq = current
                     if let s = error.reply?["status"]?.stringValue.flatMap(PanicStatus.init(rawValue:)) { rec.status = s }
                 }
+                guard reseals < maxReseals else { throw error }
+                reseals += 1
             }
         }
     }
