@@ -66,7 +66,8 @@ final class E2EOpener {
             memberSecret = nil; member = nil
             switch E2E.key(fromFragment: fragment) {
             case .key(let bytes): key = bytes
-            case .absent: set(.absent)
+            // Said when a sealed point comes (`open`): a clear stream needs no key.
+            case .absent: break
             case .invalid: set(.invalid)
             }
         case .member(let secret, let member):
