@@ -143,10 +143,12 @@ import Testing
         // Well under the 2 s close timeout: the server answered.
         #expect(ContinuousClock.now - started < .seconds(1))
         let end = await transportError { _ = try await connection.receive() }
-        // vigild echoes the code of the close it answers (RFC 6455 §5.5.1).
-        #expect(end == .closed(code: 4000, reason: ""))
+        // vigild echoes the code of the close it answers (RFC 6455 §5.5.1): the close frame sent
+        // is the first call's to run, and the order of two `async let`s is not fixed (seen in CI:
+        // 1000 once, 4000 before), so either code, and every later call sees the same one.
+        #expect(end == .closed(code: 4000, reason: "") || end == .closed(code: 1000, reason: ""))
         let refused = await transportError { try await connection.send("late") }
-        #expect(refused == .closed(code: 4000, reason: ""))
+        #expect(refused == end)
         await connection.close(code: 1000, reason: "again")  // idempotent, returns at once
     }
 
