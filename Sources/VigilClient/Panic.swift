@@ -395,10 +395,19 @@ extension VigilClient {
     func startSync(_ rec: WatchRecord) throws(VigilError) -> RequestRecord {
         rec.syncing = true
         var fields: JSONObject = ["stream": .string(rec.stream), rec.credentialKey: .string(rec.token)]
-        if !rec.first { fields["since"] = .number(Double(rec.lastSeq)) }
+        let replays = !rec.first
+        if replays { fields["since"] = .number(Double(rec.lastSeq)) }
         let r = try start("panic.watch", fields, timeout: options.requestTimeout, onReply: { reply in
             guard rec.active else { return nil }
-            return rec.reply(reply)
+            if let error = rec.reply(reply) { return error }
+            // A stream that had ended before it was first watched sends nothing more: its state
+            // (with `ended`) is the watch's last event. (After `since`, the replay that follows
+            // the reply brings `panic.ended`, which ends the watch.)
+            if !replays, rec.state?.ended != nil {
+                self.forgetWatch(rec)
+                rec.finish()
+            }
+            return nil
         })
         rec.lastRequest = r
         return r

@@ -19,8 +19,9 @@ struct ExampleTests {
         func draw(_ change: MapEvent) { drawn.add("\(change)") }
         func show(_ event: WatchEvent) { drawn.add("\(event)") }
         let options = VigilClientOptions()
+        // The phone moves and ends once the example's contact watches (the owner hears the count).
         Task {
-            try await Task.sleep(for: .milliseconds(100))
+            for await case .watchers(let n) in owner.events where n >= 1 { break }
             try await owner.update(Position(lat: 52.51, lon: 13.4))
             try await owner.end("safe")
         }

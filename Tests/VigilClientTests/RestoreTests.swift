@@ -268,6 +268,22 @@ struct RestoreTests {
         await c.close()
     }
 
+    @Test(.timeLimit(.minutes(1))) func aStreamThatEndedBeforeItsFirstWatchEndsTheWatchAfterItsState() async throws {
+        let (c, conn, _) = try await FakeServer().client()
+        async let watching = c.watch(stream: "S", watchToken: "W")
+        let m = try await conn.expect("panic.watch")
+        guard case .object(var state) = panicState("S", seq: 3) else { Issue.record("no state"); return }
+        state["ended"] = ["reason": "safe", "at": 3000]
+        conn.ok(m, ["state": .object(state)])
+        let watch = try await watching
+        let events = Reader(watch.events)
+        guard case .state(let s, _)? = await events.next() else { Issue.record("no state"); return }
+        #expect(s.ended?.reason == "safe")
+        #expect(await events.next() == nil)
+        #expect(await watch.isActive() == false)
+        await c.close()
+    }
+
     @Test func anOwnerIsResumedWithItsTokenAfterAReconnect() async throws {
         let server = FakeServer()
         let (c, conn, clock) = try await server.client()
