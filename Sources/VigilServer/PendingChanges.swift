@@ -23,18 +23,14 @@ enum Undo: Sendable {
 }
 
 /// The changes of this turn that are not recorded yet, each with its `Undo` and the outbox items
-/// that report it, so that a turn whose records could not be written (`ChangeLog.commitTurn`
-/// false) is taken back before any of it is sent: nobody hears of a change that a restart would
-/// not bring back. Kept only with a change log.
+/// that report it (an `UnconfirmedChanges` list: the one the stream path uses too), so that a turn
+/// whose records could not be written (`ChangeLog.commitTurn` false) is taken back before any of
+/// it is sent: nobody hears of a change that a restart would not bring back. Kept only with a
+/// change log.
 struct PendingChanges {
-    struct Change {
-        /// nil only if a handler gave none: its reply and events are withdrawn all the same.
-        let undo: Undo?
-        /// Its reply and deliveries in the outbox.
-        let items: Range<Int>
-    }
-
-    private(set) var changes: [Change] = []
+    /// Each change's reply and deliveries in the outbox.
+    private(set) var changes = UnconfirmedChanges<Range<Int>>()
+    private var nextNumber: UInt64 = 1
     /// Replies to reads that came after a change in the same turn (a subscribe's pins, a watch's
     /// or resume's stream): they may show it, so they are withdrawn with it.
     private(set) var readers: [Range<Int>] = []
@@ -42,7 +38,8 @@ struct PendingChanges {
     /// After `operation` was applied, with the outbox range of what it produced.
     mutating func note(_ operation: ClientOperation, _ outcome: V1Application.Outcome, items: Range<Int>) {
         if outcome.record != nil {
-            changes.append(Change(undo: outcome.undo, items: items))
+            changes.append(nextNumber, entity: nil, undo: outcome.undo, held: items)
+            nextNumber += 1
             return
         }
         guard !changes.isEmpty, Self.readsState(operation) else { return }
@@ -66,11 +63,20 @@ struct PendingChanges {
         readers.append(items)
     }
 
-    /// Every outbox range to withdraw: the changes' and the readers'.
-    var withdrawn: [Range<Int>] { changes.map(\.items) + readers }
+    /// Every change taken back, newest first (`body` undoes it); then every outbox range to
+    /// withdraw: the changes' and the readers'.
+    mutating func takeBackAll(_ body: (Undo?) -> Void) -> [Range<Int>] {
+        var ranges: [Range<Int>] = []
+        changes.takeBackAll { undo, items in
+            body(undo)
+            ranges.append(items)
+        }
+        return ranges + readers
+    }
 
     mutating func clear() {
-        changes.removeAll(keepingCapacity: true)
+        changes.removeAll()
+        nextNumber = 1
         readers.removeAll(keepingCapacity: true)
     }
 }

@@ -71,7 +71,7 @@ extension V1Application {
         case .panic(var delivery):
             if let cluster, case .watchers(let count) = delivery.kind {
                 // Watchers on the other nodes of a cluster count too (`ClusterPresence`).
-                delivery.kind = .watchers(count: count + cluster.presence.remoteWatchers(delivery.stream))
+                delivery.kind = .watchers(count: count + cluster.remoteWatchers(delivery.stream))
             }
             ServerMessages.panicDelivery(delivery, now: Self.wallClockMs(), into: &eventWriter)
             var frames = EventFrames(&eventWriter)

@@ -67,31 +67,6 @@ extension V1Application {
         return (members, answer)
     }
 
-    /// A repeat of a write of this node still on its way through the stream: it waits for that
-    /// write's answer (true), or is `idem_conflict` for another request (true); false when no
-    /// write with its key is in flight here.
-    func waitForInFlight(_ claim: IdempotencyClaim, fd: Int32, ref: JSONValue?, cluster: ClusterNode) -> Bool {
-        let lookup = IdempotencySeal.lookup(key: claim.key)
-        guard let number = cluster.inFlight[lookup], var idem = cluster.writes[number]?.idem else { return false }
-        guard idem.kept.requestDigest == IdempotencySeal.requestDigest(claim) else {
-            stats.idemConflicts += 1
-            outbox.append(.reply(fd, ref: ref, .error(Self.idemConflict)))
-            return true
-        }
-        idem.waiters.append(.init(fd: fd, ref: ref, serial: cluster.nextSerial, closes: cluster.closes))
-        cluster.writes[number]?.idem = idem
-        return true
-    }
-
-    /// The write the waiters wait for is answered: they get its answer as a repeat, or its error.
-    func answerWaiters(_ idem: InFlightAnswer, _ reply: Reply, cluster: ClusterNode) {
-        if cluster.inFlight[idem.lookup] != nil { cluster.inFlight[idem.lookup] = nil }
-        for w in idem.waiters where cluster.isSame(w.fd, serial: w.serial, closes: w.closes) {
-            if !reply.isError { stats.idemRepeats += 1 }
-            outbox.append(.reply(w.fd, ref: w.ref, reply.isError ? reply : .repeated(members: idem.members)))
-        }
-    }
-
     /// The turn was not recorded: its kept answers go with its changes.
     func forgetUnrecordedAnswers() {
         for lookup in keptThisTurn { kept.forget(lookup) }
@@ -113,9 +88,8 @@ struct InFlightAnswer {
     struct Waiter {
         let fd: Int32
         let ref: JSONValue?
-        /// The connection's identity when it started waiting (`ClusterNode.isSame`).
-        let serial: UInt64
-        let closes: UInt64
+        /// The connection's identity when it started waiting (`ConnectionEpochs.isSame`).
+        let epoch: ConnectionEpochs.Mark
     }
 
     let lookup: [UInt8]

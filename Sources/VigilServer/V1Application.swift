@@ -198,20 +198,20 @@ public final class V1Application: WebSocketApplication {
 
     public func opened(_ connection: Connection) {
         sessions[connection.fd] = V1Session(sessionRates, nowMs: monotonicMilliseconds())
-        cluster?.opened(connection.fd)
+        cluster?.speculative.opened(connection.fd)
         // The session id is random and shown once; nothing refers to it later, so it is not kept.
         outbox.append(.welcome(connection.fd, session: Base64URL.encode(secrets.randomBytes(16))))
     }
 
     public func closed(_ connection: Connection) {
-        if let cluster { cluster.presence.changed.formUnion(panic.streamsWatched(by: connection.fd)) }
+        cluster?.watchersChanged(panic.streamsWatched(by: connection.fd))
         hub.unsubscribe(connection.fd)
         panic.disconnected(connection.fd, out: &scratch.panic)
         checkin.disconnected(connection.fd)
         replays.closed(connection.fd)
         outbox.append(deliveries: &scratch)
         sessions[connection.fd] = nil
-        cluster?.closed(connection.fd)
+        cluster?.speculative.closed(connection.fd)
         // Called from a flush too (a failed write), after this turn's fan-out: make sure another
         // turn sends what the hubs just produced.
         server.loop.requestTurn()
@@ -274,7 +274,7 @@ public final class V1Application: WebSocketApplication {
                                  .error(RequestError("rate_limited", "too many subscribes; retry after \(retry) ms", retryAfterMs: retry))))
             return
         }
-        if let cluster, request.operation.changesMembership { cluster.membershipChanged(fd) }
+        if let cluster, request.operation.changesMembership { cluster.speculative.membershipChanged(fd) }
         let caller = Caller(fd: fd, address: connection.addressKey, monotonicMs: now)
         let first = outbox.count
         let outcome = dispatch(request.operation, caller: caller, now: Self.wallClockMs())
@@ -387,12 +387,12 @@ public final class V1Application: WebSocketApplication {
     private func takeBackUnrecorded() {
         let now = monotonicMilliseconds()
         var retry = StorageOutage.minRetryAfterMs
-        for change in pending.changes.reversed() {
-            if let undo = change.undo { takeBack(undo, now: now) } else { assertionFailure("a change without its undo") }
+        let withdrawn = pending.takeBackAll { undo in
+            if let undo { takeBack(undo, now: now) } else { assertionFailure("a change without its undo") }
             retry = log?.refusalRetryAfterMs() ?? retry
             stats.refusedUnrecorded += 1
         }
-        outbox.withdraw(pending.withdrawn, answer: .unavailable(retryAfterMs: retry))
+        outbox.withdraw(withdrawn, answer: .unavailable(retryAfterMs: retry))
     }
 
     /// Takes one change back (its news never sent): the journal's failure and a cluster node's

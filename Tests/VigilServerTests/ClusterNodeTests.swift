@@ -259,7 +259,7 @@ import VigilState
         #expect(rb.type == "error" && rb["code"]?.string == "conflict")
         #expect(a.h.v1.hub.store.exportPins() == b.h.v1.hub.store.exportPins())
         #expect(a.h.v1.hub.store.exportPins().first?.title == "from a")
-        #expect(b.h.v1.cluster?.writes.isEmpty == true && a.h.v1.cluster?.writes.isEmpty == true)
+        #expect(b.h.v1.cluster?.speculative.isEmpty == true && a.h.v1.cluster?.speculative.isEmpty == true)
     }
 
     @Test func aFailedPublishIsTakenBackUnseenAndAnsweredUnavailable() throws {
@@ -274,7 +274,7 @@ import VigilState
         let r = try Self.reply(a, writer)
         #expect(r.type == "error" && r["code"]?.string == "unavailable" && (r["retry_after_ms"]?.int ?? 0) > 0)
         #expect(a.h.v1.hub.store.count == 0)
-        #expect(a.h.v1.cluster?.writes.isEmpty == true)
+        #expect(a.h.v1.cluster?.speculative.isEmpty == true)
         for _ in 0..<3 { try a.h.turn() }
         sub.poll()
         #expect(sub.messages.count == 1)  // the subscribe's reply, no event
@@ -346,7 +346,7 @@ import VigilState
         // between the two writes one subscriber subscribes again: its reply shows the first pin
         moves.send(#"{"op":"subscribe","ref":3,"area":\#(Self.area)}"#)
         #expect(try Self.reply(a, moves)["pins"]?.array?.count == 1)
-        #expect(cluster.changedFDs.count == 1)  // only the one that changed is remembered
+        #expect(cluster.speculative.changedConnectionCount == 1)  // only the one that changed is remembered
         writer.send(#"{"op":"pin.create","ref":4,"pin":{"lat":52.6,"lon":13.5,"title":"second"}}"#)
         try a.h.run(until: { stream.stored.count == 2 })
         try a.catchUp()
@@ -362,8 +362,8 @@ import VigilState
         moves.poll()
         #expect(moves.messages.count == 2)  // its reply and the second pin, not the first again
         // nothing pending: nothing remembered, and the lists of the confirmed writes kept
-        #expect(cluster.writes.isEmpty && cluster.changedFDs.isEmpty)
-        #expect(cluster.spareDeliveryCount > 0)
+        #expect(cluster.speculative.isEmpty && (cluster.speculative.changedConnectionCount == 0))
+        #expect(cluster.speculative.spareDeliveryCount > 0)
     }
 
     final class Clock { var ms: Int64 = 1_000_000 }
@@ -388,10 +388,10 @@ import VigilState
         for _ in 0..<3 { try a.h.turn() }
         writer.poll()
         // Not given up: held, no answer, nothing stored yet, a copy due.
-        #expect(writer.messages.isEmpty && cluster.writes.count == 1 && stream.stored.isEmpty)
-        #expect(cluster.writes.values.first?.republishAtMs != nil)
+        #expect(writer.messages.isEmpty && cluster.speculative.pendingCount == 1 && stream.stored.isEmpty)
+        #expect(cluster.speculative.numbers.first.flatMap(cluster.speculative.republishAt) != nil)
         clock.ms += Int64(cluster.log.settings.ackTimeoutMs)
-        a.h.v1.republishDue(cluster: cluster)
+        a.h.v1.replicationTick(cluster)
         #expect(stream.stored.count == 1 && stream.attempts.values.first == 2)
         // A third copy (as after a lost ack) is acknowledged as the first: stored once.
         let id = stream.stored[0].messageID
@@ -400,7 +400,7 @@ import VigilState
         try a.catchUp()
         let r = try Self.reply(a, writer)
         #expect(r.type == "ok" && r["ref"]?.int == 3)
-        #expect(cluster.writes.isEmpty && cluster.confirmed == 1 && a.h.v1.hub.store.count == 1)
+        #expect(cluster.speculative.isEmpty && cluster.speculative.counts.confirmed == 1 && a.h.v1.hub.store.count == 1)
     }
 
     @Test func aWriteTheStreamNeverHandsBackIsGivenUpAtTheWriteDeadline() throws {
@@ -411,16 +411,16 @@ import VigilState
         try a.h.run(until: { stream.stored.count == 1 })
         #expect(a.h.v1.hub.store.count == 1)  // speculatively in place, held
         clock.ms += cluster.answerWithinMs
-        a.h.v1.expireUnanswered(cluster: cluster)
+        a.h.v1.replicationTick(cluster)
         for _ in 0..<3 { try a.h.turn() }
         writer.poll()
-        #expect(writer.messages.isEmpty && cluster.writes.count == 1)  // not yet: exactly the limit
+        #expect(writer.messages.isEmpty && cluster.speculative.pendingCount == 1)  // not yet: exactly the limit
         clock.ms += 1
-        a.h.v1.expireUnanswered(cluster: cluster)
+        a.h.v1.replicationTick(cluster)
         let r = try Self.reply(a, writer)
         #expect(r.type == "error" && r["code"]?.string == "unavailable" && r["ref"]?.int == 2 && r["retry_after_ms"]?.int == 250)
         #expect(a.h.v1.hub.store.count == 0)  // taken back
-        #expect(cluster.writes.isEmpty && cluster.byEntity.isEmpty && cluster.takenBack == 1)
+        #expect(cluster.speculative.isEmpty && cluster.speculative.counts.takenBack == 1)
         for _ in 0..<3 { try a.h.turn() }
         sub.poll()
         #expect(sub.messages.isEmpty)  // nothing was shown

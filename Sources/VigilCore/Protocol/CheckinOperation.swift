@@ -75,4 +75,12 @@ public enum CheckinOperation: Equatable, Sendable {
         case .create, .invite, .revoke, .answer, .home, .close, .request, .leave, .register, .unregister, .ack: return false
         }
     }
+
+    /// Whether it changes what the connection follows (a circle opened, joined or left).
+    public var changesMembership: Bool {
+        switch self {
+        case .open, .join, .leave: return true
+        case .create, .invite, .revoke, .answer, .home, .close, .request, .register, .unregister, .ack: return false
+        }
+    }
 }
