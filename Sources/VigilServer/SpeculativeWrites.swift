@@ -204,12 +204,11 @@ struct SpeculativeWrites {
     mutating func streamed(_ number: UInt64?, entity: ChangeEntity, kept: KeptAnswer?, into actions: inout [Action],
                            deliveries: inout Deliveries) -> Streamed {
         var own: Held?
-        if let number, list[number] != nil {
+        if let number, let epoch = list[number]?.held.epoch {
             let confirmed = list.isOldestInPlace(number, on: entity)
             // Marked while the write is listed: settling the last one forgets what changed.
-            let anyStale = confirmed && epochs.markStale(since: list[number]!.held.epoch)
-            var held = settle(number)!.held
-            if confirmed {
+            let anyStale = confirmed && epochs.markStale(since: epoch)
+            if confirmed, var held = settle(number)?.held {
                 counts.confirmed += 1
                 swap(&deliveries, &held.deliveries)
                 if anyStale { epochs.forgetStale(&deliveries) }
@@ -217,7 +216,7 @@ struct SpeculativeWrites {
                 answer(held, held.reply, into: &actions)
                 return .confirmed
             }
-            own = held
+            own = settle(number)?.held
         }
         takeBack(entity, into: &actions)
         counts.applied += 1

@@ -74,9 +74,8 @@ struct UnconfirmedChanges<Held> {
     /// Changes `number`'s held part in place; false if it is not in the list.
     @discardableResult
     mutating func modify(_ number: UInt64, _ body: (inout Held) -> Void) -> Bool {
-        guard let i = index(of: number), slots[i] != nil else { return false }
-        body(&slots[i]!.held)
-        return true
+        guard let i = index(of: number) else { return false }
+        return update(i) { body(&$0.held) }
     }
 
     /// Whether `number` is the oldest unsettled change on `entity` and was not taken back.
@@ -87,8 +86,10 @@ struct UnconfirmedChanges<Held> {
 
     /// `number` confirmed, answered or given up: out of the list (nil if it was not in it).
     mutating func settle(_ number: UInt64) -> Change? {
-        guard let i = index(of: number), let change = slots[i] else { return nil }
-        slots[i] = nil
+        guard let i = index(of: number) else { return nil }
+        var taken: Change?
+        swap(&taken, &slots[i])
+        guard let change = taken else { return nil }
         live -= 1
         if let entity = change.entity {
             byEntity[entity]?.removeAll { $0 == number }
@@ -104,8 +105,10 @@ struct UnconfirmedChanges<Held> {
         guard let numbers = byEntity[entity] else { return }
         for number in numbers.reversed() {
             guard let i = index(of: number), slots[i]?.takenBack == false else { continue }
-            slots[i]!.takenBack = true
-            body(slots[i]!.undo, &slots[i]!.held)
+            update(i) { change in
+                change.takenBack = true
+                body(change.undo, &change.held)
+            }
         }
     }
 
@@ -113,8 +116,10 @@ struct UnconfirmedChanges<Held> {
     /// or `removeAll`).
     mutating func takeBackAll(_ body: (Undo?, inout Held) -> Void) {
         for i in (head..<slots.count).reversed() where slots[i]?.takenBack == false {
-            slots[i]!.takenBack = true
-            body(slots[i]!.undo, &slots[i]!.held)
+            update(i) { change in
+                change.takenBack = true
+                body(change.undo, &change.held)
+            }
         }
     }
 
@@ -135,6 +140,17 @@ struct UnconfirmedChanges<Held> {
         byEntity.removeAll(keepingCapacity: true)
         head = 0
         live = 0
+    }
+
+    /// Changes slot `i` in place: taken out while `body` runs, so that what it holds is not
+    /// shared (and not copied when changed).
+    @discardableResult
+    private mutating func update(_ i: Int, _ body: (inout Change) -> Void) -> Bool {
+        guard var change = slots[i] else { return false }
+        slots[i] = nil
+        body(&change)
+        slots[i] = change
+        return true
     }
 
     /// The slot of `number`: numbers grow along the list, so a binary search finds it.
