@@ -16,7 +16,9 @@ still measures the daemon.
 Measurements (each can be skipped with --skip NAME): fanout (1,000 subscribers in one viewport,
 10 closed-loop publishers, 10 s), idle (15,000 idle /v1 connections), allocs
 (benchmarks/echo_allocations.py under valgrind), panning (5,000 subscribers in one city, a fifth
-of them re-subscribing each second to views of ~250 pins: daemon CPU per re-subscribe).
+of them re-subscribing each second to views of ~250 pins: daemon CPU per re-subscribe), panic
+(benchmarks/panic_latency.py's load: 1,000 streams with 3 watchers at 10 updates/s, 15 s: update-to-
+watcher latency and daemon CPU per delivery).
 """
 
 from __future__ import annotations
@@ -114,7 +116,21 @@ def allocs(binary: Path, client: Path) -> dict:
     return {"heap allocations per echoed message": r["allocs_per_message"]}
 
 
-MEASUREMENTS = {"fanout": fanout, "idle": idle, "allocs": allocs, "panning": panning}
+def panic(binary: Path, client: Path) -> dict:
+    """benchmarks/panic_latency.py's load: 1,000 streams, 3 watchers each, 10 updates/s per stream
+    (30,000 location deliveries a second), in memory."""
+    r = load(binary, client, ["panic", "--streams", "1000", "--watchers", "3", "--rate", "10", "--duration", "15"], pin=True)
+    loc = r["latency_ns"]["panic location"]
+    failed = sum(c["errors"] for c in r["checks"])
+    if failed:
+        raise SystemExit(f"panic: {failed} check errors with {binary}")
+    delivered = r["messages"]["delivered_per_s"] * r["duration_s"]
+    return {"panic update-to-watcher p50 ms": loc["p50"] / 1e6, "panic update-to-watcher p99 ms": loc["p99"] / 1e6,
+            "panic daemon µs CPU per delivery": r["server"]["cpu_s"] * 1e6 / delivered if delivered else float("nan"),
+            "panic daemon CPU %": r["server"]["cpu_percent"], "steal %": r["steal"] * 100}
+
+
+MEASUREMENTS = {"fanout": fanout, "idle": idle, "allocs": allocs, "panning": panning, "panic": panic}
 
 
 def main() -> int:

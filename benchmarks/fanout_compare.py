@@ -368,7 +368,7 @@ class Server:
         return self._stripped[program]
 
     def start(self, size: int) -> "Server":
-        if self.name == "vigild":
+        if self.name in ("vigild", "vigild-old"):
             if self.callgrind_out:
                 d = CallgrindVigild(self.args, self.callgrind_out)
                 d.start(ready_timeout=60)
@@ -575,6 +575,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--vigild", type=Path, default=REPO / ".build" / "release" / "vigild")
     ap.add_argument("--reference", help="command starting the reference server, with {port} and {size}")
+    ap.add_argument("--old-vigild", type=Path, help="an older vigild build, run as a third server (\"vigild-old\") "
+                    "in the same alternation: a before/after of a change in one run")
     ap.add_argument("--name", default="reference", help="the reference server's name in the table")
     ap.add_argument("--windows", default="1,2,3,8", help="publishes in flight per publisher, comma-separated")
     ap.add_argument("--subscribers", type=int, default=1000)
@@ -620,6 +622,8 @@ def main() -> int:
             args.vigild = stripped
         cg = lambda name: str(Path(tmp) / f"callgrind.{name}") if args.callgrind else ""  # noqa: E731
         servers = [Server("vigild", args.vigild, args.server_cpu, cg("vigild"))]
+        if args.old_vigild:
+            servers.append(Server("vigild-old", args.old_vigild, args.server_cpu, cg("vigild-old")))
         if args.reference:
             servers.append(Server(args.name, args.reference, args.server_cpu, cg("reference")))
         runs: dict[tuple[str, int], list[dict]] = {}
@@ -683,6 +687,12 @@ def main() -> int:
             print(f"CLIENT-BOUND: the client's median CPU was >= {CLIENT_BOUND:.0%} of its core for {', '.join(bound)}; "
                   f"those rates (and any ratio built on them) are the client's limit, not the server's: "
                   f"compare server CPU per delivery instead")
+    if args.old_vigild and runs:
+        print("\nafter/before (vigild / vigild-old), deliveries/s and server us/delivery:")
+        for window in windows:
+            new, old = runs[("vigild", window)], runs[("vigild-old", window)]
+            print(f"  W={window}: rate {med([x['deliveries_per_s'] for x in new]) / med([x['deliveries_per_s'] for x in old]):.2f}, "
+                  f"us/delivery {med([x['server_us_per_delivery'] for x in new]) / med([x['server_us_per_delivery'] for x in old]):.2f}")
     for name, values in idle.items():
         print(f"idle: {name} {med(values):.0f} B per connection at {args.idle} connections")
     if args.out:
