@@ -3,19 +3,41 @@ import VigilLoop
 import VigilNATS
 
 /// One connection's life: connect, the handshake, the operations, the loss and the next attempt.
+/// What happens when is `NATSConnectionPhase`'s (`lifecycle`); here its actions are carried out.
 extension NATSClient {
-    /// Tries `urls[urlIndex]`: its next address when its name was resolved, the address itself
-    /// when numeric, otherwise a lookup first (off the loop; the attempt goes on from `resolved`).
-    /// A failure to even start (no socket) counts as a failed attempt.
-    func connectNext(nowMs: Int64) {
-        let url = urls[urlIndex]
-        phase = .handshaking(deadlineMs: nowMs + settings.connectTimeoutMs)
-        setState(.connecting, reason: "connecting to server \(urlIndex + 1) of \(urls.count)")
-        if addressQueue.isEmpty {
-            guard SocketAddress(host: url.host, port: url.port) != nil else { return resolve(url) }
-            addressQueue = [url.host]
+    /// Carries out what `lifecycle` said after an event.
+    func perform(_ action: NATSConnectionPhase.Action) {
+        switch action {
+        case .none, .retry:
+            break
+        case .connect(let server, let address):
+            connectNext(urls[server], number: server, address: address)
+        case .sendPing:
+            guard let stream else { return }
+            scratch.removeAll(keepingCapacity: true)
+            NATSEncoder.ping(into: &scratch)
+            scratch.withUnsafeBytes { stream.append($0) }
+        case .drop(.handshakeTimedOut):
+            let step = resolvingID != 0 ? "the server's name was not resolved"
+                : stream?.isTransportReady == false ? "the TLS handshake did not finish" : "no answer to CONNECT"
+            lose(reason: "\(step) within \(settings.connectTimeoutMs) ms")
+        case .drop(.pingsUnanswered(let count)):
+            lose(reason: "\(count) PINGs unanswered")
+        case .becameUp:
+            connectionCount += 1
+            setState(.connected, reason: "connected to server \(lifecycle.server + 1) of \(urls.count)")
         }
-        connect(to: addressQueue.removeFirst(), url)
+    }
+
+    /// Tries `url` (server `number` of the list): at `address` when its name was resolved, the
+    /// host itself when numeric, otherwise a lookup first (off the loop; the attempt goes on from
+    /// `resolved`). A failure to even start (no socket) counts as a failed attempt. The state is
+    /// `.connecting` already when a resolved name's first address is tried.
+    private func connectNext(_ url: NATSServerURL, number: Int, address: String?) {
+        setState(.connecting, reason: "connecting to server \(number + 1) of \(urls.count)")
+        if let address { return connect(to: address, url) }
+        guard SocketAddress(host: url.host, port: url.port) != nil else { return resolve(url) }
+        connect(to: url.host, url)
     }
 
     /// Asks the resolver thread for `url`'s addresses: every attempt at a name resolves it again
@@ -35,14 +57,13 @@ extension NATSClient {
 
     /// The resolver's answer, on the loop; an answer the attempt no longer waits for is dropped.
     func resolved(_ answer: NameResolver.Answer) {
-        guard answer.id == resolvingID, resolvingID != 0, case .handshaking = phase else { return }
+        guard answer.id == resolvingID, resolvingID != 0, lifecycle.isHandshaking else { return }
         resolvingID = 0
         switch answer.result {
         case .failure(let failure):
             lose(reason: "resolving the server's name: \(failure.reason)")
         case .success(let addresses):
-            addressQueue = addresses
-            connect(to: addressQueue.removeFirst(), urls[urlIndex])
+            perform(lifecycle.resolved(addresses))
         }
     }
 
@@ -75,7 +96,7 @@ extension NATSClient {
 
     /// The TLS handshake begun after INFO completed: CONNECT goes out, encrypted.
     func streamUpgradedToTLS(_ source: NATSStream) {
-        guard source === stream, case .handshaking = phase, let info = serverInfo else { return }
+        guard source === stream, lifecycle.isHandshaking, let info = serverInfo else { return }
         sendConnect(info)
     }
 
@@ -86,9 +107,9 @@ extension NATSClient {
             let firstOnThisConnection = serverInfo == nil
             serverInfo = info
             // A later INFO only updates what the server told us (its cluster changed).
-            guard firstOnThisConnection, case .handshaking = phase else { return }
+            guard firstOnThisConnection, lifecycle.isHandshaking else { return }
             guard info.headers else { return lose(reason: "the server does not support headers (NATS 2.2 or later needed)") }
-            let url = urls[urlIndex]
+            let url = urls[lifecycle.server]
             if stream.usesTLS {
                 sendConnect(info)  // handshake_first: INFO came over TLS already
             } else if let tls, tls.applies(to: url) {
@@ -115,9 +136,8 @@ extension NATSClient {
             NATSEncoder.pong(into: &scratch)
             scratch.withUnsafeBytes { stream.append($0) }
         case .pong:
-            pingsOutstanding = 0
             // Only the PONG to our PING after CONNECT ends the handshake (not one sent before it).
-            if case .handshaking = phase, connectSent { becomeUp() }
+            perform(lifecycle.pongReceived(nowMs: monotonicMilliseconds()))
         case .ok:
             break
         case .error(let text):
@@ -154,7 +174,7 @@ extension NATSClient {
         connect.tlsRequired = stream.usesTLS
         scratch.removeAll(keepingCapacity: true)
         connect.encode(into: &scratch, signature: signature)
-        connectSent = true
+        lifecycle.connectSent()
         try? NATSEncoder.subscribe(subject: "\(inboxPrefix).*", sid: inboxSID, into: &scratch)
         for sid in subscriptions.keys.sorted() {
             let s = subscriptions[sid]!
@@ -162,16 +182,6 @@ extension NATSClient {
         }
         NATSEncoder.ping(into: &scratch)
         scratch.withUnsafeBytes { stream.append($0) }
-    }
-
-    private func becomeUp() {
-        let now = monotonicMilliseconds()
-        phase = .up
-        connectedAtMs = now
-        nextPingAtMs = now + settings.pingIntervalMs
-        failuresThisPass = 0
-        connectionCount += 1
-        setState(.connected, reason: "connected to server \(urlIndex + 1) of \(urls.count)")
     }
 
     func sendSubscription(_ sid: UInt64) {
@@ -186,39 +196,15 @@ extension NATSClient {
         lose(reason: reason)
     }
 
-    /// Drops the connection (or the attempt), fails what waited on it and schedules the next
-    /// attempt: the next server at once, or, after a full pass failed, a backoff. A connection
-    /// that lived a second or more counts as a success (its loss starts a fresh pass); one that
-    /// died at once does not, so a server that accepts and drops cannot make the client spin.
+    /// Drops the connection (or the attempt), fails what waited on it (requests are made only
+    /// while up: an attempt has none) and says why; `lifecycle` schedules the next attempt (the
+    /// next address or server at once, or a backoff after a whole pass failed). Nothing once closed.
     func lose(reason: String) {
-        if case .closed = phase { return }
-        let now = monotonicMilliseconds()
-        let wasUp: Bool = { if case .up = phase { return true } else { return false } }()
+        guard case .retry = lifecycle.connectionLost(nowMs: monotonicMilliseconds(), using: &random) else { return }
         stream?.close()
         stream = nil
         serverInfo = nil
-        pingsOutstanding = 0
         resolvingID = 0
-        connectSent = false
-        if !wasUp && !addressQueue.isEmpty {
-            // The same server's next address (its name resolved to several), at once.
-            phase = .waiting(untilMs: now)
-            setState(.disconnected, reason: reason)
-            return
-        }
-        addressQueue = []
-        if wasUp && now - connectedAtMs >= 1_000 {
-            backoff.succeeded()
-            failuresThisPass = 0
-        }
-        failuresThisPass += 1
-        urlIndex = (urlIndex + 1) % urls.count
-        var delay: Int64 = 0
-        if failuresThisPass >= urls.count {
-            failuresThisPass = 0
-            delay = backoff.nextDelayMs(using: &random)
-        }
-        phase = .waiting(untilMs: now + delay)
         failAllRequests(.connectionLost)
         setState(.disconnected, reason: reason)
     }

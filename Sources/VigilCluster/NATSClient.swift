@@ -44,18 +44,10 @@ public final class NATSClient {
     /// The lookup the current attempt waits for (0: none).
     var resolvingID: UInt64 = 0
     var nextResolveID: UInt64 = 1
-    /// Addresses of the current URL's name not yet tried in this attempt.
-    var addressQueue: [String] = []
-    /// CONNECT went out on this connection (after TLS, when there is TLS).
-    var connectSent = false
-    var phase = Phase.waiting(untilMs: 0)
-    var urlIndex = 0
-    var failuresThisPass = 0
-    var backoff: NATSReconnectBackoff
+    /// The connection's phase, which server and address come next, PINGs and reconnect backoff:
+    /// every event of the connection goes through it, and the client carries out its actions.
+    var lifecycle: NATSConnectionPhase
     var random = SystemRandomNumberGenerator()
-    var connectedAtMs: Int64 = 0
-    var pingsOutstanding = 0
-    var nextPingAtMs: Int64 = 0
     var scratch: [UInt8] = []
     private var timer: PeriodicTimer?
     private var tickHandlers: [(token: HandlerToken, handler: (Int64) -> Void)] = []
@@ -70,14 +62,6 @@ public final class NATSClient {
     var requestOfSlot: [UInt64] = []
     var freeSlots: [Int32] = []
     var nextRequest: UInt64 = 1
-
-    enum Phase {
-        case waiting(untilMs: Int64)
-        /// TCP connect, INFO, CONNECT + PING: given up at the deadline.
-        case handshaking(deadlineMs: Int64)
-        case up
-        case closed
-    }
 
     struct Subscription {
         var subject: String
@@ -101,7 +85,7 @@ public final class NATSClient {
         self.settings = settings
         self.tls = tls
         self.loop = loop
-        backoff = NATSReconnectBackoff(baseMs: settings.reconnectBaseMs, maxMs: settings.reconnectMaxMs)
+        lifecycle = NATSConnectionPhase(serverCount: urls.count, settings: settings)
         inboxPrefix = NATSInbox.makePrefix(using: &random)
         requestTimers = TimerWheel(tickMs: settings.tickMs, slots: 256, nowMs: monotonicMilliseconds())
     }
@@ -114,9 +98,9 @@ public final class NATSClient {
         if let timer { loop.closeAfterTurn(timer.fd) }
     }
 
-    /// Starts the clock and the first connection attempt.
+    /// Starts the clock and the first connection attempt (nothing once closed).
     public func start() throws(SystemError) {
-        guard timer == nil else { return }
+        guard timer == nil, !lifecycle.isClosed else { return }
         do {
             timer = try PeriodicTimer(intervalMs: Int(settings.tickMs), loop: loop) { [weak self] in
                 self?.tick(nowMs: monotonicMilliseconds())
@@ -126,7 +110,7 @@ public final class NATSClient {
         } catch {
             throw SystemError("timerfd_create", errno: 0)
         }
-        connectNext(nowMs: monotonicMilliseconds())
+        perform(lifecycle.start(nowMs: monotonicMilliseconds()))
     }
 
     /// Names a state observer or tick handler, to remove it (`removeHandler`).
@@ -182,7 +166,7 @@ public final class NATSClient {
     /// Queues a message for the server (sent at the end of this loop turn).
     public func publish(subject: String, replyTo: String? = nil, headers: NATSHeaders? = nil,
                         payload: some Collection<UInt8>) throws(NATSClientError) {
-        guard case .up = phase, let stream else { throw .notConnected }
+        guard lifecycle.isUp, let stream else { throw .notConnected }
         scratch.removeAll(keepingCapacity: true)
         do {
             try NATSEncoder.publish(subject: subject, replyTo: replyTo, headers: headers, payload: payload,
@@ -210,14 +194,14 @@ public final class NATSClient {
         let sid = nextSID
         nextSID += 1
         subscriptions[sid] = Subscription(subject: subject, queue: queue, handler: handler)
-        if case .up = phase { sendSubscription(sid) }
+        if lifecycle.isUp { sendSubscription(sid) }
         return sid
     }
 
     /// Stops a subscription: nothing more reaches its handler, even what is already in flight.
     public func unsubscribe(_ sid: UInt64) {
         guard subscriptions.removeValue(forKey: sid) != nil else { return }
-        guard case .up = phase, let stream else { return }
+        guard lifecycle.isUp, let stream else { return }
         scratch.removeAll(keepingCapacity: true)
         NATSEncoder.unsubscribe(sid: sid, into: &scratch)
         scratch.withUnsafeBytes { stream.append($0) }
@@ -260,26 +244,7 @@ public final class NATSClient {
     private var dueSlots: [Int32] = []
 
     func tick(nowMs: Int64) {
-        switch phase {
-        case .waiting(let until) where nowMs >= until:
-            connectNext(nowMs: nowMs)
-        case .handshaking(let deadline) where nowMs >= deadline:
-            let step = resolvingID != 0 ? "the server's name was not resolved"
-                : stream?.isTransportReady == false ? "the TLS handshake did not finish" : "no answer to CONNECT"
-            lose(reason: "\(step) within \(settings.connectTimeoutMs) ms")
-        case .up where nowMs >= nextPingAtMs:
-            if pingsOutstanding >= settings.maxPingsOutstanding {
-                lose(reason: "\(pingsOutstanding) PINGs unanswered")
-            } else if let stream {
-                pingsOutstanding += 1
-                nextPingAtMs = nowMs + settings.pingIntervalMs
-                scratch.removeAll(keepingCapacity: true)
-                NATSEncoder.ping(into: &scratch)
-                scratch.withUnsafeBytes { stream.append($0) }
-            }
-        default:
-            break
-        }
+        perform(lifecycle.tick(nowMs: nowMs))
         dueSlots.removeAll(keepingCapacity: true)
         requestTimers.collectDue(atMs: nowMs, into: &dueSlots)
         for slot in dueSlots {
@@ -295,7 +260,7 @@ public final class NATSClient {
     /// Closes the connection for good: pending requests fail with `.closed`, no reconnection.
     public func close() {
         guard state != .closed else { return }
-        phase = .closed
+        lifecycle.close()
         stream?.close()
         stream = nil
         resolver?.stop()
