@@ -145,23 +145,16 @@ final class ReplicatedLog: ReplicationLog {
 
     var connected: Bool { client.state == .connected }
     var caughtUp: Bool { appliedSequence >= catchUpTarget }
-    var writable: Bool {
-        connected && streamReady && caughtUp && !awaitingSnapshot && stalledSinceMs == nil && consumer?.lost == nil
+    /// What `writable` and `refusal` are decided from (`WritableReason`).
+    var writability: WritableReason {
+        WritableReason(connected: connected, streamReady: streamReady, lastError: lastError, awaitingSnapshot: awaitingSnapshot,
+                       stalledForMs: stalledSinceMs.map { monotonicMilliseconds() - $0 }, consumerLost: consumer?.lost, caughtUp: caughtUp)
     }
+    var writable: Bool { writability.writable }
     var lag: UInt64 { knownLastSequence > appliedSequence ? knownLastSequence - appliedSequence : 0 }
 
     /// Why writes are refused now (nil while writable), for logs and `/healthz`.
-    var refusal: String? {
-        if !connected { return "not connected to NATS" }
-        if !streamReady { return "stream not ready" + (lastError.map { ": \($0)" } ?? "") }
-        if awaitingSnapshot { return "waiting for a snapshot from the cluster: " + (lastError ?? "") }
-        if let since = stalledSinceMs {
-            return "no acknowledgement from the stream for \(monotonicMilliseconds() - since) ms (stream leader lost?)"
-        }
-        if let lost = consumer?.lost { return lost }
-        if !caughtUp { return "catching up with the stream" }
-        return nil
-    }
+    var refusal: String? { writability.refusal }
 
     /// What a refused writer is told to wait.
     var retryAfterMs: Int64 { connected ? 250 : 500 }

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 NATS = shutil.which("nats-server") or "/usr/sbin/nats-server"
@@ -69,15 +71,18 @@ class NatsServer:
         return f"nats://127.0.0.1:{self.port}"
 
 
-def start_nats_cluster(workdir: Path, n: int = 3, name: str = "E2E") -> list[NatsServer]:
+class NatsCluster:
     """``n`` nats-server -js routed into one NATS cluster ``name`` on loopback, servers named
-    ``s1``…``sN``, each with a monitoring port (``monitor_port``, for ``/jsz``). Returned once
-    every client port takes connections (JetStream's meta leader is elected a few seconds later:
-    callers wait for what they need, e.g. a vigild node's ``writable``)."""
-    routes = [free_port() for _ in range(n)]
-    route_list = ",".join(f"nats://127.0.0.1:{p}" for p in routes)
-    servers = []
-    try:
+    ``s1``…``sN`` (``servers[i].name``), each with a monitoring port (``monitor_port``, for
+    ``/jsz``). ``start()`` returns once the cluster is formed: every server routed to every other
+    and naming the same live JetStream meta leader (polled on the monitoring ports). ``kill(i)``
+    kills one server (``kill -9``), ``restart(i)`` starts it again on its ports and store,
+    ``stop()`` kills them all. A context manager: ``with NatsCluster(tmp_path) as nats: …``."""
+
+    def __init__(self, workdir: Path, n: int = 3, name: str = "E2E"):
+        routes = [free_port() for _ in range(n)]
+        route_list = ",".join(f"nats://127.0.0.1:{p}" for p in routes)
+        self.servers: list[NatsServer] = []
         for i in range(n):
             monitor = free_port()
             s = NatsServer(Path(workdir) / f"nats{i + 1}",
@@ -85,9 +90,63 @@ def start_nats_cluster(workdir: Path, n: int = 3, name: str = "E2E") -> list[Nat
                                   "--cluster_name", name, "--server_name", f"s{i + 1}", "-m", str(monitor)])
             s.monitor_port = monitor
             s.name = f"s{i + 1}"
-            servers.append(s.start())
-    except BaseException:
-        for s in servers:
+            self.servers.append(s)
+
+    @property
+    def urls(self) -> list[str]:
+        return [s.url for s in self.servers]
+
+    def start(self, timeout: float = 40.0) -> "NatsCluster":
+        try:
+            for s in self.servers:
+                s.start()
+            self.wait_formed(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def kill(self, i: int) -> None:
+        self.servers[i].kill()
+
+    def restart(self, i: int, timeout: float = 10.0) -> None:
+        self.servers[i].start(timeout)
+
+    def stop(self) -> None:
+        for s in self.servers:
             s.kill()
-        raise
-    return servers
+
+    def __enter__(self) -> "NatsCluster":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def monitor(self, server: NatsServer, path: str) -> dict:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.monitor_port}{path}", timeout=2) as r:
+            return json.loads(r.read())
+
+    def formed(self) -> str | None:
+        """None once every server routes to the n - 1 others and all name the same live meta
+        leader; otherwise what is still missing."""
+        leaders = set()
+        for s in self.servers:
+            try:
+                routes = self.monitor(s, "/routez").get("num_routes", 0)
+                meta = self.monitor(s, "/jsz").get("meta_cluster") or {}
+            except (OSError, ValueError) as e:
+                return f"{s.name}: monitoring port: {e}"
+            if routes < len(self.servers) - 1:
+                return f"{s.name}: {routes} routes of {len(self.servers) - 1}"
+            leaders.add(meta.get("leader") or "")
+        if "" in leaders or len(leaders) != 1 or leaders.pop() not in {s.name for s in self.servers}:
+            return f"JetStream meta leader not agreed: {sorted(leaders)}"
+        return None
+
+    def wait_formed(self, timeout: float = 40.0) -> None:
+        deadline = time.monotonic() + timeout
+        while (missing := self.formed()) is not None:
+            for s in self.servers:
+                assert s.proc.poll() is None, f"{s.name} exited: {s.log_tail()}"
+            assert time.monotonic() < deadline, f"NATS cluster not formed within {timeout} s: {missing}"
+            time.sleep(0.05)  # the next poll of the monitoring ports

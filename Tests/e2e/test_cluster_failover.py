@@ -19,7 +19,7 @@ import threading
 import time
 import urllib.request
 
-from natsproc import start_nats_cluster
+from natsproc import NatsCluster
 from pinclient import PinClient
 from test_cluster import health, node_config, wait_applied, wait_until, wait_writable
 from test_load import LIFTED, assert_clean, check, load_binary  # noqa: F401 (fixture)
@@ -138,7 +138,8 @@ class FailoverRun:
     and a health watcher; `kill(role)` kills the server holding the role and measures."""
 
     def __init__(self, workdir, start_node, *, name: str = "E2E"):
-        self.servers = start_nats_cluster(workdir, 3, name)
+        self.nats = NatsCluster(workdir, 3, name).start()
+        self.servers = self.nats.servers
         self.by_name = {s.name: s for s in self.servers}
         self.writers, self.watch = [], None
         try:
@@ -315,8 +316,7 @@ class FailoverRun:
             w.stop.set()
         if self.watch:
             self.watch.stop.set()
-        for s in self.servers:
-            s.kill()
+        self.nats.stop()
 
 
 def test_every_node_writes_again_within_10_s_whichever_server_dies(vigild, tmp_path):
