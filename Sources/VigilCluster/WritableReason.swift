@@ -38,7 +38,7 @@ public struct WritableReason: Sendable, Equatable {
     public var refusal: String? {
         if !connected { return "not connected to NATS" }
         if !streamReady { return "stream not ready" + (lastError.map { ": \($0)" } ?? "") }
-        if awaitingSnapshot { return "waiting for a snapshot from the cluster: " + (lastError ?? "") }
+        if awaitingSnapshot { return "waiting for a snapshot from the cluster" + (lastError.map { ": \($0)" } ?? "") }
         if let stalledForMs {
             return "no acknowledgement from the stream for \(stalledForMs) ms (stream leader lost?)"
         }

@@ -24,6 +24,8 @@ import VigilCluster
          "stream not ready: stream E2E: not found"),
         (WritableReason(connected: true, streamReady: true, lastError: "the stream starts at 812, after 40", awaitingSnapshot: true, caughtUp: true),
          "waiting for a snapshot from the cluster: the stream starts at 812, after 40"),
+        (WritableReason(connected: true, streamReady: true, awaitingSnapshot: true, caughtUp: true),
+         "waiting for a snapshot from the cluster"),
         (WritableReason(connected: true, streamReady: true, stalledForMs: 1_234, caughtUp: true),
          "no acknowledgement from the stream for 1234 ms (stream leader lost?)"),
         (WritableReason(connected: true, streamReady: true, consumerLost: "consumer lost (no heartbeat for 3000 ms); recreating", caughtUp: true),
