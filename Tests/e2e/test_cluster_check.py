@@ -18,7 +18,7 @@ import time
 import pytest
 
 from clustercheck import failure, report_of
-from natsproc import free_port
+from natsproc import NatsCluster, free_port
 from vigilproc import write_config
 
 NATS = shutil.which("nats-server") or "/usr/sbin/nats-server"
@@ -194,45 +194,13 @@ def test_check_config_names_the_cluster_key(vigild_binary, tmp_path, cluster, ke
     assert p.returncode == 1 and key in p.stderr, p.stderr
 
 
-def start_nats_cluster_for_check(tmp_path, count: int = 3, timeout: float = 40.0) -> tuple[list[subprocess.Popen], list[int]]:
-    """`count` nats-server -js in one NATS cluster on loopback; returns once every server has
-    logged a JetStream metadata leader (their only signal of it). Returns the processes and
-    client ports; the caller kills them."""
-    routes = [free_port() for _ in range(count)]
-    ports = [free_port() for _ in range(count)]
-    route_list = ",".join(f"nats://127.0.0.1:{r}" for r in routes)
-    procs, logs = [], []
-    for i in range(count):
-        log = tmp_path / f"nats-s{i + 1}.log"
-        logs.append(log)
-        procs.append(subprocess.Popen([NATS, "-js", "-a", "127.0.0.1", "-p", str(ports[i]), "-sd", str(tmp_path / f"js-s{i + 1}"),
-                                       "-l", str(log), "--server_name", f"s{i + 1}", "--cluster_name", "CHK",
-                                       "--cluster", f"nats://127.0.0.1:{routes[i]}", "--routes", route_list],
-                                      stdin=subprocess.DEVNULL))
-    deadline = time.monotonic() + timeout
-    while not all(log.exists() and "metadata leader" in log.read_text() for log in logs):
-        for proc, log in zip(procs, logs):
-            if proc.poll() is not None:
-                for p in procs:
-                    p.kill()
-                raise AssertionError(f"nats-server exited: {log.read_text()[-500:] if log.exists() else ''}")
-        if time.monotonic() > deadline:
-            for p in procs:
-                p.kill()
-            raise AssertionError("no JetStream metadata leader within %.0f s: %s" % (timeout, " | ".join(
-                log.read_text()[-300:] if log.exists() else "(no log)" for log in logs)))
-        time.sleep(0.05)  # the log file is the only signal: polled, bounded by the deadline
-    return procs, ports
-
-
 def test_replicas_set_after_the_stream_exists_is_named_and_updated_on_a_three_server_cluster(vigild, vigild_binary, tmp_path):
     """Issue 27: the stream made with 1 replica, the config then set to 3: `check` fails naming
     replicas 1 vs 3, a running node shows it in /healthz and its log (still writable: nothing is
     wrong but the copies); `--update-stream` makes it 3, and `check` is ok again."""
     from wsraw import http_get
-    procs, ports = start_nats_cluster_for_check(tmp_path)
-    try:
-        urls = [f"nats://127.0.0.1:{p}" for p in ports]
+    with NatsCluster(tmp_path, name="CHK") as nats_cluster:
+        urls = nats_cluster.urls
 
         def config(name, replicas):
             return write_config(tmp_path / name, {"cluster": {"urls": urls, "name": "R", "node_id": "n1", "replicas": replicas}})
@@ -265,10 +233,6 @@ def test_replicas_set_after_the_stream_exists_is_named_and_updated_on_a_three_se
         assert again["settings"]["replicas"] == {"config": 3, "stream": 3}, again
         # The config of 1 now differs the other way.
         assert failure(run(vigild_binary, "cluster", "check", str(one)), "stream_differs")["differences"][0]["stream"] == 3
-    finally:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
 
 
 def test_a_standalone_nodes_state_directory_is_refused_by_a_cluster_node(vigild, vigild_binary, tmp_path, nats):
