@@ -96,7 +96,7 @@ let package = Package(
         // a cluster needs (and SHA-256 from libcrypto for object digests; Ed25519 for the nkey
         // signature and the TLS client context). Knows the loop and the NATS codec, nothing of
         // WebSocket or the hubs.
-        .target(name: "VigilCluster", dependencies: ["VigilLoop", "VigilNATS", "COpenSSL"]),
+        .target(name: "VigilReplication", dependencies: ["VigilLoop", "VigilNATS", "COpenSSL"]),
         // The outgoing HTTP/1.1 client on the loop (Web Push, webhooks): keep-alive connections per
         // origin, bounded queues, deadlines, TLS verified through VigilLoop's OpenSSL context, names
         // resolved off the loop. Knows the loop and the HTTP codec (VigilWire), nothing of WebSocket.
@@ -121,7 +121,7 @@ let package = Package(
             name: "VigilServer",
             dependencies: [
                 "VigilLoop", "VigilWire", "VigilCore", "VigilGeo", "VigilState", "VigilBytes", "CLinux",
-                "VigilNATS", "VigilCluster", "VigilPush", "VigilHTTPClient",
+                "VigilNATS", "VigilReplication", "VigilPush", "VigilHTTPClient",
                 daemon("Logging", "swift-log"),
                 daemon("OrderedCollections", "swift-collections"),
                 daemon("HeapModule", "swift-collections"),
@@ -134,7 +134,7 @@ let package = Package(
         .executableTarget(
             name: "vigild",
             dependencies: [
-                "VigilServer", "VigilState", "VigilLoop", "VigilCluster", "VigilNATS", "VigilPush",
+                "VigilServer", "VigilState", "VigilLoop", "VigilReplication", "VigilNATS", "VigilPush",
                 daemon("ArgumentParser", "swift-argument-parser"),
                 daemon("Logging", "swift-log"),
                 daemon("Metrics", "swift-metrics"),
@@ -148,7 +148,7 @@ let package = Package(
             name: "vigil-bench",
             dependencies: [
                 "VigilCore", "VigilGeo", "VigilWire", "VigilLoop", "VigilState", "VigilBytes", "VigilLoad",
-                "VigilCluster", "VigilNATS", "VigilServer", "VigilClient",
+                "VigilReplication", "VigilNATS", "VigilServer", "VigilClient",
                 daemon("ArgumentParser", "swift-argument-parser"),
             ]
         ),
@@ -201,7 +201,7 @@ let package = Package(
         .testTarget(name: "VigilStateTests", dependencies: ["VigilState", "VigilCore", "VigilGeo", "VigilTestSupport"]),
         .testTarget(name: "VigilNATSTests", dependencies: ["VigilNATS", "VigilCore"]),
         // Against a real `nats-server -js` the tests start on loopback ports (Tests/setup-deps installs it).
-        .testTarget(name: "VigilClusterTests", dependencies: ["VigilCluster", "VigilNATS", "VigilLoop", "COpenSSL", "VigilTestSupport"]),
+        .testTarget(name: "VigilReplicationTests", dependencies: ["VigilReplication", "VigilNATS", "VigilLoop", "COpenSSL", "VigilTestSupport"]),
         // Pure pieces (the pool, the lifecycle) without sockets; the rest against a Python HTTP(S)
         // server the tests start on loopback (Tests/http-test-server).
         .testTarget(name: "VigilHTTPClientTests", dependencies: ["VigilHTTPClient", "VigilLoop", "VigilWire", "VigilTestSupport"]),

@@ -1,4 +1,4 @@
-import VigilCluster
+import VigilReplication
 
 /// The config written back as YAML (`vigild --print-config`): what an operator reads to see the
 /// values in force after the file, the environment and the flags.
@@ -15,11 +15,11 @@ extension ConfigLoader {
         var lines: [String] = []
         for (section, keys) in schema {
             // Without a `cluster:` section the node runs alone: printing the section would turn clustering on.
-            if section == "cluster" && !config.cluster.enabled { continue }
+            if section == "cluster" && !config.replication.enabled { continue }
             lines.append("\(section):")
             for (key, kind) in keys {
                 if case .natsTLS = kind {
-                    lines += natsTLSLines(config.cluster)
+                    lines += natsTLSLines(config.replication)
                 } else if let value = value(kind, config) {
                     let hidden = secretKeys.contains("\(section).\(key)") && value != quoted("")
                     lines.append("  \(key): \(hidden ? quoted("(set, not shown)") : value)")
@@ -37,7 +37,7 @@ extension ConfigLoader {
         case .boolean(let path): c[keyPath: path] ? "true" : "false"
         case .address(let path): quoted(c[keyPath: path].description)
         case .optionalAddress(let path): c[keyPath: path].map { quoted($0.description) } ?? "off"
-        case .text(let path), .path(let path), .choice(_, let path), .name(let path), .clusterName(let path):
+        case .text(let path), .path(let path), .choice(_, let path), .name(let path), .replicationName(let path):
             quoted(c[keyPath: path])
         case .prefixes(let path), .names(_, let path), .natsURLs(let path):
             "[" + c[keyPath: path].map(quoted).joined(separator: ", ") + "]"
@@ -50,14 +50,14 @@ extension ConfigLoader {
     }
 
     /// `cluster.tls` as set: absent when TLS is not asked for, each file or name only when given.
-    static func natsTLSLines(_ cluster: ClusterSettings) -> [String] {
-        guard cluster.tlsEnabled else { return [] }
+    static func natsTLSLines(_ replication: ReplicationSettings) -> [String] {
+        guard replication.tlsEnabled else { return [] }
         var lines = ["  tls:"]
-        for (key, value) in [("ca_file", cluster.tlsCAFile), ("cert_file", cluster.tlsCertFile),
-                             ("key_file", cluster.tlsKeyFile), ("server_name", cluster.tlsServerName)] where !value.isEmpty {
+        for (key, value) in [("ca_file", replication.tlsCAFile), ("cert_file", replication.tlsCertFile),
+                             ("key_file", replication.tlsKeyFile), ("server_name", replication.tlsServerName)] where !value.isEmpty {
             lines.append("    \(key): \(quoted(value))")
         }
-        lines.append("    handshake_first: \(cluster.tlsHandshakeFirst)")
+        lines.append("    handshake_first: \(replication.tlsHandshakeFirst)")
         return lines
     }
 

@@ -1,4 +1,4 @@
-import VigilCluster
+import VigilReplication
 import VigilLoop
 import VigilNATS
 import Yams
@@ -57,7 +57,7 @@ public enum ConfigLoader {
         /// One name: 1 to 32 of a-z, 0-9, '_', '-' (`isName`).
         case name(Path<String>)
         /// A NATS cluster name (stream name and subject prefix).
-        case clusterName(Path<String>)
+        case replicationName(Path<String>)
         /// A position, `[latitude, longitude]` in degrees (-90...90, -180...180).
         case coordinate(Path<Double>, Path<Double>)
         /// `push.escalation`: a list of `{after_s: N, channels: [webpush, relay]}`.
@@ -206,26 +206,26 @@ public enum ConfigLoader {
             ("map_zoom", .integer(0...19, \.webMapZoom)),
         ]),
         ("cluster", [
-            ("urls", .natsURLs(\.cluster.urls)),
-            ("name", .clusterName(\.cluster.name)),
-            ("node_id", .name(\.cluster.nodeID)),
-            ("user", .text(\.cluster.user)),
-            ("password", .text(\.cluster.password)),
-            ("token", .text(\.cluster.token)),
-            ("nkey_seed_file", .path(\.cluster.nkeySeedFile)),
-            ("creds_file", .path(\.cluster.credsFile)),
+            ("urls", .natsURLs(\.replication.urls)),
+            ("name", .replicationName(\.replication.name)),
+            ("node_id", .name(\.replication.nodeID)),
+            ("user", .text(\.replication.user)),
+            ("password", .text(\.replication.password)),
+            ("token", .text(\.replication.token)),
+            ("nkey_seed_file", .path(\.replication.nkeySeedFile)),
+            ("creds_file", .path(\.replication.credsFile)),
             ("tls", .natsTLS),
-            ("replicas", .integer(1...5, \.cluster.replicas)),
+            ("replicas", .integer(1...5, \.replication.replicas)),
             // At least the stream's 2-minute duplicate window (JetStream refuses a shorter age).
-            ("max_age_s", .integer(120...31_536_000, \.cluster.maxAgeSeconds)),
-            ("max_bytes", .integer64(1_048_576...(1 << 40), \.cluster.maxBytes)),
-            ("request_timeout_ms", .integer(100...60_000, \.cluster.requestTimeoutMs)),
-            ("consumer_heartbeat_ms", .integer(250...5_000, \.cluster.consumerHeartbeatMs)),
-            ("ack_timeout_ms", .integer(100...5_000, \.cluster.ackTimeoutMs)),
-            ("write_deadline_ms", .integer(1_000...60_000, \.cluster.writeDeadlineMs)),
-            ("ping_interval_ms", .integer(500...60_000, \.cluster.pingIntervalMs)),
-            ("snapshot_publish_interval_s", .integer(1...86_400, \.cluster.snapshotPublishIntervalSeconds)),
-            ("max_snapshot_bytes", .integer(1_048_576...(1 << 34), \.cluster.maxSnapshotBytes)),
+            ("max_age_s", .integer(120...31_536_000, \.replication.maxAgeSeconds)),
+            ("max_bytes", .integer64(1_048_576...(1 << 40), \.replication.maxBytes)),
+            ("request_timeout_ms", .integer(100...60_000, \.replication.requestTimeoutMs)),
+            ("consumer_heartbeat_ms", .integer(250...5_000, \.replication.consumerHeartbeatMs)),
+            ("ack_timeout_ms", .integer(100...5_000, \.replication.ackTimeoutMs)),
+            ("write_deadline_ms", .integer(1_000...60_000, \.replication.writeDeadlineMs)),
+            ("ping_interval_ms", .integer(500...60_000, \.replication.pingIntervalMs)),
+            ("snapshot_publish_interval_s", .integer(1...86_400, \.replication.snapshotPublishIntervalSeconds)),
+            ("max_snapshot_bytes", .integer(1_048_576...(1 << 34), \.replication.maxSnapshotBytes)),
         ]),
         ("log", [
             ("level", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"], \.logLevel)),
@@ -255,7 +255,7 @@ public enum ConfigLoader {
                 continue
             }
             // `cluster:` turns clustering on, even empty (then its required keys are reported missing).
-            if sectionName == "cluster" { config.cluster.enabled = true }
+            if sectionName == "cluster" { config.replication.enabled = true }
             if case .scalar(let s) = body, s.string.isEmpty || s.string == "~" || s.string == "null" { continue }
             guard let entries = body.mapping else {
                 issues.append(ConfigIssue(key: sectionName, message: "must be a mapping of keys", line: line(body)))
@@ -280,11 +280,11 @@ public enum ConfigLoader {
         }
         issues.append(contentsOf: crossCheck(config))
         // A key already refused for its value is not also reported missing.
-        issues.append(contentsOf: crossCheckCluster(config.cluster).filter { rule in !issues.contains { $0.key == rule.key } })
+        issues.append(contentsOf: crossCheckReplication(config.replication).filter { rule in !issues.contains { $0.key == rule.key } })
         // The credential and TLS files are read now, so that --check-config and `cluster check`
         // report a missing, unreadable, world-readable or malformed file before a node starts.
-        if config.cluster.enabled && !issues.contains(where: { $0.key.hasPrefix("cluster.") }) {
-            issues.append(contentsOf: loadClusterFiles(&config.cluster))
+        if config.replication.enabled && !issues.contains(where: { $0.key.hasPrefix("cluster.") }) {
+            issues.append(contentsOf: loadReplicationFiles(&config.replication))
         }
         // Likewise the VAPID key and the relay's secret (`PushConfig.load`).
         let pushIssues = config.push.issues().filter { rule in !issues.contains { $0.key == rule.key } }
@@ -378,8 +378,8 @@ public enum ConfigLoader {
         case .name(let path):
             guard isName(text) else { return "must be 1 to 32 characters a-z, 0-9, '_' or '-', got \"\(text.prefix(40))\"" }
             config[keyPath: path] = text
-        case .clusterName(let path):
-            guard ClusterSettings.isClusterName(text) else {
+        case .replicationName(let path):
+            guard ReplicationSettings.isReplicationName(text) else {
                 return "must be 1 to 32 characters A-Z, a-z, 0-9, '_' or '-' (it names the JetStream stream and leads its subjects)"
             }
             config[keyPath: path] = text

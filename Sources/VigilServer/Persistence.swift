@@ -74,9 +74,9 @@ final class Persistence: ChangeLog {
     var snapshotStats: SnapshotStats { snapshots.stats }
     /// A cluster node's last applied replicated-stream sequence, recorded in every snapshot written
     /// from now on (see `SnapshotSchedule.clusterSequence`); nil, the default, for a standalone node.
-    var clusterSequence: () -> UInt64? {
-        get { snapshots.clusterSequence }
-        set { snapshots.clusterSequence = newValue }
+    var replicatedSequence: () -> UInt64? {
+        get { snapshots.replicatedSequence }
+        set { snapshots.replicatedSequence = newValue }
     }
     /// See `SnapshotSchedule.written`.
     var snapshotWritten: (([UInt8], UInt64) -> Void)? {
@@ -118,7 +118,7 @@ final class Persistence: ChangeLog {
             try directory.recover(pinSettings: pinSettings, panicSettings: panicSettings, checkinSettings: checkinSettings, now: now)
         }
         for line in replays ? state.logLines : state.replicatedLogLines { logger.notice("\(line)", metadata: ["state": "\(path)"]) }
-        if !replays, let refusal = state.clusterNodeRefusal {
+        if !replays, let refusal = state.replicationNodeRefusal {
             throw PersistenceError("state directory \(path): \(refusal)")
         }
         if let corruption = state.journal.corruption {
@@ -153,7 +153,7 @@ final class Persistence: ChangeLog {
         // The recovered snapshot's sequence carries over: the state may hold more than it (the
         // journal replayed on top), and replaying from the next sequence is harmless.
         let snapshot = StateSnapshot(takenAt: now, journalSegment: state.nextSegment, map: state.map, panic: state.panic,
-                                     checkin: state.checkin, clusterSequence: state.clusterSequence)
+                                     checkin: state.checkin, replicatedSequence: state.replicatedSequence)
         let bytes = SnapshotCodec.encode(snapshot)
         try directory.writeSnapshot(bytes, segment: state.nextSegment)
         _ = try directory.removeObsolete(before: state.nextSegment, liveStreams: Set(snapshot.streams.map(\.id)))
@@ -382,7 +382,7 @@ final class Persistence: ChangeLog {
         guard let segment else { return }
         do {
             var final = StateSnapshot(takenAt: V1Application.wallClockMs(), journalSegment: segment, map: map, panic: panic,
-                                      checkin: checkin, clusterSequence: clusterSequence())
+                                      checkin: checkin, replicatedSequence: replicatedSequence())
             final.keptAnswers = keptAnswers()
             let bytes = SnapshotCodec.encode(final)
             try directory.writeSnapshot(bytes, segment: segment)

@@ -1,4 +1,4 @@
-import VigilCluster
+import VigilReplication
 import VigilPush
 
 /// The `push:` section (issue 24, docs/design/alerts.md): how vigild reaches the owner and members
@@ -132,14 +132,14 @@ public struct PushConfig: Equatable, Sendable {
         }
         if !relayURL.isEmpty {
             do {
-                let bytes = try ClusterSettings.readSecretFile(relaySecretFile, key: "push.relay_secret_file")
+                let bytes = try ReplicationSettings.readSecretFile(relaySecretFile, key: "push.relay_secret_file")
                 let text = String(decoding: bytes, as: UTF8.self).trimmingASCIIWhitespace
                 let secret: WebhookSecret
                 do { secret = try WebhookSecret(text) } catch {
-                    throw ClusterFileError(key: "push.relay_secret_file", message: "\(relaySecretFile): \(error)")
+                    throw SecretFileError(key: "push.relay_secret_file", message: "\(relaySecretFile): \(error)")
                 }
                 relay = WebhookRelay(endpoint: try PushEndpoint(relayURL, allowLoopbackHTTP: allowLoopbackHTTP), secret: secret)
-            } catch let error as ClusterFileError {
+            } catch let error as SecretFileError {
                 issues.append(ConfigIssue(key: error.key, message: error.message))
             } catch {
                 issues.append(ConfigIssue(key: "push.relay_url", message: "\(error)"))

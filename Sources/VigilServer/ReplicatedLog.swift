@@ -1,5 +1,5 @@
 import Logging
-import VigilCluster
+import VigilReplication
 import VigilLoop
 import VigilNATS
 import VigilCore
@@ -9,7 +9,7 @@ import VigilState
 /// writes again when the stream hands them back, say whether writes are taken. `ReplicatedLog`
 /// is the JetStream one; the glue tests run two nodes over an in-memory one.
 protocol ReplicationLog: AnyObject {
-    var settings: ClusterSettings { get }
+    var settings: ReplicationSettings { get }
     /// Connected, the stream ready, and caught up: writes are taken.
     var writable: Bool { get }
     /// What a refused writer is told to wait.
@@ -73,7 +73,7 @@ final class ReplicatedLog: ReplicationLog {
     static let baseHeader = "Vigil-Base"
     static let publisherHeader = "Vigil-Node"
 
-    let settings: ClusterSettings
+    let settings: ReplicationSettings
     let client: NATSClient
     let jetStream: JetStream
     private let logger: Logger
@@ -118,7 +118,7 @@ final class ReplicatedLog: ReplicationLog {
 
     /// Throws when the TLS setup the config asks for cannot be made (a CA or key file gone since
     /// the config was checked).
-    init(settings: ClusterSettings, startAfter: UInt64, loop: EventLoop, logger: Logger, deliver: @escaping (Entry) -> Void) throws {
+    init(settings: ReplicationSettings, startAfter: UInt64, loop: EventLoop, logger: Logger, deliver: @escaping (Entry) -> Void) throws {
         self.settings = settings
         self.logger = logger
         self.deliver = deliver

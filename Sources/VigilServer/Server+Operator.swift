@@ -77,7 +77,7 @@ extension Server {
             body = metrics.exposition(figures()) { [self] sync in
                 v1?.persistenceMetrics(&sync)
                 v1?.alertMetrics(&sync)
-                v1?.clusterMetrics(&sync)
+                v1?.replicationMetrics(&sync)
             }
             type = "text/plain; version=0.0.4; charset=utf-8"
         case "/stats":
@@ -96,7 +96,7 @@ extension Server {
             w.field("websockets", Int64(f.webSockets))
             w.field("connections", Int64(f.totalConnections))
             w.field("uptime_s", Int64(f.uptimeSeconds))
-            if let cluster = v1?.cluster { cluster.health(into: &w) }
+            if let replication = v1?.replication { replication.health(into: &w) }
             w.endObject()
             body = w.bytes + [10]
             type = "application/json"

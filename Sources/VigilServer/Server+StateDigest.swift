@@ -23,7 +23,7 @@ extension Server {
         w.field("circles", Int64(entry.digest.circles))
         w.field("at", entry.at)
         w.key("cluster_sequence")
-        if let sequence = entry.clusterSequence { w.int(Int64(bitPattern: sequence)) } else { w.null() }
+        if let sequence = entry.replicatedSequence { w.int(Int64(bitPattern: sequence)) } else { w.null() }
         w.field("age_ms", (nowNs - entry.computedNs) / 1_000_000)
         w.field("compute_ms", Double(entry.costNs / 1_000) / 1_000)
         w.endObject()

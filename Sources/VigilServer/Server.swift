@@ -121,13 +121,13 @@ public final class Server {
             try v1.attach(Persistence(
                 path: config.stateDirectory, policy: FsyncPolicy(config.fsyncPolicy, intervalMs: config.fsyncIntervalMs),
                 snapshotIntervalSeconds: config.snapshotIntervalSeconds, pinSettings: config.pins,
-                panicSettings: config.panic, checkinSettings: config.checkin, journal: !config.cluster.enabled,
+                panicSettings: config.panic, checkinSettings: config.checkin, journal: !config.replication.enabled,
                 logger: logger, loop: loop))
         }
-        if config.cluster.enabled {
-            try v1.joinCluster(config.cluster, startAfter: v1.persistence?.recovered.clusterSequence ?? 0,
+        if config.replication.enabled {
+            try v1.joinReplication(config.replication, startAfter: v1.persistence?.recovered.replicatedSequence ?? 0,
                                highestVoter: v1.persistence?.recovered.highestVoteSession ?? 0, logger: logger)
-            logger.notice("cluster node", metadata: ["cluster": "\(config.cluster)"])
+            logger.notice("cluster node", metadata: ["cluster": "\(config.replication)"])
         }
     }
 

@@ -1,4 +1,4 @@
-import VigilCluster
+import VigilReplication
 import VigilCore
 import VigilLoop
 
@@ -93,7 +93,7 @@ public struct ServerConfig: Equatable, Sendable {
     public var webMapLongitude = 13.405
     public var webMapZoom = 13
     // cluster (issue 16): NATS JetStream; `enabled` only with a `cluster:` section
-    public var cluster = ClusterSettings()
+    public var replication = ReplicationSettings()
     // log
     public var logLevel = "info"
     /// Seconds between the summary lines at info level (0: none).

@@ -35,7 +35,7 @@ final class SnapshotSchedule {
         let segment: UInt64
         let startedMs: Int64
         let takeBacks: Int
-        let clusterSequence: UInt64?
+        let replicatedSequence: UInt64?
     }
 
     private let directory: StateDirectory
@@ -56,7 +56,7 @@ final class SnapshotSchedule {
     /// slices taken afterwards may include later changes too, which replay from the next sequence
     /// applies again harmlessly (replay is idempotent), whereas a sequence read at the end could
     /// claim changes a slice taken earlier missed. A standalone node keeps the default: nil.
-    var clusterSequence: () -> UInt64? = { nil }
+    var replicatedSequence: () -> UInt64? = { nil }
     /// A count that moves whenever state the snapshot may already hold is taken back (a cluster
     /// node's speculative write overtaken or failed, `V1Application+Cluster`). A snapshot during
     /// which it moved may hold a change that never happened: it is followed at once by another.
@@ -86,10 +86,10 @@ final class SnapshotSchedule {
     /// if any, learns on the loop whether it was written.
     func begin(segment: UInt64, map: MapHub, nowMs: Int64, completion: ((Bool) -> Void)? = nil) {
         self.completion = completion
-        let sequence = clusterSequence()
-        let writer = SnapshotWriter(takenAt: V1Application.wallClockMs(), journalSegment: segment, clusterSequence: sequence)
+        let sequence = replicatedSequence()
+        let writer = SnapshotWriter(takenAt: V1Application.wallClockMs(), journalSegment: segment, replicatedSequence: sequence)
         job = Job(ids: map.pinIDs, writer: writer,
-                  segment: segment, startedMs: nowMs, takeBacks: takeBacks(), clusterSequence: sequence)
+                  segment: segment, startedMs: nowMs, takeBacks: takeBacks(), replicatedSequence: sequence)
     }
 
     /// Encodes the next slice of pins; after the last one, hands the rest to the background thread.
@@ -118,7 +118,7 @@ final class SnapshotSchedule {
         let writer = current.writer
         let directory = self.directory, outcomes = self.outcomes
         let segment = current.segment, startedMs = current.startedMs, pins = writer.pinsWritten, takeBacks = current.takeBacks
-        let sequence = written == nil ? nil : current.clusterSequence
+        let sequence = written == nil ? nil : current.replicatedSequence
         let thread = Thread {
             // Lowest CPU priority for this thread only (Linux applies nice per thread): on a small
             // machine the snapshot must take spare CPU, never the loop's.

@@ -1,4 +1,4 @@
-import VigilCluster
+import VigilReplication
 import VigilCore
 import VigilState
 

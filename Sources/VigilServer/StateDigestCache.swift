@@ -20,7 +20,7 @@ struct StateDigestCache {
         /// The replicated stream's last applied sequence when the digest was taken (nil: a
         /// standalone node). Taken in the same loop turn as the digest, so the two describe one
         /// state: nodes compare digests taken at the same sequence.
-        let clusterSequence: UInt64?
+        let replicatedSequence: UInt64?
         /// The `now` the digest is of (unix ms): what had expired by then is left out.
         let at: Int64
         /// When it was computed (monotonic ns), and how long that took (ns).
@@ -30,7 +30,7 @@ struct StateDigestCache {
 
     private(set) var last: Entry?
     /// A cluster node's last applied sequence (the cluster code sets it); nil for a standalone node.
-    var clusterSequence: () -> UInt64? = { nil }
+    var replicatedSequence: () -> UInt64? = { nil }
     /// Digests computed since start (the rest of the requests were answered from `last`).
     private(set) var computations = 0
 
@@ -41,7 +41,7 @@ struct StateDigestCache {
         let started = Self.monotonicNanoseconds()
         let digest = compute(wallMs)
         let cost = max(0, Self.monotonicNanoseconds() - started)
-        let entry = Entry(digest: digest, clusterSequence: clusterSequence(), at: wallMs, computedNs: nowNs, costNs: cost)
+        let entry = Entry(digest: digest, replicatedSequence: replicatedSequence(), at: wallMs, computedNs: nowNs, costNs: cost)
         last = entry
         computations += 1
         return entry

@@ -129,7 +129,7 @@ extension V1Application {
         switch checkin.revoke(circle, ownerToken: ownerToken, member: member, secrets: secrets, now: now, out: &scratch.checkin) {
         case .success(let changed?):
             if let digest {
-                for id in panic.cutMember(digest, of: circle, out: &scratch.panic) { cluster?.watchersChanged(id) }
+                for id in panic.cutMember(digest, of: circle, out: &scratch.panic) { replication?.watchersChanged(id) }
             }
             return Outcome(.ok, record: .circlePut(changed), undo: streams.isEmpty ? .circle(before) : .memberRevoked(before, streams: streams))
         case .success(nil):

@@ -69,9 +69,9 @@ extension V1Application {
             }
             delivered(sent)
         case .panic(var delivery):
-            if let cluster, case .watchers(let count) = delivery.kind {
-                // Watchers on the other nodes of a cluster count too (`ClusterPresence`).
-                delivery.kind = .watchers(count: count + cluster.remoteWatchers(delivery.stream))
+            if let replication, case .watchers(let count) = delivery.kind {
+                // Watchers on the other nodes of a cluster count too (`WatcherPresence`).
+                delivery.kind = .watchers(count: count + replication.remoteWatchers(delivery.stream))
             }
             ServerMessages.panicDelivery(delivery, now: Self.wallClockMs(), into: &eventWriter)
             var frames = EventFrames(&eventWriter)

@@ -155,7 +155,7 @@ extension V1Application {
     private func watched(_ stream: StreamID, watcher me: Int32, _ result: Result<PanicWatch, PanicFailure>) -> Outcome {
         switch result {
         case .success(let watch):
-            cluster?.watchersChanged(stream)
+            replication?.watchersChanged(stream)
             // Always, also without a replay: a watch answered again ends any replay still going.
             scratch.replays.append((me, stream, watch.replay))
             return Outcome(.panicState(watch.stream, gap: watch.gap, box: watch.box))
@@ -180,7 +180,7 @@ extension V1Application {
     func unwatchStream(_ stream: StreamID?, watcher me: Int32) -> Outcome {
         if let stream {
             panic.unwatch(stream, watcher: me, out: &scratch.panic)
-            cluster?.watchersChanged(stream)
+            replication?.watchersChanged(stream)
         }
         return Outcome(.ok)
     }
@@ -202,7 +202,7 @@ extension V1Application {
         let before = panic.checkpoint(stream, keepingWatchers: true)
         switch panic.revoke(stream, by: me, ownerToken: token, watchToken: watchToken, secrets: secrets, out: &scratch.panic) {
         case .success(.revoked):
-            cluster?.watchersChanged(stream)
+            replication?.watchersChanged(stream)
             return Outcome(.ok, record: .panicRevoke(stream, secrets.digest(ofToken: watchToken)), undo: before.map { .stream($0) })
         case .success(.notLive):
             return Outcome(.ok)  // nothing changed: nothing to journal, nothing to fsync

@@ -24,7 +24,7 @@ extension V1Application {
         guard let id else { return Outcome(.error(.from(PinFailure.forbidden))) }
         let before = hub.store[id]  // the update replaces the pin: holding this copies nothing
         // Every edit moves `updated_at` on, by a millisecond at least: a cluster node's record
-        // names the version it edited by it (`ClusterNode`), so two edits never share one.
+        // names the version it edited by it (`ReplicationNode`), so two edits never share one.
         let now = before.map { max(now, $0.updatedAt + 1) } ?? now
         let result = hub.update(id, digest: secrets.digest(ofToken: token), changes: changes, now: now, out: &scratch.pins)
         guard case .success(let pin) = result, let before else { return Outcome(.from(result)) }
@@ -58,7 +58,7 @@ extension V1Application {
             if vote.change == .flagged { budgets.pinRemoved(id, now: caller.monotonicMs) }
             // In a cluster a vote that flags is published as the vote: every node applies the
             // threshold itself (and tells its subscribers `flagged`, not `deleted`).
-            let record = cluster != nil && vote.change == .flagged ? .pinVote(id, voter: voter, value: value) : JournalRecord.afterVote(vote)
+            let record = replication != nil && vote.change == .flagged ? .pinVote(id, voter: voter, value: value) : JournalRecord.afterVote(vote)
             return Outcome(.pin(vote.pin), record: record,
                            undo: .vote(id, voter: voter, previous: previous, flagged: vote.change == .flagged ? vote.pin : nil))
         case .failure(let failure):

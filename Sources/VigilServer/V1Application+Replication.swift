@@ -1,4 +1,4 @@
-import VigilCluster
+import VigilReplication
 import VigilLoop
 import VigilCore
 import VigilState
@@ -7,7 +7,7 @@ import VigilState
 /// the actions that come out are carried out here, in order.
 extension V1Application {
     /// A validated change on a cluster node: held, published, answered when the stream has it.
-    func replicate(_ outcome: Outcome, record: JournalRecord, caller: Caller, ref: JSONValue?, cluster: ClusterNode,
+    func replicate(_ outcome: Outcome, record: JournalRecord, caller: Caller, ref: JSONValue?, replication: ReplicationNode,
                    claim: IdempotencyClaim? = nil) {
         var cell: String?
         var base: UInt64?
@@ -29,34 +29,34 @@ extension V1Application {
         default:
             break  // the subject needs no cell, and nothing else is the writer's (the pairs are many; none is missed)
         }
-        let (messageID, number) = cluster.log.nextMessageID()
+        let (messageID, number) = replication.log.nextMessageID()
         let inFlight = claim.flatMap { inFlightAnswer(outcome.reply, claim: $0, caller: caller) }
         let publication = SpeculativeWrites.Publication(record: record, kept: inFlight?.kept,
-                                                        subject: cluster.subject(for: record, cell: cell), messageID: messageID, base: base)
+                                                        subject: replication.subject(for: record, cell: cell), messageID: messageID, base: base)
         // The write owns its events' lists until it is confirmed or taken back; the handlers go on
         // filling `scratch`, which gets the emptied lists of an earlier write.
-        let publish = cluster.speculative.hold(number, entity: ChangeEntity(record), undo: outcome.undo, fd: caller.fd, ref: ref,
+        let publish = replication.speculative.hold(number, entity: ChangeEntity(record), undo: outcome.undo, fd: caller.fd, ref: ref,
                                                reply: outcome.reply, events: &scratch, owner: owner, publication: publication,
-                                               idem: inFlight, nowMs: cluster.clock())
-        perform([publish], cluster: cluster)
+                                               idem: inFlight, nowMs: replication.clock())
+        perform([publish], replication: replication)
     }
 
     /// One record of the stream, in order (see `SpeculativeWrites`).
-    func applyFromStream(_ entry: ReplicatedLog.Entry, cluster: ClusterNode) {
+    func applyFromStream(_ entry: ReplicatedLog.Entry, replication: ReplicationNode) {
         guard let record = entry.record else { return }
         var actions: [SpeculativeWrites.Action] = []
         var deliveries = Deliveries()
-        let step = cluster.speculative.streamed(cluster.log.ownWriteNumber(entry.messageID), entity: ChangeEntity(record),
+        let step = replication.speculative.streamed(replication.log.ownWriteNumber(entry.messageID), entity: ChangeEntity(record),
                                                 kept: entry.kept, into: &actions, deliveries: &deliveries)
-        perform(actions, cluster: cluster)
+        perform(actions, replication: replication)
         guard case .apply(let own, let ownerFD) = step else {
             outbox.append(deliveries: &deliveries)
-            cluster.speculative.recycle(&deliveries)
+            replication.speculative.recycle(&deliveries)
             return
         }
-        if case .panicRevoke(let stream, _) = record { cluster.watchersChanged(stream) }
+        if case .panicRevoke(let stream, _) = record { replication.watchersChanged(stream) }
         // A revoked member's watchers of the circle's streams may be cut (`ReplicatedApply`).
-        if case .circlePut(let circle) = record { cluster.watchersChanged(panic.streams(of: circle.id).map(\.id)) }
+        if case .circlePut(let circle) = record { replication.watchersChanged(panic.streams(of: circle.id).map(\.id)) }
         let outcome = ReplicatedApply.apply(record, base: entry.base, owner: ownerFD, map: &hub, panic: &panic, checkin: &checkin,
                                             pins: &scratch.pins, panicOut: &scratch.panic, checkinOut: &scratch.checkin)
         // Every node keeps the answer of a change it applied (or held already): a repeat sent to
@@ -66,41 +66,41 @@ extension V1Application {
         }
         if outcome == .applied {
             releaseBudgets(after: record)
-            if entry.messageID?.hasPrefix("decision-") == true, entry.publisher == cluster.log.settings.nodeID {
+            if entry.messageID?.hasPrefix("decision-") == true, entry.publisher == replication.log.settings.nodeID {
                 noticeOfDecision(record)
             }
         }
         if let own {
             actions.removeAll(keepingCapacity: true)
-            cluster.speculative.settled(own, outcome, into: &actions)
-            perform(actions, cluster: cluster)
+            replication.speculative.settled(own, outcome, into: &actions)
+            perform(actions, replication: replication)
         }
         outbox.append(deliveries: &scratch)
     }
 
     /// The tick: held writes past the deadline given up, attempts due published again.
-    func replicationTick(_ cluster: ClusterNode) {
+    func replicationTick(_ replication: ReplicationNode) {
         var actions: [SpeculativeWrites.Action] = []
-        cluster.speculative.tick(nowMs: cluster.clock(), deadlineMs: cluster.answerWithinMs, retryAfterMs: cluster.log.retryAfterMs,
+        replication.speculative.tick(nowMs: replication.clock(), deadlineMs: replication.answerWithinMs, retryAfterMs: replication.log.retryAfterMs,
                                  into: &actions)
-        perform(actions, cluster: cluster)
+        perform(actions, replication: replication)
         if !actions.isEmpty { server.loop.requestTurn() }
     }
 
     /// Every write of this node not yet confirmed by the stream, taken back (before the final
     /// snapshot: it must hold only what the stream holds).
     func takeBackAllSpeculative() {
-        guard let cluster else { return }
+        guard let replication else { return }
         var actions: [SpeculativeWrites.Action] = []
-        cluster.speculative.takeBackAll(into: &actions)
-        perform(actions, cluster: cluster)
+        replication.speculative.takeBackAll(into: &actions)
+        perform(actions, replication: replication)
     }
 
     /// A repeat of a write of this node still on its way through the stream: it waits for that
     /// write's answer (true), or is `idem_conflict` for another request (true); false when no
     /// write with its key is in flight here.
-    func waitForInFlight(_ claim: IdempotencyClaim, fd: Int32, ref: JSONValue?, cluster: ClusterNode) -> Bool {
-        switch cluster.speculative.wait(lookup: IdempotencySeal.lookup(key: claim.key), requestDigest: IdempotencySeal.requestDigest(claim),
+    func waitForInFlight(_ claim: IdempotencyClaim, fd: Int32, ref: JSONValue?, replication: ReplicationNode) -> Bool {
+        switch replication.speculative.wait(lookup: IdempotencySeal.lookup(key: claim.key), requestDigest: IdempotencySeal.requestDigest(claim),
                                         fd: fd, ref: ref) {
         case .none:
             return false
@@ -114,19 +114,19 @@ extension V1Application {
     }
 
     /// The actions, in order.
-    private func perform(_ actions: [SpeculativeWrites.Action], cluster: ClusterNode) {
+    private func perform(_ actions: [SpeculativeWrites.Action], replication: ReplicationNode) {
         guard !actions.isEmpty else { return }
         let now = monotonicMilliseconds()
         for action in actions {
             switch action {
             case .publish(let number, let p):
-                cluster.log.publish(p.record, kept: p.kept, subject: p.subject, messageID: p.messageID, base: p.base) {
-                    [unowned self, unowned cluster] result in
+                replication.log.publish(p.record, kept: p.kept, subject: p.subject, messageID: p.messageID, base: p.base) {
+                    [unowned self, unowned replication] result in
                     guard case .failure(let error) = result else { return }
                     var actions: [SpeculativeWrites.Action] = []
-                    cluster.speculative.publishFailed(number, error, nowMs: cluster.clock(), ackTimeoutMs: Int64(cluster.log.settings.ackTimeoutMs),
-                                                      deadlineMs: cluster.answerWithinMs, retryAfterMs: cluster.log.retryAfterMs, into: &actions)
-                    self.perform(actions, cluster: cluster)
+                    replication.speculative.publishFailed(number, error, nowMs: replication.clock(), ackTimeoutMs: Int64(replication.log.settings.ackTimeoutMs),
+                                                      deadlineMs: replication.answerWithinMs, retryAfterMs: replication.log.retryAfterMs, into: &actions)
+                    self.perform(actions, replication: replication)
                     if !actions.isEmpty { self.server.loop.requestTurn() }
                 }
             case .takeBack(let undo):
@@ -139,17 +139,17 @@ extension V1Application {
             case .keep(let answer, let address):
                 kept.insert(answer, address: address, now: Self.wallClockMs())
             case .countRepublished:
-                cluster.log.countRepublished()
+                replication.log.countRepublished()
             }
         }
     }
 
     /// The cluster's part of `/metrics`.
-    func clusterMetrics(_ sync: inout MetricsSync) {
-        guard let cluster else { return }
-        cluster.log.metrics(&sync)
-        sync.counter("vigil_cluster_writes_expired_total", cluster.speculative.counts.expired,
+    func replicationMetrics(_ sync: inout MetricsSync) {
+        guard let replication else { return }
+        replication.log.metrics(&sync)
+        sync.counter("vigil_cluster_writes_expired_total", replication.speculative.counts.expired,
                      help: "Held writes answered unavailable because the stream did not confirm them within cluster.write_deadline_ms.")
-        sync.gauge("vigil_cluster_pending_writes", cluster.speculative.pendingCount, help: "This node's writes awaiting the stream.")
+        sync.gauge("vigil_cluster_pending_writes", replication.speculative.pendingCount, help: "This node's writes awaiting the stream.")
     }
 }

@@ -95,7 +95,7 @@ public final class V1Application: WebSocketApplication {
     /// This turn's changes not recorded yet, to take back if the journal cannot record them.
     var pending = PendingChanges()
     /// Set on a cluster node: changes go through the replicated log (`V1Application+Cluster`).
-    var cluster: ClusterNode?
+    var replication: ReplicationNode?
     /// Sends notices to subscriptions (`V1Application+Alerts`); nil when no channel is configured.
     var alerts: AlertSender?
     /// Notices of this turn's requests, posted once the journal took the turn; and of the tick's
@@ -157,7 +157,7 @@ public final class V1Application: WebSocketApplication {
 
     /// Whether changes reach the disk now (a cluster node's reach the stream).
     var stateMode: StateMode {
-        if cluster != nil { return .replicated }
+        if replication != nil { return .replicated }
         guard log != nil else { return .memoryOnly }
         return persistence?.outage == nil ? .writable : .unavailable
     }
@@ -198,20 +198,20 @@ public final class V1Application: WebSocketApplication {
 
     public func opened(_ connection: Connection) {
         sessions[connection.fd] = V1Session(sessionRates, nowMs: monotonicMilliseconds())
-        cluster?.speculative.opened(connection.fd)
+        replication?.speculative.opened(connection.fd)
         // The session id is random and shown once; nothing refers to it later, so it is not kept.
         outbox.append(.welcome(connection.fd, session: Base64URL.encode(secrets.randomBytes(16))))
     }
 
     public func closed(_ connection: Connection) {
-        cluster?.watchersChanged(panic.streamsWatched(by: connection.fd))
+        replication?.watchersChanged(panic.streamsWatched(by: connection.fd))
         hub.unsubscribe(connection.fd)
         panic.disconnected(connection.fd, out: &scratch.panic)
         checkin.disconnected(connection.fd)
         replays.closed(connection.fd)
         outbox.append(deliveries: &scratch)
         sessions[connection.fd] = nil
-        cluster?.speculative.closed(connection.fd)
+        replication?.speculative.closed(connection.fd)
         // Called from a flush too (a failed write), after this turn's fan-out: make sure another
         // turn sends what the hubs just produced.
         server.loop.requestTurn()
@@ -247,13 +247,13 @@ public final class V1Application: WebSocketApplication {
         // (on a cluster node, a repeat of a write still on its way waits for its answer).
         if let claim = request.idem {
             if answerFromKept(claim, fd: fd, ref: request.ref) { return }
-            if let cluster, waitForInFlight(claim, fd: fd, ref: request.ref, cluster: cluster) { return }
+            if let replication, waitForInFlight(claim, fd: fd, ref: request.ref, replication: replication) { return }
         }
-        if request.operation.changesState, let cluster, !cluster.log.writable {
+        if request.operation.changesState, let replication, !replication.log.writable {
             // Not connected to the stream (or not caught up with it): nothing is acknowledged
             // that the stream does not hold (docs/CLUSTER.md, "Losing NATS").
             stats.refusedUnrecorded += 1
-            outbox.append(.reply(fd, ref: request.ref, .error(.unavailable(retryAfterMs: cluster.log.retryAfterMs))))
+            outbox.append(.reply(fd, ref: request.ref, .error(.unavailable(retryAfterMs: replication.log.retryAfterMs))))
             return
         }
         if request.operation.changesState, let retry = log?.refusalRetryAfterMs() {
@@ -274,16 +274,16 @@ public final class V1Application: WebSocketApplication {
                                  .error(RequestError("rate_limited", "too many subscribes; retry after \(retry) ms", retryAfterMs: retry))))
             return
         }
-        if let cluster, request.operation.changesMembership { cluster.speculative.membershipChanged(fd) }
+        if let replication, request.operation.changesMembership { replication.speculative.membershipChanged(fd) }
         let caller = Caller(fd: fd, address: connection.addressKey, monotonicMs: now)
         let first = outbox.count
         let outcome = dispatch(request.operation, caller: caller, now: Self.wallClockMs())
-        if let cluster, let record = outcome.record {
-            replicate(outcome, record: record, caller: caller, ref: request.ref, cluster: cluster, claim: request.idem)
+        if let replication, let record = outcome.record {
+            replicate(outcome, record: record, caller: caller, ref: request.ref, replication: replication, claim: request.idem)
             return
         }
         apply(outcome, to: fd, ref: request.ref)
-        if let claim = request.idem, cluster == nil { keepAnswer(outcome.reply, claim: claim, caller: caller) }
+        if let claim = request.idem, replication == nil { keepAnswer(outcome.reply, claim: claim, caller: caller) }
         if log != nil { pending.note(request.operation, outcome, items: first..<outbox.count) }
     }
 
@@ -374,7 +374,7 @@ public final class V1Application: WebSocketApplication {
         pending.clear()
         keptThisTurn.removeAll(keepingCapacity: true)
         sendNotices(recorded: recorded)
-        if let cluster { announceWatchers(cluster) }
+        if let replication { announceWatchers(replication) }
         fanOut()
         continueReplays()
         flushClusters()
@@ -432,14 +432,14 @@ public final class V1Application: WebSocketApplication {
         for pin in hub.expire(now: now, out: &scratch.pins) { budgets.pinRemoved(pin.id, now: monotonic) }
         var removed: [StreamID] = []  // empty on almost every tick: allocates nothing then
         // A cluster node leaves escalations and abandonments to the stream (`publishDecisions`).
-        for changed in panic.tick(now: now, out: &scratch.panic, removed: &removed, deciding: cluster == nil) {
+        for changed in panic.tick(now: now, out: &scratch.panic, removed: &removed, deciding: replication == nil) {
             log?.append(.panicEvent(changed.stream, changed.event))
             if case .ended = changed.event.kind { budgets.streamEnded(changed.stream, now: monotonic) }
             if let stream = panic.stream(changed.stream) { tellCircle(changed.event, of: stream, fromTick: true) }
         }
         for id in removed { log?.append(.panicRemove(id)) }
         for id in checkin.tick(now: now, out: &scratch.checkin) { log?.append(.circleRemove(id)) }
-        if let cluster { publishDecisions(now: now, cluster: cluster) }
+        if let replication { publishDecisions(now: now, replication: replication) }
         outbox.append(deliveries: &scratch)
         _ = budgets.sweep(now: monotonic)
         kept.sweep(now: now)

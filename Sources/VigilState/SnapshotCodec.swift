@@ -54,7 +54,7 @@ public enum SnapshotCodec {
         for circle in snapshot.circles { capacity += CircleFields.estimatedSize(circle) }
         capacity += 4 + snapshot.settlements.count * NoticeFields.byteCount + 4 + snapshot.acks.count * NoticeFields.ackByteCount
         var writer = SnapshotWriter(takenAt: snapshot.takenAt, journalSegment: snapshot.journalSegment,
-                                    clusterSequence: snapshot.clusterSequence, capacity: capacity)
+                                    replicatedSequence: snapshot.replicatedSequence, capacity: capacity)
         for pin in snapshot.pins { writer.append(pin) }
         for stream in snapshot.streams { writer.append(stream) }
         for circle in snapshot.circles { writer.append(circle) }
@@ -95,7 +95,7 @@ public enum SnapshotCodec {
         let journalSegment = try body.u64()
         let pinCount = try body.count(of: "pin", minimumElementBytes: PinFields.minimumBytes)
         let streamCount = try body.count(of: "stream", minimumElementBytes: PanicFields.minimumStreamBytes)
-        let clusterSequence = found >= 5 ? try readClusterSequence(&body) : nil
+        let replicatedSequence = found >= 5 ? try readReplicatedSequence(&body) : nil
         body.what = "pin"
         var pins: [Pin] = []
         pins.reserveCapacity(pinCount)
@@ -128,7 +128,7 @@ public enum SnapshotCodec {
             throw .invalid(what: "snapshot", offset: body.offset, reason: "\(body.remaining) bytes after the last stream or circle")
         }
         return StateSnapshot(takenAt: takenAt, journalSegment: journalSegment, pins: pins, streams: streams, circles: circles,
-                             settlements: settlements, acks: acks, clusterSequence: clusterSequence, keptAnswers: kept)
+                             settlements: settlements, acks: acks, replicatedSequence: replicatedSequence, keptAnswers: kept)
     }
 
     /// A u32 count of `what`, then that many elements read by `read` (the count is checked against
@@ -145,7 +145,7 @@ public enum SnapshotCodec {
 
     /// The cluster fields of a version 5 header: a standalone node's sequence must be 0, so that
     /// each value has one form.
-    static func readClusterSequence(_ r: inout StateReader) throws(StateError) -> UInt64? {
+    static func readReplicatedSequence(_ r: inout StateReader) throws(StateError) -> UInt64? {
         let at = r.offset
         let clustered = try r.u8()
         let sequence = try r.u64()

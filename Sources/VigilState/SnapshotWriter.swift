@@ -34,7 +34,7 @@ public struct SnapshotWriter: Sendable {
 
     /// `capacity`: bytes to reserve up front (an estimate of the finished snapshot; 0 is fine).
     /// `clusterSequence`: see `StateSnapshot.clusterSequence` (nil for a standalone node).
-    public init(takenAt: Int64, journalSegment: UInt64, clusterSequence: UInt64? = nil, capacity: Int = 0) {
+    public init(takenAt: Int64, journalSegment: UInt64, replicatedSequence: UInt64? = nil, capacity: Int = 0) {
         w = StateWriter(capacity: max(capacity, SnapshotCodec.headerBytes + SnapshotCodec.checksumBytes))
         w.bytes.append(contentsOf: SnapshotCodec.magic)
         w.u16(SnapshotCodec.version)
@@ -43,8 +43,8 @@ public struct SnapshotWriter: Sendable {
         w.u64(journalSegment)
         w.u32(0)
         w.u32(0)
-        w.u8(clusterSequence == nil ? 0 : 1)
-        w.u64(clusterSequence ?? 0)
+        w.u8(replicatedSequence == nil ? 0 : 1)
+        w.u64(replicatedSequence ?? 0)
     }
 
     /// Bytes so far (pins and streams), for progress logs and capacity estimates.

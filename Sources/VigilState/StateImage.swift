@@ -161,14 +161,14 @@ public struct StateImage: Sendable {
     }
 
     /// The image as a snapshot (pins in creation order, streams and circles by id).
-    public func snapshot(takenAt: Int64, journalSegment: UInt64, clusterSequence: UInt64? = nil) -> StateSnapshot {
+    public func snapshot(takenAt: Int64, journalSegment: UInt64, replicatedSequence: UInt64? = nil) -> StateSnapshot {
         StateSnapshot(takenAt: takenAt, journalSegment: journalSegment, pins: pinStore.exportPins(),
                       streams: streams.keys.sorted().compactMap { streams[$0] },
                       circles: circles.keys.sorted().compactMap { circles[$0] },
                       settlements: settlements.values.filter { circles[$0.circle] != nil }
                           .sorted { ($0.circle, $0.notice, $0.subscription) < ($1.circle, $1.notice, $1.subscription) },
                       acks: acks.filter { circles[$0.circle] != nil }.sorted { ($0.circle, $0.at) < ($1.circle, $1.at) },
-                      clusterSequence: clusterSequence, keptAnswers: keptAnswers)
+                      replicatedSequence: replicatedSequence, keptAnswers: keptAnswers)
     }
 
     private mutating func count(_ changed: Bool) {

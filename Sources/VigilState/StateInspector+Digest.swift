@@ -28,7 +28,7 @@ extension StateInspector {
         line.w.field("at", rules.now)
         line.w.key("snapshot")
         if let file = loaded.file { line.w.string(file) } else { line.w.null() }
-        line.clusterSequence(loaded.snapshot?.clusterSequence)
+        line.replicatedSequence(loaded.snapshot?.replicatedSequence)
         line.w.field("journal_records", Int64(journal.records))
         line.w.field("issues", Int64(image.issueCount))
         if let corruption = journal.corruption { line.w.field("journal_stopped", corruption) }

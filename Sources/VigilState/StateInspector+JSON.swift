@@ -37,7 +37,7 @@ struct InspectorLine {
 
     /// `"cluster_sequence"`: a snapshot's replicated-stream sequence, null when a standalone node
     /// wrote it (or a version before 5).
-    mutating func clusterSequence(_ sequence: UInt64?) {
+    mutating func replicatedSequence(_ sequence: UInt64?) {
         w.key("cluster_sequence")
         if let sequence { w.int(Int64(bitPattern: sequence)) } else { w.null() }
     }

@@ -62,7 +62,7 @@ public enum StateInspector {
             line.w.field("valid", true)
             line.w.field("taken_at", s.takenAt)
             line.w.field("journal_segment", Int64(bitPattern: s.journalSegment))
-            line.clusterSequence(s.clusterSequence)
+            line.replicatedSequence(s.replicatedSequence)
             line.w.field("pins", Int64(s.pins.count))
             line.w.field("streams", Int64(s.streams.count))
             line.w.field("circles", Int64(s.circles.count))

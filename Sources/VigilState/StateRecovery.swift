@@ -11,7 +11,7 @@ public struct RecoveredState: Sendable {
     public var snapshotTakenAt: Int64?
     /// The restored snapshot's `clusterSequence`: the last replicated-stream sequence it includes
     /// (nil: no snapshot, or one written by a standalone node).
-    public var clusterSequence: UInt64?
+    public var replicatedSequence: UInt64?
     /// Newer snapshots that were skipped, each with the reason.
     public var snapshotFallbacks: [String]
     public var journal: JournalReadReport
@@ -54,7 +54,7 @@ public struct RecoveredState: Sendable {
     public var replicatedLogLines: [String] {
         var lines: [String] = []
         if let snapshotFile {
-            lines.append("restored \(snapshotFile) (taken at \(snapshotTakenAt ?? 0) ms) at stream sequence \(clusterSequence ?? 0); the stream brings it up to date")
+            lines.append("restored \(snapshotFile) (taken at \(snapshotTakenAt ?? 0) ms) at stream sequence \(replicatedSequence ?? 0); the stream brings it up to date")
         } else {
             lines.append("no snapshot: the state comes from the stream (or a cluster snapshot)")
         }
@@ -67,12 +67,12 @@ public struct RecoveredState: Sendable {
     /// node's state, which the stream does not have: journal records (a cluster node writes
     /// none, and replaying none would silently drop them), or a snapshot with state but no
     /// stream sequence (a cluster node's snapshots carry one once it has joined).
-    public var clusterNodeRefusal: String? {
+    public var replicationNodeRefusal: String? {
         let fix = "Give the cluster node another state.directory (or run this one without the cluster: section)."
         if journal.records > 0 {
             return "its journal holds \(journal.records) record(s) of a standalone node, which are not in the cluster's stream; a cluster node keeps snapshots only and would drop them. " + fix
         }
-        if let snapshotFile, clusterSequence == nil, map.store.count > 0 || panic.count > 0 || checkin.count > 0 {
+        if let snapshotFile, replicatedSequence == nil, map.store.count > 0 || panic.count > 0 || checkin.count > 0 {
             return "\(snapshotFile) holds a standalone node's state (\(map.store.count) pins, \(panic.count) panic streams, \(checkin.count) check-in circles), which is not in the cluster's stream; a cluster node would serve it as if it were. " + fix
         }
         return nil
@@ -98,7 +98,7 @@ extension StateDirectory {
         var image: StateImage
         let from: UInt64
         let takenAt = loaded.snapshot?.takenAt
-        let clusterSequence = loaded.snapshot?.clusterSequence
+        let replicatedSequence = loaded.snapshot?.replicatedSequence
         if let snapshot = loaded.snapshot {
             image = StateImage(snapshot)
             from = snapshot.journalSegment
@@ -113,7 +113,7 @@ extension StateDirectory {
         // Never reuse a segment number a file already has, damaged or not.
         let next = journal.lastSegment.map { max(from, $0 + 1) } ?? from
         return RecoveredState(map: map, panic: panic, checkin: checkin, snapshotFile: loaded.file, snapshotTakenAt: takenAt,
-                              clusterSequence: clusterSequence,
+                              replicatedSequence: replicatedSequence,
                               snapshotFallbacks: loaded.fallbacks, journal: journal, replayIssues: image.issues,
                               replayIssueCount: image.issueCount, highestVoteSession: image.highestVoteSession,
                               nextSegment: next, keptAnswers: image.keptAnswers)

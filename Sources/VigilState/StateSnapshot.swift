@@ -22,12 +22,12 @@ public struct StateSnapshot: Sendable {
     /// includes (a node restoring it consumes from the next one); nil for a standalone node
     /// (snapshot version 5 and later; older versions read as nil). 0 is a cluster node that had
     /// applied nothing yet, not the same as nil.
-    public var clusterSequence: UInt64?
+    public var replicatedSequence: UInt64?
     /// Answers kept for idempotency keys, oldest first (snapshot version 8 and later).
     public var keptAnswers: [KeptAnswer]
 
     public init(takenAt: Int64, journalSegment: UInt64, pins: [Pin], streams: [PanicStream], circles: [CheckinCircle] = [],
-                settlements: [NoticeSettlement] = [], acks: [NoticeAck] = [], clusterSequence: UInt64? = nil,
+                settlements: [NoticeSettlement] = [], acks: [NoticeAck] = [], replicatedSequence: UInt64? = nil,
                 keptAnswers: [KeptAnswer] = []) {
         self.keptAnswers = keptAnswers
         self.settlements = settlements
@@ -37,16 +37,16 @@ public struct StateSnapshot: Sendable {
         self.pins = pins
         self.streams = streams
         self.circles = circles
-        self.clusterSequence = clusterSequence
+        self.replicatedSequence = replicatedSequence
     }
 
     /// The state of two hubs. Call it on copies (copy-on-write makes copying a hub O(1)) so
     /// the export and the encode can run on a writer thread while the loop thread goes on.
     public init(takenAt: Int64, journalSegment: UInt64, map: MapHub, panic: PanicHub, checkin: CheckinHub? = nil,
-                clusterSequence: UInt64? = nil) {
+                replicatedSequence: UInt64? = nil) {
         self.init(takenAt: takenAt, journalSegment: journalSegment, pins: map.exportPins(), streams: panic.exportStreams(),
                   circles: checkin?.exportCircles() ?? [], settlements: checkin?.exportSettlements() ?? [],
                   acks: checkin?.exportAcks() ?? [],
-                  clusterSequence: clusterSequence)
+                  replicatedSequence: replicatedSequence)
     }
 }

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Glibc
-import VigilCluster
+import VigilReplication
 import VigilLoad
 import VigilLoop
 import VigilNATS
@@ -33,7 +33,7 @@ extension VigilBench {
             try client.subscribe(subject: "bench.echo") { message in
                 if let reply = message.replyTo { try? client.publish(subject: reply, payload: message.payload) }
             }
-            var settings = SnapshotStoreSettings(clusterName: "BENCH", maxSnapshotBytes: (mib.max() ?? 1) << 20)
+            var settings = SnapshotStoreSettings(replicationName: "BENCH", maxSnapshotBytes: (mib.max() ?? 1) << 20)
             if let acks { settings.maxAcksOutstanding = acks }
             print("chunks of \(settings.chunkSize) bytes, \(settings.maxAcksOutstanding) acknowledgements awaited at once")
             let store = SnapshotStore(jetStream: JetStream(client: client, timeoutMs: 10_000), settings: settings)
@@ -55,7 +55,7 @@ extension VigilBench {
                     var published: Result<PublishedSnapshot, SnapshotStoreError>?
                     let putStart = monotonicMilliseconds()
                     sequence += 1  // never below the stored snapshot's: that put would be refused (superseded)
-                    try store.put(bytes, metadata: SnapshotMetadata(clusterSequence: sequence, nodeID: "bench", formatVersion: 1,
+                    try store.put(bytes, metadata: SnapshotMetadata(replicatedSequence: sequence, nodeID: "bench", formatVersion: 1,
                                                                     takenAtMs: 0)) { published = $0 }
                     guard let putTurn = drive(loop, timeoutMs: 600_000, echo: putEcho, until: { published != nil }) else {
                         throw ValidationError("put did not finish")

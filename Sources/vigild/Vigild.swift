@@ -23,7 +23,7 @@ struct Vigild: ParsableCommand {
         `vigild push keygen FILE` makes the Web Push (VAPID) key and prints its public key.
         """,
         version: BuildInfo.description,
-        subcommands: [StateCommand.self, ClusterCommand.self, PushCommand.self]
+        subcommands: [StateCommand.self, ReplicationCommand.self, PushCommand.self]
     )
 
     @Option(name: .long, help: ArgumentHelp("YAML config file (see config/vigild.yaml).", valueName: "file"))

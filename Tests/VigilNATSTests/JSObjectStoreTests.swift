@@ -105,7 +105,7 @@ import VigilCore
     private var sample: JSObjectInfo {
         JSObjectInfo(name: "latest", bucket: "V_SNAPSHOTS", nuid: "CkuyLEX4z2hbyjj1aWCfiH", size: 300_000, chunks: 3,
                      digest: "SHA-256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU=",
-                     metadata: SnapshotMetadata(clusterSequence: 42, nodeID: "n1", formatVersion: 3, takenAtMs: 1_764_000_000_000).entries,
+                     metadata: SnapshotMetadata(replicatedSequence: 42, nodeID: "n1", formatVersion: 3, takenAtMs: 1_764_000_000_000).entries,
                      maxChunkSize: 131_072)
     }
 
@@ -122,7 +122,7 @@ import VigilCore
         let go = #"{"name":"latest","description":"x","headers":{"K":["v"]},"metadata":{"cluster_sequence":"7","node_id":"n2","format_version":"3","taken_at_ms":"5"},"options":{"max_chunk_size":131072},"bucket":"V_SNAPSHOTS","nuid":"CkuyLEX4z2hbyjj1aWCfiH","size":5,"mtime":"0001-01-01T00:00:00Z","chunks":1,"digest":"SHA-256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU="}"#
         let read = try JSObjectInfo.decode(Array(go.utf8)).get()
         #expect(read.size == 5 && read.chunks == 1 && read.headers == ["K": ["v"]] && read.description == "x")
-        #expect(SnapshotMetadata(entries: read.metadata) == SnapshotMetadata(clusterSequence: 7, nodeID: "n2", formatVersion: 3, takenAtMs: 5))
+        #expect(SnapshotMetadata(entries: read.metadata) == SnapshotMetadata(replicatedSequence: 7, nodeID: "n2", formatVersion: 3, takenAtMs: 5))
         // A deleted object's meta (`nats object rm`) has no digest and no size.
         let deleted = #"{"name":"latest","bucket":"V_SNAPSHOTS","nuid":"N","size":0,"chunks":0,"deleted":true}"#
         #expect(try JSObjectInfo.decode(Array(deleted.utf8)).get().deleted)
@@ -166,7 +166,7 @@ import VigilCore
     }
 
     @Test func snapshotMetadataNeedsEveryEntry() {
-        let metadata = SnapshotMetadata(clusterSequence: 18_446_744_073_709_551_615, nodeID: "node-7", formatVersion: 3, takenAtMs: -1)
+        let metadata = SnapshotMetadata(replicatedSequence: 18_446_744_073_709_551_615, nodeID: "node-7", formatVersion: 3, takenAtMs: -1)
         #expect(SnapshotMetadata(entries: metadata.entries) == metadata)
         for key in metadata.entries.keys {
             var entries = metadata.entries

@@ -49,12 +49,12 @@ import VigilLoop
 
     @Test func secretsAreNotShown() {
         var c = ServerConfig()
-        c.cluster.enabled = true
-        c.cluster.urls = ["nats://127.0.0.1:4222"]
-        c.cluster.nodeID = "n1"
-        c.cluster.token = "s3cret-token"
-        c.cluster.user = "vigil"
-        c.cluster.password = "s3cret-password"
+        c.replication.enabled = true
+        c.replication.urls = ["nats://127.0.0.1:4222"]
+        c.replication.nodeID = "n1"
+        c.replication.token = "s3cret-token"
+        c.replication.user = "vigil"
+        c.replication.password = "s3cret-password"
         let text = ConfigLoader.yaml(c)
         #expect(!text.contains("s3cret"))
         #expect(text.contains("  token: \"(set, not shown)\"\n") && text.contains("  password: \"(set, not shown)\"\n"))
@@ -63,11 +63,11 @@ import VigilLoop
 
     @Test func natsTLSIsPrintedAsSet() {
         var c = ServerConfig()
-        c.cluster.enabled = true
+        c.replication.enabled = true
         #expect(!ConfigLoader.yaml(c).contains("  tls:"))
-        c.cluster.tlsEnabled = true
-        c.cluster.tlsCAFile = "/etc/vigil/ca.pem"
-        c.cluster.tlsServerName = "nats.internal"
+        c.replication.tlsEnabled = true
+        c.replication.tlsCAFile = "/etc/vigil/ca.pem"
+        c.replication.tlsServerName = "nats.internal"
         #expect(ConfigLoader.yaml(c).contains("""
           tls:
             ca_file: "/etc/vigil/ca.pem"

@@ -1,5 +1,5 @@
 import Testing
-import VigilCluster
+import VigilReplication
 @testable import VigilCore
 import VigilGeo
 import VigilNATS

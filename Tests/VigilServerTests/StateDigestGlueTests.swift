@@ -40,13 +40,13 @@ import VigilState
     @Test func theDigestCarriesTheClusterSequenceTakenWithIt() throws {
         var cache = StateDigestCache()
         var applied: UInt64 = 41
-        cache.clusterSequence = { applied += 1; return applied }
+        cache.replicatedSequence = { applied += 1; return applied }
         let empty = StateDigest.of(snapshot: StateSnapshot(takenAt: 0, journalSegment: 0, pins: [], streams: []),
                                    rules: StateDigest.Rules(now: 0, endedGraceMs: 1, circleIdleLifetimeMs: 1))
-        #expect(cache.entry(nowNs: 0, wallMs: 1) { _ in empty }.clusterSequence == 42)
-        #expect(cache.entry(nowNs: 1, wallMs: 2) { _ in empty }.clusterSequence == 42, "kept with its digest")
+        #expect(cache.entry(nowNs: 0, wallMs: 1) { _ in empty }.replicatedSequence == 42)
+        #expect(cache.entry(nowNs: 1, wallMs: 2) { _ in empty }.replicatedSequence == 42, "kept with its digest")
         let h = try ServerHarness()
-        h.server.stateDigests.clusterSequence = { 7 }
+        h.server.stateDigests.replicatedSequence = { 7 }
         #expect(try Self.digest(h)["cluster_sequence"]?.int64 == 7)
     }
 
@@ -77,13 +77,13 @@ import VigilState
             $0.snapshotIntervalSeconds = 1
         }
         let state = try StateDirectory(path: directory)
-        #expect(try state.loadNewestSnapshot().snapshot?.clusterSequence == nil, "the start-up snapshot of a standalone node")
+        #expect(try state.loadNewestSnapshot().snapshot?.replicatedSequence == nil, "the start-up snapshot of a standalone node")
         let persistence = try #require(h.v1.persistence)
         var applied: UInt64 = 76
-        persistence.clusterSequence = { applied += 1; return applied }
+        persistence.replicatedSequence = { applied += 1; return applied }
         try h.run(until: { persistence.snapshotStats.written >= 1 })
-        #expect(try state.loadNewestSnapshot().snapshot?.clusterSequence == 77)
+        #expect(try state.loadNewestSnapshot().snapshot?.replicatedSequence == 77)
         persistence.shutdown(map: h.v1.hub, panic: h.v1.panic, checkin: h.v1.checkin)
-        #expect(try state.loadNewestSnapshot().snapshot?.clusterSequence == 78)
+        #expect(try state.loadNewestSnapshot().snapshot?.replicatedSequence == 78)
     }
 }

@@ -193,7 +193,7 @@ import VigilGeo
         // each, since version 7), the kept answers' count (4 bytes, since version 8), the last
         // position's kind and the absent e2e part (1 byte each, since version 9)).
         #expect(stream.dueAt == nil && stream.missedCheckInAt == nil && pin.rangeMeters == nil && snapshot.circles.isEmpty)
-        #expect(snapshot.clusterSequence == nil && stream.circle == nil)
+        #expect(snapshot.replicatedSequence == nil && stream.circle == nil)
         let again = SnapshotCodec.encode(snapshot)
         #expect(again[8] == 9 && again.count == Self.snapshot.count + 2 + 4 + 4 + 9 + 1 + 1 + 4 + 4 + 4 + 1 + 1)
         expectSameStreams(try SnapshotCodec.decode(again).streams, snapshot.streams)
@@ -211,7 +211,7 @@ import VigilGeo
     /// bytes each, since version 7).
     @Test func aVersion4SnapshotReadsAsStandalone() throws {
         let snapshot = try SnapshotCodec.decode(Self.snapshotV4)
-        #expect(Self.snapshotV4[8] == 4 && snapshot.clusterSequence == nil)
+        #expect(Self.snapshotV4[8] == 4 && snapshot.replicatedSequence == nil)
         #expect(snapshot.takenAt == 1_700_000_000_000 && snapshot.journalSegment == 5 && snapshot.pins.isEmpty && snapshot.streams.isEmpty)
         let circle = try #require(snapshot.circles.first)
         #expect(snapshot.circles.count == 1 && circle.members.count == 2 && circle.home != nil)

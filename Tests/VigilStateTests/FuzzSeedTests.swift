@@ -32,7 +32,7 @@ import VigilTestSupport
         out.append(("snapshot", "v6-format.vgs", FormatFixtureTests.snapshotV6))
         // A cluster node's snapshot (version 5's cluster fields set).
         out.append(("snapshot", "cluster.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 3, pins: [pins[0]],
-                                                                                    streams: [], clusterSequence: 4_242))))
+                                                                                    streams: [], replicatedSequence: 4_242))))
         let timed = [Fixtures.timedStream(secrets, escalated: false), Fixtures.timedStream(secrets, escalated: true)].sorted { $0.id < $1.id }
         out.append(("snapshot", "timers.vgs", SnapshotCodec.encode(StateSnapshot(takenAt: 1_700_000_000_000, journalSegment: 4, pins: [], streams: timed))))
         let stream = streams[0]

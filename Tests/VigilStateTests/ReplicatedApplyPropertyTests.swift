@@ -38,7 +38,7 @@ import VigilTestSupport
         var r = ReplicaNode()
         /// A cluster node: its tick decides nothing; it reports what is due (`dueDecisions`),
         /// which comes back to it as records. It gets W's operations' records, not W's tick's.
-        var cluster = ReplicaNode()
+        var replication = ReplicaNode()
         let secrets: TestSecrets
         let dice: TestSecrets
         var now: Int64 = 1_700_000_000_000
@@ -109,30 +109,30 @@ import VigilTestSupport
         }
 
         /// C applies an operation's records, as R does.
-        func replicateToClusterNode(_ records: [(JournalRecord, UInt64?, WatcherID?)], wOut: ReplicaNode.Out, expected: [ReplicatedOutcome]) {
+        func replicateToNode(_ records: [(JournalRecord, UInt64?, WatcherID?)], wOut: ReplicaNode.Out, expected: [ReplicatedOutcome]) {
             var out = ReplicaNode.Out()
             for (i, (record, base, owner)) in records.enumerated() {
-                #expect(cluster.apply(record, base: base, owner: owner, out: &out) == expected[i], "\(record) on the cluster node")
+                #expect(replication.apply(record, base: base, owner: owner, out: &out) == expected[i], "\(record) on the cluster node")
             }
             DeliveryText.expectSame(wOut, out, ordered: true, "the cluster node, after \(records.map(\.0))")
         }
 
         /// C's tick at `now`: its local tick, then the decisions it reports applied back as records
         /// (then a local tick again, for the removals they make due): what W's deciding tick did.
-        func clusterNodeTicks(wOut: ReplicaNode.Out, decided: [StreamEvent], removed: [StreamID], expired: [Pin], idle: [CircleID]) {
+        func replicationNodeTicks(wOut: ReplicaNode.Out, decided: [StreamEvent], removed: [StreamID], expired: [Pin], idle: [CircleID]) {
             var out = ReplicaNode.Out()
             var cRemoved: [StreamID] = []
-            let early = cluster.panic.dueDecisions(now: now)            // before the tick: read from the heaps
-            #expect(cluster.map.expire(now: now, out: &out.pins).map(\.id) == expired.map(\.id))
-            #expect(cluster.panic.tick(now: now, out: &out.panic, removed: &cRemoved, deciding: false).isEmpty)
-            #expect(cluster.checkin.tick(now: now, out: &out.checkin) == idle)
-            let decisions = cluster.panic.dueDecisions(now: now)         // after it: from the entries it set aside
+            let early = replication.panic.dueDecisions(now: now)            // before the tick: read from the heaps
+            #expect(replication.map.expire(now: now, out: &out.pins).map(\.id) == expired.map(\.id))
+            #expect(replication.panic.tick(now: now, out: &out.panic, removed: &cRemoved, deciding: false).isEmpty)
+            #expect(replication.checkin.tick(now: now, out: &out.checkin) == idle)
+            let decisions = replication.panic.dueDecisions(now: now)         // after it: from the entries it set aside
             #expect(early == decided && decisions == decided)
             for d in decisions {
-                #expect(cluster.apply(.panicEvent(d.stream, d.event), base: nil, owner: nil, out: &out) == .applied)
+                #expect(replication.apply(.panicEvent(d.stream, d.event), base: nil, owner: nil, out: &out) == .applied)
             }
-            #expect(cluster.panic.tick(now: now, out: &out.panic, removed: &cRemoved, deciding: false).isEmpty)
-            #expect(cluster.panic.dueDecisions(now: now).isEmpty)
+            #expect(replication.panic.tick(now: now, out: &out.panic, removed: &cRemoved, deciding: false).isEmpty)
+            #expect(replication.panic.dueDecisions(now: now).isEmpty)
             #expect(Set(cRemoved) == Set(removed))
             DeliveryText.expectSame(wOut, out, ordered: false, "the cluster node's tick")
             if !decided.isEmpty { decisionsTaken += decided.count }
@@ -179,7 +179,7 @@ import VigilTestSupport
                 #expect(rRemoved.isEmpty)
                 #expect(r.checkin.tick(now: now, out: &rOut.checkin) == wIdle)
             }
-            clusterNodeTicks(wOut: wOut, decided: decided, removed: removed, expired: expired, idle: wIdle)
+            replicationNodeTicks(wOut: wOut, decided: decided, removed: removed, expired: expired, idle: wIdle)
             for id in removed { streams[id] = nil }
             for id in wIdle { circles[id] = nil }
         }
@@ -190,7 +190,7 @@ import VigilTestSupport
             var cOut = ReplicaNode.Out()
             body(&w, &wOut)
             body(&r, &rOut)
-            body(&cluster, &cOut)
+            body(&replication, &cOut)
             DeliveryText.expectSame(wOut, rOut, ordered: true, "local operation")
             DeliveryText.expectSame(wOut, cOut, ordered: true, "local operation on the cluster node")
         }
@@ -385,14 +385,14 @@ import VigilTestSupport
                 let outcomes = writerTakesBackAndApplies(records, undo: undo, validated: out, before: stateBefore)
                 let delivered = outcomes.allSatisfy { $0 == .applied } ? out : ReplicaNode.Out()
                 replicate(records, wOut: delivered, expected: outcomes)
-                replicateToClusterNode(records, wOut: delivered, expected: outcomes)
+                replicateToNode(records, wOut: delivered, expected: outcomes)
             } else {
                 #expect(out.isEmpty)
             }
             let wState = w.stateBytes
-            let same = wState == r.stateBytes, sameInCluster = wState == cluster.stateBytes   // not in the #expect: it would print both snapshots
+            let same = wState == r.stateBytes, sameOnEveryNode = wState == replication.stateBytes   // not in the #expect: it would print both snapshots
             #expect(same, "the replica's state differs from the writer's")
-            #expect(sameInCluster, "the cluster node's state differs from the writer's")
+            #expect(sameOnEveryNode, "the cluster node's state differs from the writer's")
         }
 
         func location() -> PanicLocation { PanicLocation(lat: unit(), lon: unit(), accuracyM: roll(2) == 0 ? nil : 10) }

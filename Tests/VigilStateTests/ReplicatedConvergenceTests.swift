@@ -191,11 +191,11 @@ import VigilTestSupport
 
     @Test(arguments: [1, 2, 3, 4] as [UInt64])
     func racingWritersConverge(seed: UInt64) {
-        let cluster = Cluster(seed: seed)
-        for _ in 0..<800 { cluster.step() }
+        let replication = Cluster(seed: seed)
+        for _ in 0..<800 { replication.step() }
         // Races happened and were settled: some records lost theirs, some came twice.
-        #expect(cluster.outcomes["applied", default: 0] > 200, "\(cluster.outcomes)")
-        #expect(cluster.outcomes["conflict", default: 0] > 5, "\(cluster.outcomes)")
-        #expect(cluster.outcomes["duplicate", default: 0] > 5, "\(cluster.outcomes)")
+        #expect(replication.outcomes["applied", default: 0] > 200, "\(replication.outcomes)")
+        #expect(replication.outcomes["conflict", default: 0] > 5, "\(replication.outcomes)")
+        #expect(replication.outcomes["duplicate", default: 0] > 5, "\(replication.outcomes)")
     }
 }

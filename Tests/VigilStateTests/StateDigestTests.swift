@@ -231,7 +231,7 @@ import VigilTestSupport
         attached[1].staleArmed.toggle()
         #expect(Self.digest(pins: cached, streams: attached, circles: circles) == original)
         // Nor when the snapshot was taken, or which segment or stream sequence it names.
-        let snapshot = StateSnapshot(takenAt: 99, journalSegment: 12, pins: pins, streams: streams, circles: circles, clusterSequence: 5)
+        let snapshot = StateSnapshot(takenAt: 99, journalSegment: 12, pins: pins, streams: streams, circles: circles, replicatedSequence: 5)
         #expect(StateDigest.of(snapshot: snapshot, rules: Self.rules) == original)
     }
 
@@ -299,7 +299,7 @@ import VigilTestSupport
 
     @Test func aSnapshotRoundTripKeepsTheDigest() throws {
         let (pins, streams, circles) = try Self.state()
-        let snapshot = StateSnapshot(takenAt: 3, journalSegment: 4, pins: pins, streams: streams, circles: circles, clusterSequence: 1234)
+        let snapshot = StateSnapshot(takenAt: 3, journalSegment: 4, pins: pins, streams: streams, circles: circles, replicatedSequence: 1234)
         let decoded = try SnapshotCodec.decode(SnapshotCodec.encode(snapshot))
         #expect(StateDigest.of(snapshot: decoded, rules: Self.rules) == StateDigest.of(snapshot: snapshot, rules: Self.rules))
     }

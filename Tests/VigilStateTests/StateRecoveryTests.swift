@@ -27,20 +27,20 @@ import VigilTestSupport
         let empty = try dir.recover(pinSettings: pins, panicSettings: panic, now: 0)
         #expect(empty.replicatedLogLines.first == "no snapshot: the state comes from the stream (or a cluster snapshot)")
         #expect(!empty.replicatedLogLines.contains { $0.contains("journal") })
-        #expect(empty.clusterNodeRefusal == nil)
+        #expect(empty.replicationNodeRefusal == nil)
 
         try dir.writeSnapshot(SnapshotCodec.encode(StateSnapshot(takenAt: 5, journalSegment: 3, pins: [], streams: [],
-                                                                  clusterSequence: 42)), segment: 3)
+                                                                  replicatedSequence: 42)), segment: 3)
         tmp.write("journal-0000000000000003.vgj", JournalCodec.header(segment: 3))
         let restored = try dir.recover(pinSettings: pins, panicSettings: panic, now: 10)
         #expect(restored.replicatedLogLines.first == "restored snapshot-0000000000000003.vgs (taken at 5 ms) at stream sequence 42; the stream brings it up to date")
-        #expect(restored.clusterNodeRefusal == nil)
+        #expect(restored.replicationNodeRefusal == nil)
 
         let id = StreamID(high: 1, low: 2)
         tmp.write("journal-0000000000000003.vgj", JournalCodec.header(segment: 3)
                   + JournalCodec.encode(.panicEvent(id, PanicEvent(seq: 7, at: 1_000, kind: .status(.red)))))
         let standalone = try dir.recover(pinSettings: pins, panicSettings: panic, now: 10)
-        #expect(standalone.clusterNodeRefusal?.hasPrefix("its journal holds 1 record(s) of a standalone node") == true)
+        #expect(standalone.replicationNodeRefusal?.hasPrefix("its journal holds 1 record(s) of a standalone node") == true)
     }
 
     /// Issue 12: the start-up log names no stream; records that cannot be applied are counted.

@@ -19,7 +19,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard let again = try? SnapshotCodec.decode(encoded) else { preconditionFailure("a decoded snapshot re-encodes to bytes that do not decode") }
     precondition(SnapshotCodec.encode(again) == encoded, "re-encoding is not stable")
     precondition(again.pins.count == snapshot.pins.count && again.streams.count == snapshot.streams.count, "counts changed")
-    precondition(again.clusterSequence == snapshot.clusterSequence, "the cluster sequence changed")
+    precondition(again.replicatedSequence == snapshot.replicatedSequence, "the cluster sequence changed")
     // The state digest of what was read survives the round trip (any time: here, the snapshot's own).
     let rules = StateDigest.Rules(now: snapshot.takenAt, endedGraceMs: 3_600_000, circleIdleLifetimeMs: 2_592_000_000)
     precondition(StateDigest.of(snapshot: again, rules: rules) == StateDigest.of(snapshot: snapshot, rules: rules), "the digest changed")

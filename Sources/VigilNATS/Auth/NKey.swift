@@ -7,7 +7,7 @@
 /// - A seed (the private half): 2 prefix bytes, `S` (18 << 3) in the top 5 bits then the role's
 ///   5 bits + 32 seed bytes + CRC-16 = 36 bytes, 58 characters starting `S` then the role's letter.
 ///
-/// Pure: the Ed25519 arithmetic (public key from seed, signatures) is in VigilCluster, over
+/// Pure: the Ed25519 arithmetic (public key from seed, signatures) is in VigilReplication, over
 /// OpenSSL. A seed is a secret: nothing here prints one, and errors never echo the input.
 public enum NKey {
     /// The role a key's prefix byte names.

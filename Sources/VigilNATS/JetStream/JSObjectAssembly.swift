@@ -71,13 +71,13 @@ public struct JSObjectAssembly: Sendable {
 /// - `format_version`: the snapshot codec's version (a node refuses one it cannot read);
 /// - `taken_at_ms`: when it was taken, Unix milliseconds of that node's clock.
 public struct SnapshotMetadata: Equatable, Sendable {
-    public var clusterSequence: UInt64
+    public var replicatedSequence: UInt64
     public var nodeID: String
     public var formatVersion: Int
     public var takenAtMs: Int64
 
-    public init(clusterSequence: UInt64, nodeID: String, formatVersion: Int, takenAtMs: Int64) {
-        self.clusterSequence = clusterSequence
+    public init(replicatedSequence: UInt64, nodeID: String, formatVersion: Int, takenAtMs: Int64) {
+        self.replicatedSequence = replicatedSequence
         self.nodeID = nodeID
         self.formatVersion = formatVersion
         self.takenAtMs = takenAtMs
@@ -89,7 +89,7 @@ public struct SnapshotMetadata: Equatable, Sendable {
     public static let maxNodeIDBytes = 128
 
     public var entries: [String: String] {
-        [Self.keys.sequence: String(clusterSequence), Self.keys.node: nodeID,
+        [Self.keys.sequence: String(replicatedSequence), Self.keys.node: nodeID,
          Self.keys.format: String(formatVersion), Self.keys.taken: String(takenAtMs)]
     }
 
@@ -100,6 +100,6 @@ public struct SnapshotMetadata: Equatable, Sendable {
               let node = entries[Self.keys.node], node.utf8.count <= Self.maxNodeIDBytes,
               let format = entries[Self.keys.format].flatMap({ Int($0) }),
               let taken = entries[Self.keys.taken].flatMap({ Int64($0) }) else { return nil }
-        self.init(clusterSequence: sequence, nodeID: node, formatVersion: format, takenAtMs: taken)
+        self.init(replicatedSequence: sequence, nodeID: node, formatVersion: format, takenAtMs: taken)
     }
 }

@@ -4,7 +4,7 @@ import VigilCore
 
 /// Cluster subscriptions through the server's turn: `clusters.changed` goes out after the journal
 /// step, so a change the journal could not record is never counted for anyone.
-@Suite struct ClusterGlueTests {
+@Suite struct ReplicationGlueTests {
     typealias U = UnrecordedChangesTests
 
     @Test func aChangeTheJournalCouldNotRecordIsNeverCounted() throws {

@@ -1,5 +1,5 @@
 import Testing
-import VigilCluster
+import VigilReplication
 import VigilLoop
 import VigilNATS
 
@@ -30,7 +30,7 @@ struct SnapshotHarness {
 
     func put(_ bytes: [UInt8], sequence: UInt64, node: String = "n1", timeoutMs: Int64 = 30_000) throws -> Result<PublishedSnapshot, SnapshotStoreError> {
         var outcome: Result<PublishedSnapshot, SnapshotStoreError>?
-        try store.put(bytes, metadata: SnapshotMetadata(clusterSequence: sequence, nodeID: node, formatVersion: 3, takenAtMs: 1_764_000_000_000)) {
+        try store.put(bytes, metadata: SnapshotMetadata(replicatedSequence: sequence, nodeID: node, formatVersion: 3, takenAtMs: 1_764_000_000_000)) {
             outcome = $0
         }
         _ = try turn(loop, until: { outcome != nil }, timeoutMs: timeoutMs)
@@ -68,7 +68,7 @@ struct SnapshotHarness {
 }
 
 func snapshotHarness(_ client: NATSClient, _ loop: EventLoop, maxSnapshotBytes: Int = 32 << 20) -> SnapshotHarness {
-    let settings = SnapshotStoreSettings(clusterName: "T", maxSnapshotBytes: maxSnapshotBytes)
+    let settings = SnapshotStoreSettings(replicationName: "T", maxSnapshotBytes: maxSnapshotBytes)
     return SnapshotHarness(loop: loop, store: SnapshotStore(jetStream: JetStream(client: client, timeoutMs: 3_000), settings: settings))
 }
 
@@ -90,7 +90,7 @@ func snapshotHarness(_ client: NATSClient, _ loop: EventLoop, maxSnapshotBytes: 
             #expect(published.info.name == "latest" && published.info.bucket == "T_SNAPSHOTS")
             guard case .snapshot(let got) = try h.getNewest().get() else { Issue.record("no snapshot after put \(i)"); return }
             #expect(got.bytes == bytes, "put \(i): \(got.bytes.count) bytes back for \(bytes.count)")
-            #expect(got.metadata == SnapshotMetadata(clusterSequence: UInt64(100 + i), nodeID: "n1", formatVersion: 3, takenAtMs: 1_764_000_000_000))
+            #expect(got.metadata == SnapshotMetadata(replicatedSequence: UInt64(100 + i), nodeID: "n1", formatVersion: 3, takenAtMs: 1_764_000_000_000))
             #expect(got.info.digest == published.info.digest && got.metaSequence == published.metaSequence)
             #expect(got.storedAt.hasPrefix("20"))
         }
@@ -116,7 +116,7 @@ func snapshotHarness(_ client: NATSClient, _ loop: EventLoop, maxSnapshotBytes: 
         #expect(info.messages == 10, "\(info.messages) messages left")
         #expect(info.bytes > 1_048_576 && info.bytes < 1_048_576 + 16_384, "\(info.bytes) bytes left")
         guard case .snapshot(let got) = try h.getNewest().get() else { Issue.record("no snapshot"); return }
-        #expect(got.metadata.clusterSequence == 20 && got.bytes == seededBytes(1_048_576 + 1, seed: 2))
+        #expect(got.metadata.replicatedSequence == 20 && got.bytes == seededBytes(1_048_576 + 1, seed: 2))
 
         // A node behind the snapshot in the store does not replace it with an older one.
         #expect(try h.put(seededBytes(1_000, seed: 3), sequence: 19, node: "n2") == .failure(.superseded(20)))
@@ -193,7 +193,7 @@ func snapshotHarness(_ client: NATSClient, _ loop: EventLoop, maxSnapshotBytes: 
         // And a put over all of that puts a good snapshot back.
         _ = try h.put(bytes, sequence: 6).get()
         guard case .snapshot(let good) = try h.getNewest().get() else { Issue.record("no snapshot after repair"); return }
-        #expect(good.bytes == bytes && good.metadata.clusterSequence == 6)
+        #expect(good.bytes == bytes && good.metadata.replicatedSequence == 6)
     }
 
     @Test func aDownloadWhoseObjectIsReplacedMeanwhileStartsAgainFromTheNewMeta() throws {
@@ -213,7 +213,7 @@ func snapshotHarness(_ client: NATSClient, _ loop: EventLoop, maxSnapshotBytes: 
         #expect(try writer.put(replacement, sequence: 2).get().purgedMessages == 128)
         #expect(try turn(loop, until: { outcome != nil }, timeoutMs: 30_000))
         guard case .success(.snapshot(let got))? = outcome else { Issue.record("download: \(String(describing: outcome))"); return }
-        #expect(got.bytes == replacement && got.metadata.clusterSequence == 2)
+        #expect(got.bytes == replacement && got.metadata.replicatedSequence == 2)
         #expect(reader.store.attemptsRetried == 1)
     }
 
@@ -224,7 +224,7 @@ func snapshotHarness(_ client: NATSClient, _ loop: EventLoop, maxSnapshotBytes: 
         let big = snapshotHarness(client, loop, maxSnapshotBytes: 2 << 20)
         _ = try big.put(seededBytes(1_500_000, seed: 4), sequence: 1).get()
         #expect(throws: SnapshotStoreError.tooLarge(size: 3 << 20, max: 2 << 20)) {
-            try big.store.put(seededBytes(3 << 20, seed: 5), metadata: SnapshotMetadata(clusterSequence: 2, nodeID: "n1", formatVersion: 3, takenAtMs: 0)) { _ in }
+            try big.store.put(seededBytes(3 << 20, seed: 5), metadata: SnapshotMetadata(replicatedSequence: 2, nodeID: "n1", formatVersion: 3, takenAtMs: 0)) { _ in }
         }
         #expect(!big.store.isPutting)
         // A node configured for smaller snapshots does not download this one.
@@ -232,9 +232,9 @@ func snapshotHarness(_ client: NATSClient, _ loop: EventLoop, maxSnapshotBytes: 
         #expect(try small.getNewest() == .failure(.tooLarge(size: 1_500_000, max: 1 << 20)))
         #expect(small.store.chunksReceived == 0)
         // One put at a time.
-        try big.store.put([1], metadata: SnapshotMetadata(clusterSequence: 3, nodeID: "n1", formatVersion: 3, takenAtMs: 0)) { _ in }
+        try big.store.put([1], metadata: SnapshotMetadata(replicatedSequence: 3, nodeID: "n1", formatVersion: 3, takenAtMs: 0)) { _ in }
         #expect(throws: SnapshotStoreError.busy) {
-            try big.store.put([2], metadata: SnapshotMetadata(clusterSequence: 4, nodeID: "n1", formatVersion: 3, takenAtMs: 0)) { _ in }
+            try big.store.put([2], metadata: SnapshotMetadata(replicatedSequence: 4, nodeID: "n1", formatVersion: 3, takenAtMs: 0)) { _ in }
         }
         #expect(try turn(loop, until: { !big.store.isPutting }))
     }
@@ -286,7 +286,7 @@ func snapshotHarness(_ client: NATSClient, _ loop: EventLoop, maxSnapshotBytes: 
         let before = try h.put(seededBytes(600_000, seed: 8), sequence: 1).get()
 
         var outcome: Result<PublishedSnapshot, SnapshotStoreError>?
-        try h.store.put(seededBytes(5 << 20, seed: 9), metadata: SnapshotMetadata(clusterSequence: 2, nodeID: "n1", formatVersion: 3, takenAtMs: 0)) {
+        try h.store.put(seededBytes(5 << 20, seed: 9), metadata: SnapshotMetadata(replicatedSequence: 2, nodeID: "n1", formatVersion: 3, takenAtMs: 0)) {
             outcome = $0
         }
         #expect(try turn(loop, until: { h.store.chunksAcknowledged >= 10 }, timeoutMs: 10_000))
@@ -296,7 +296,7 @@ func snapshotHarness(_ client: NATSClient, _ loop: EventLoop, maxSnapshotBytes: 
         #expect(why == .connectionLost || why == .timedOut)
         #expect(!h.store.isPutting)
         #expect(throws: SnapshotStoreError.client(.notConnected)) {
-            try h.store.put([1], metadata: SnapshotMetadata(clusterSequence: 3, nodeID: "n1", formatVersion: 3, takenAtMs: 0)) { _ in }
+            try h.store.put([1], metadata: SnapshotMetadata(replicatedSequence: 3, nodeID: "n1", formatVersion: 3, takenAtMs: 0)) { _ in }
         }
 
         try server.start()  // same store directory: the acknowledged chunks of the failed put are back
@@ -316,6 +316,6 @@ func snapshotHarness(_ client: NATSClient, _ loop: EventLoop, maxSnapshotBytes: 
         let info = try h.streamInfo()
         #expect(info.messages == UInt64(published.info.chunks + 1), "\(info.messages) messages for \(published.info.chunks) chunks")
         guard case .snapshot(let got) = try h.getNewest().get() else { Issue.record("no snapshot"); return }
-        #expect(got.bytes == retry && got.metadata.clusterSequence == 4)
+        #expect(got.bytes == retry && got.metadata.replicatedSequence == 4)
     }
 }

@@ -5,10 +5,10 @@ import VigilTestSupport
 
 /// Snapshot version 5: the last replicated-stream sequence a snapshot includes (nil for a
 /// standalone node), in the header, through the codec, the writer, recovery and the inspector.
-@Suite struct SnapshotClusterSequenceTests {
+@Suite struct SnapshotReplicatedSequenceTests {
     static func snapshot(_ sequence: UInt64?) -> StateSnapshot {
         var s = SnapshotCodecTests.sample(seed: 7)
-        s.clusterSequence = sequence
+        s.replicatedSequence = sequence
         return s
     }
 
@@ -20,11 +20,11 @@ import VigilTestSupport
         #expect(UInt16(bytes[8]) == SnapshotCodec.version && bytes[36] == (sequence == nil ? 0 : 1))
         #expect(Array(bytes[37..<45]) == Self.le64(sequence ?? 0))
         let decoded = try SnapshotCodec.decode(bytes)
-        #expect(decoded.clusterSequence == sequence)
+        #expect(decoded.replicatedSequence == sequence)
         #expect(SnapshotCodec.encode(decoded) == bytes)
         // The writer that builds snapshots in slices writes the same header.
         let sample = Self.snapshot(sequence)
-        var writer = SnapshotWriter(takenAt: sample.takenAt, journalSegment: sample.journalSegment, clusterSequence: sequence)
+        var writer = SnapshotWriter(takenAt: sample.takenAt, journalSegment: sample.journalSegment, replicatedSequence: sequence)
         for pin in sample.pins { writer.append(pin) }
         for stream in sample.streams { writer.append(stream) }
         #expect(writer.finish() == bytes)
@@ -53,10 +53,10 @@ import VigilTestSupport
     @Test func recoveryAndTheInspectorSeeTheSequence() throws {
         let tmp = TemporaryDirectory()
         let dir = try StateDirectory(path: tmp.path)
-        try dir.writeSnapshot(SnapshotCodec.encode(StateSnapshot(takenAt: 1, journalSegment: 3, pins: [], streams: [], clusterSequence: 99)),
+        try dir.writeSnapshot(SnapshotCodec.encode(StateSnapshot(takenAt: 1, journalSegment: 3, pins: [], streams: [], replicatedSequence: 99)),
                               segment: 3)
         let recovered = try dir.recover(pinSettings: PinSettings(), panicSettings: PanicSettings(), now: 2)
-        #expect(recovered.clusterSequence == 99 && recovered.snapshotFile == "snapshot-0000000000000003.vgs")
+        #expect(recovered.replicatedSequence == 99 && recovered.snapshotFile == "snapshot-0000000000000003.vgs")
         var lines: [String] = []
         try StateInspector.inspect(path: tmp.path) { lines.append($0) }
         #expect(lines.first?.contains(#""cluster_sequence":99"#) == true, "\(lines)")
@@ -64,7 +64,7 @@ import VigilTestSupport
         let standalone = TemporaryDirectory()
         let other = try StateDirectory(path: standalone.path)
         try other.writeSnapshot(SnapshotCodec.encode(StateSnapshot(takenAt: 1, journalSegment: 3, pins: [], streams: [])), segment: 3)
-        #expect(try other.recover(pinSettings: PinSettings(), panicSettings: PanicSettings(), now: 2).clusterSequence == nil)
+        #expect(try other.recover(pinSettings: PinSettings(), panicSettings: PanicSettings(), now: 2).replicatedSequence == nil)
         lines = []
         try StateInspector.inspect(path: standalone.path) { lines.append($0) }
         #expect(lines.first?.contains(#""cluster_sequence":null"#) == true, "\(lines)")

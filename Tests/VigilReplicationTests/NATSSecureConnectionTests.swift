@@ -1,7 +1,7 @@
 import COpenSSL
 import Foundation
 import Testing
-import VigilCluster
+import VigilReplication
 import VigilCore
 import VigilLoop
 import VigilNATS
@@ -194,12 +194,12 @@ final class Reasons {
     }
 
     /// A client made from a config's options that ask for TLS, but without the TLS setup
-    /// (`NATSClient(urls:options:)` instead of `ClusterSettings.makeClient`): it must not fall
+    /// (`NATSClient(urls:options:)` instead of `ReplicationSettings.makeClient`): it must not fall
     /// back to plaintext with a server that allows it.
     @Test func optionsThatAskForTLSNeverConnectInPlaintext() throws {
         let server = try ScriptedServer(info: #"{"server_id":"S","max_payload":1024,"headers":true,"tls_available":true}"#)
         let loop = try EventLoop()
-        var cluster = ClusterSettings()
+        var cluster = ReplicationSettings()
         cluster.urls = [server.url]
         cluster.nodeID = "n1"
         cluster.tlsEnabled = true

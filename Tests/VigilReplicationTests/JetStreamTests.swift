@@ -1,5 +1,5 @@
 import Testing
-import VigilCluster
+import VigilReplication
 import VigilLoop
 import VigilNATS
 

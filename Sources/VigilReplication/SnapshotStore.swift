@@ -25,8 +25,8 @@ public struct SnapshotStoreSettings: Equatable, Sendable {
     /// node that died in the middle of a put.
     public var bucketMaxBytes: Int64
 
-    public init(clusterName: String, maxSnapshotBytes: Int = 256 * 1_048_576, replicas: Int = 1) {
-        bucket = "\(clusterName)_SNAPSHOTS"
+    public init(replicationName: String, maxSnapshotBytes: Int = 256 * 1_048_576, replicas: Int = 1) {
+        bucket = "\(replicationName)_SNAPSHOTS"
         self.maxSnapshotBytes = maxSnapshotBytes
         self.replicas = replicas
         bucketMaxBytes = 3 * Int64(maxSnapshotBytes) + 1_048_576
@@ -354,8 +354,8 @@ public final class SnapshotStore {
                     // Never replace a snapshot with an older one (a node that lags behind, or
                     // raced another node's put and lost).
                     if let info = current?.0, !info.deleted, let newer = SnapshotMetadata(entries: info.metadata),
-                       newer.clusterSequence > state.metadata.clusterSequence {
-                        return self.finishPut(state, .failure(.superseded(newer.clusterSequence)))
+                       newer.replicatedSequence > state.metadata.replicatedSequence {
+                        return self.finishPut(state, .failure(.superseded(newer.replicatedSequence)))
                     }
                     state.previous = current?.0.nuid
                 case .failure(.corrupt):

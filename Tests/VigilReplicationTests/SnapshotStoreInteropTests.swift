@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import VigilCluster
+import VigilReplication
 import VigilLoop
 import VigilNATS
 

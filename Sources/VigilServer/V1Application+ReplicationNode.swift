@@ -1,5 +1,5 @@
 import Logging
-import VigilCluster
+import VigilReplication
 import VigilCore
 import VigilLoop
 import VigilNATS
@@ -10,12 +10,12 @@ import VigilWire
 /// node's writes held until the stream confirms them (`SpeculativeWrites`, carried out by
 /// `V1Application+Replication.swift`), the other nodes' watcher counts, the tick's decisions and
 /// the cluster's snapshots. Its state changes only through its methods.
-final class ClusterNode {
+final class ReplicationNode {
     let log: any ReplicationLog
     /// This node's writes awaiting the stream: changed only by `V1Application+Replication.swift`.
     var speculative = SpeculativeWrites()
     /// Watcher counts of the other nodes, and this node's that changed in this turn.
-    private(set) var presence = ClusterPresence()
+    private(set) var presence = WatcherPresence()
     /// The cluster's snapshot store (nil with an in-memory log), and when this node last
     /// published to it (monotonic ms).
     let snapshots: SnapshotStore?
@@ -61,7 +61,7 @@ final class ClusterNode {
     /// streams whose remote counts expired.
     func presenceTick(nowMs: Int64) -> (refresh: Bool, expired: [StreamID]) {
         guard nowMs >= presence.nextRefreshMs else { return (false, []) }
-        presence.nextRefreshMs = nowMs + ClusterPresence.refreshMs
+        presence.nextRefreshMs = nowMs + WatcherPresence.refreshMs
         return (true, presence.expire(nowMs: nowMs))
     }
 
@@ -139,23 +139,23 @@ final class ClusterNode {
 extension V1Application {
     /// Makes this `/v1` a node of the cluster `settings` names: changes go through the stream,
     /// which is consumed from the sequence after `startAfter` (what the restored state holds).
-    func joinCluster(_ settings: ClusterSettings, startAfter: UInt64, highestVoter: UInt64, logger: Logger) throws {
+    func joinReplication(_ settings: ReplicationSettings, startAfter: UInt64, highestVoter: UInt64, logger: Logger) throws {
         let replicated = try ReplicatedLog(settings: settings, startAfter: startAfter, loop: server.loop, logger: logger) {
             [unowned self] entry in
-            guard let cluster = self.cluster else { return }
-            self.applyFromStream(entry, cluster: cluster)
+            guard let replication = self.replication else { return }
+            self.applyFromStream(entry, replication: replication)
         }
-        let node = ClusterNode(log: replicated, snapshots: SnapshotStore(jetStream: replicated.jetStream, settings: SnapshotStoreSettings(
-            clusterName: settings.name, maxSnapshotBytes: settings.maxSnapshotBytes, replicas: settings.replicas)))
-        cluster = node
+        let node = ReplicationNode(log: replicated, snapshots: SnapshotStore(jetStream: replicated.jetStream, settings: SnapshotStoreSettings(
+            replicationName: settings.name, maxSnapshotBytes: settings.maxSnapshotBytes, replicas: settings.replicas)))
+        replication = node
         replicated.needsSnapshot = { [unowned self, unowned replicated] first, last in
             self.fetchSnapshot(first: first, last: last, log: replicated, logger: logger)
         }
         replicated.onPresence { [unowned self] payload in self.presenceReceived(payload) }
-        server.stateDigests.clusterSequence = { [unowned replicated] in replicated.appliedSequence }
+        server.stateDigests.replicatedSequence = { [unowned replicated] in replicated.appliedSequence }
         if let p = persistence {
-            p.clusterSequence = { [unowned replicated] in replicated.appliedSequence }
-            p.takeBacks = { [unowned self] in self.cluster?.speculative.counts.takenBack ?? 0 }
+            p.replicatedSequence = { [unowned replicated] in replicated.appliedSequence }
+            p.takeBacks = { [unowned self] in self.replication?.speculative.counts.takenBack ?? 0 }
             p.beforeFinalSnapshot = { [unowned self] in self.takeBackAllSpeculative() }
             p.snapshotWritten = { [unowned self] bytes, sequence in self.publishSnapshot(bytes, sequence: sequence, logger: logger) }
         }
@@ -166,13 +166,13 @@ extension V1Application {
 
     /// What every node does on joining, whatever its log: its own voter numbers, the presence
     /// tick, no local journal (the stream is the journal; snapshots go on).
-    func joined(_ node: ClusterNode, highestVoter: UInt64) {
-        cluster = node
+    func joined(_ node: ReplicationNode, highestVoter: UInt64) {
+        replication = node
         log = nil
-        let base = ClusterNode.voterBase(nodeID: node.log.settings.nodeID)
+        let base = ReplicationNode.voterBase(nodeID: node.log.settings.nodeID)
         let own = highestVoter >= base && highestVoter - base < (1 << 40) ? highestVoter + 1 : base
         budgets = AddressBudgets(settings: server.config.addressBudgets, firstVoter: own)
-        server.addTickStep { [unowned self] in self.clusterTick() }
+        server.addTickStep { [unowned self] in self.replicationNodeTick() }
     }
 }
 
@@ -180,7 +180,7 @@ extension V1Application {
     /// Another node's watcher count of a stream changed: the owner, if it is connected here,
     /// hears the new total.
     func presenceReceived(_ payload: [UInt8]) {
-        guard let cluster, let stream = cluster.presenceReceived(payload, nowMs: monotonicMilliseconds()) else { return }
+        guard let replication, let stream = replication.presenceReceived(payload, nowMs: monotonicMilliseconds()) else { return }
         tellOwnerWatchers(stream)
     }
 
@@ -192,24 +192,24 @@ extension V1Application {
     }
 
     /// End of a turn: this node's counts that changed, to the others.
-    func announceWatchers(_ cluster: ClusterNode) {
-        for stream in cluster.takeChangedWatchers() {
-            announce(stream, count: panic.watcherCount(stream), cluster: cluster)
+    func announceWatchers(_ replication: ReplicationNode) {
+        for stream in replication.takeChangedWatchers() {
+            announce(stream, count: panic.watcherCount(stream), replication: replication)
         }
     }
 
-    private func announce(_ stream: StreamID, count: Int, cluster: ClusterNode) {
-        cluster.log.publishPresence(ClusterPresence.encode(node: cluster.log.settings.nodeID, stream: stream, count: count))
+    private func announce(_ stream: StreamID, count: Int, replication: ReplicationNode) {
+        replication.log.publishPresence(WatcherPresence.encode(node: replication.log.settings.nodeID, stream: stream, count: count))
     }
 
     /// Every tick: writes waiting too long given up; all non-zero watcher counts again every `refreshMs` (a node that joined or lost
     /// messages learns them), and other nodes' counts that stopped being refreshed dropped.
-    private func clusterTick() {
-        guard let cluster else { return }
-        replicationTick(cluster)
-        let (refresh, expired) = cluster.presenceTick(nowMs: monotonicMilliseconds())
+    private func replicationNodeTick() {
+        guard let replication else { return }
+        replicationTick(replication)
+        let (refresh, expired) = replication.presenceTick(nowMs: monotonicMilliseconds())
         guard refresh else { return }
-        panic.forEachWatchedStream { stream, count in announce(stream, count: count, cluster: cluster) }
+        panic.forEachWatchedStream { stream, count in announce(stream, count: count, replication: replication) }
         for stream in expired { tellOwnerWatchers(stream) }
     }
 }
@@ -221,16 +221,16 @@ extension V1Application {
     /// escalation's `sentAt`, each node's clock) under the same message id (JetStream keeps one
     /// within its duplicate window; a copy that still arrives is a `duplicate`, `sentAt` aside),
     /// and one overtaken by the owner's own change is a `conflict` everywhere. A decision is published again if it is not applied within 10 s.
-    func publishDecisions(now: Int64, cluster: ClusterNode) {
+    func publishDecisions(now: Int64, replication: ReplicationNode) {
         let monotonic = monotonicMilliseconds()
-        guard cluster.log.writable else { return }
+        guard replication.log.writable else { return }
         for decision in panic.dueDecisions(now: now) {
-            let id = "decision-\(ClusterNode.shortDigest(decision.stream.description, bytes: 12))-\(decision.event.seq)"
-            guard cluster.shouldPublishDecision(id, nowMs: monotonic) else { continue }
+            let id = "decision-\(ReplicationNode.shortDigest(decision.stream.description, bytes: 12))-\(decision.event.seq)"
+            guard replication.shouldPublishDecision(id, nowMs: monotonic) else { continue }
             let record = JournalRecord.panicEvent(decision.stream, decision.event)
-            cluster.log.publish(record, kept: nil, subject: cluster.subject(for: record, cell: nil), messageID: id, base: nil) {
-                [unowned cluster] result in
-                if case .failure = result { cluster.decisionNotPublished(id) }
+            replication.log.publish(record, kept: nil, subject: replication.subject(for: record, cell: nil), messageID: id, base: nil) {
+                [unowned replication] result in
+                if case .failure = result { replication.decisionNotPublished(id) }
             }
         }
     }
@@ -257,15 +257,15 @@ extension V1Application {
     /// A snapshot this node wrote, to the cluster's snapshot store (at most every
     /// `cluster.snapshot_publish_interval_s`; a newer one already there is left in place).
     func publishSnapshot(_ bytes: [UInt8], sequence: UInt64, logger: Logger) {
-        guard let cluster, let store = cluster.snapshots, !store.isPutting else { return }
-        let settings = cluster.log.settings
+        guard let replication, let store = replication.snapshots, !store.isPutting else { return }
+        let settings = replication.log.settings
         guard bytes.count <= settings.maxSnapshotBytes else {
             logger.warning("cluster: the snapshot is larger than cluster.max_snapshot_bytes; not published",
                            metadata: ["bytes": "\(bytes.count)"])
             return
         }
-        guard cluster.startSnapshotPublish(nowMs: monotonicMilliseconds()) else { return }
-        let metadata = SnapshotMetadata(clusterSequence: sequence, nodeID: settings.nodeID, formatVersion: Int(SnapshotCodec.version),
+        guard replication.startSnapshotPublish(nowMs: monotonicMilliseconds()) else { return }
+        let metadata = SnapshotMetadata(replicatedSequence: sequence, nodeID: settings.nodeID, formatVersion: Int(SnapshotCodec.version),
                                         takenAtMs: Self.wallClockMs())
         do throws(SnapshotStoreError) {
             try store.put(bytes, metadata: metadata) { result in
@@ -276,12 +276,12 @@ extension V1Application {
                 case .failure(.superseded):
                     break  // another node's newer one is there
                 case .failure(let error):
-                    cluster.snapshotNotPublished()
+                    replication.snapshotNotPublished()
                     logger.warning("cluster: snapshot not published", metadata: ["error": "\(error)"])
                 }
             }
         } catch {
-            cluster.snapshotNotPublished()
+            replication.snapshotNotPublished()
             logger.warning("cluster: snapshot not published", metadata: ["error": "\(error)"])
         }
     }
@@ -291,27 +291,27 @@ extension V1Application {
     /// reaches the stream's first sequence (and is not past its last: that would be another
     /// history's, from before the stream was created again), and go on from it.
     func fetchSnapshot(first: UInt64, last: UInt64, log: ReplicatedLog, logger: Logger) {
-        guard let store = cluster?.snapshots else { return }
+        guard let store = replication?.snapshots else { return }
         do throws(SnapshotStoreError) {
             try store.getNewest { [unowned self, unowned log] result in
                 switch result {
-                case .success(.snapshot(let stored)) where stored.metadata.clusterSequence > last:
+                case .success(.snapshot(let stored)) where stored.metadata.replicatedSequence > last:
                     logger.error("cluster: the newest cluster snapshot is past the stream's last sequence: it belongs to another history of the stream (delete the bucket OBJ_<NAME>_SNAPSHOTS); retrying",
-                                 metadata: ["snapshot_sequence": "\(stored.metadata.clusterSequence)", "stream_last": "\(last)"])
+                                 metadata: ["snapshot_sequence": "\(stored.metadata.replicatedSequence)", "stream_last": "\(last)"])
                     log.snapshotUnavailable()
-                case .success(.snapshot(let stored)) where stored.metadata.clusterSequence + 1 >= first:
+                case .success(.snapshot(let stored)) where stored.metadata.replicatedSequence + 1 >= first:
                     do {
                         try self.restore(stored.bytes, logger: logger)
                         logger.notice("cluster: state restored from a cluster snapshot",
-                                      metadata: ["sequence": "\(stored.metadata.clusterSequence)", "node": "\(stored.metadata.nodeID)"])
-                        log.resume(after: stored.metadata.clusterSequence)
+                                      metadata: ["sequence": "\(stored.metadata.replicatedSequence)", "node": "\(stored.metadata.nodeID)"])
+                        log.resume(after: stored.metadata.replicatedSequence)
                     } catch {
                         logger.error("cluster: the cluster snapshot does not decode; retrying", metadata: ["error": "\(error)"])
                         log.snapshotUnavailable()
                     }
                 case .success(.snapshot(let stored)):
                     logger.error("cluster: the newest cluster snapshot is older than the stream's start; retrying (publish one from a node that is up to date)",
-                                 metadata: ["snapshot_sequence": "\(stored.metadata.clusterSequence)", "stream_first": "\(first)"])
+                                 metadata: ["snapshot_sequence": "\(stored.metadata.replicatedSequence)", "stream_first": "\(first)"])
                     log.snapshotUnavailable()
                 case .success(.none):
                     logger.error("cluster: no cluster snapshot is published yet; retrying")
@@ -344,7 +344,7 @@ extension V1Application {
         checkin = circles
         kept = IdempotencyTable(settings: kept.settings)
         for answer in image.keptAnswers { kept.insert(answer, address: nil, now: now) }
-        cluster?.speculative.reset()
+        replication?.speculative.reset()
     }
 }
 

@@ -1,5 +1,5 @@
 import Testing
-import VigilCluster
+import VigilReplication
 import VigilLoop
 import VigilNATS
 
@@ -13,7 +13,7 @@ import VigilNATS
         let client = try makeClient(servers.map(\.url), loop: loop)
         defer { client.close() }
         #expect(try turn(loop, until: { client.state == .connected }))
-        var settings = SnapshotStoreSettings(clusterName: "R", maxSnapshotBytes: 16 << 20, replicas: 3)
+        var settings = SnapshotStoreSettings(replicationName: "R", maxSnapshotBytes: 16 << 20, replicas: 3)
         settings.maxAcksOutstanding = 4
         let store = SnapshotStore(jetStream: JetStream(client: client, timeoutMs: 2_000), settings: settings)
         let h = SnapshotHarness(loop: loop, store: store)
@@ -48,6 +48,6 @@ import VigilNATS
         for _ in 0..<20 where again == nil {
             if case .success(.snapshot(let s)) = try h.getNewest() { again = s } else { _ = try turn(loop, until: { false }, timeoutMs: 500) }
         }
-        #expect(again?.bytes == bytes && again?.metadata.clusterSequence == 77)
+        #expect(again?.bytes == bytes && again?.metadata.replicatedSequence == 77)
     }
 }

@@ -1,5 +1,5 @@
 import Testing
-import VigilCluster
+import VigilReplication
 
 /// `WritableReason`: a cluster node takes writes only when every condition holds, and its
 /// refusal (`/healthz` `cluster.refusal`) names the first that does not.

@@ -1,5 +1,5 @@
 import Testing
-@testable import VigilCluster
+@testable import VigilReplication
 
 /// A random source that always draws the top of the range: each backoff is its ceiling
 /// (100, 200, 400, 400 ... here), so the tests can name it.

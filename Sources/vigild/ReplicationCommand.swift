@@ -1,12 +1,12 @@
 import ArgumentParser
 import Foundation
-import VigilCluster
+import VigilReplication
 import VigilCore
 import VigilLoop
 import VigilNATS
 
 /// `vigild cluster ...`: the NATS side of a cluster, checked from the command line.
-struct ClusterCommand: ParsableCommand {
+struct ReplicationCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cluster",
         abstract: "Tools for the cluster: section (NATS JetStream).",
@@ -14,10 +14,10 @@ struct ClusterCommand: ParsableCommand {
 
     /// The config's `cluster:` section, its files read, or why it cannot be used (the file is
     /// invalid or has no such section).
-    static func load(_ path: String) -> Result<ClusterSettings, CheckFailure> {
-        let settings: ClusterSettings
+    static func load(_ path: String) -> Result<ReplicationSettings, CheckFailure> {
+        let settings: ReplicationSettings
         do {
-            settings = try Vigild.loadConfig(path: path).cluster
+            settings = try Vigild.loadConfig(path: path).replication
         } catch {
             return .failure(CheckFailure(.config, "\(path): invalid\n\(Vigild.indent(error))"))
         }
@@ -26,7 +26,7 @@ struct ClusterCommand: ParsableCommand {
     }
 
     /// The settings, or exit 1 with the reason on stderr (`public-key`, whose output is text).
-    static func settings(from path: String) throws -> ClusterSettings {
+    static func settings(from path: String) throws -> ReplicationSettings {
         switch load(path) {
         case .success(let settings): return settings
         case .failure(let failure):
@@ -46,7 +46,7 @@ struct ClusterCommand: ParsableCommand {
         var config: String
 
         func run() throws {
-            let settings = try ClusterCommand.settings(from: config)
+            let settings = try ReplicationCommand.settings(from: config)
             guard let seed = settings.credentials.signingSeed else {
                 FileHandle.standardError.write(Data("\(config): neither cluster.nkey_seed_file nor cluster.creds_file is set\n".utf8))
                 throw ExitCode(1)
@@ -86,8 +86,8 @@ struct ClusterCommand: ParsableCommand {
         /// Prints one line of JSON on stdout whatever happens (docs/OPERATIONS.md), nothing on
         /// stderr; exit 1 on any failure, a stream setting that differs from the config's included.
         func run() throws {
-            let settings: ClusterSettings
-            switch ClusterCommand.load(config) {
+            let settings: ReplicationSettings
+            switch ReplicationCommand.load(config) {
             case .success(let loaded): settings = loaded
             case .failure(let failure):
                 print(CheckReport(settings: nil, failure: failure).json())
@@ -100,7 +100,7 @@ struct ClusterCommand: ParsableCommand {
         }
 
         /// Connects, asks for the stream (creating or updating it when told to), and fills `report`.
-        private func check(_ settings: ClusterSettings, into report: inout CheckReport) {
+        private func check(_ settings: ReplicationSettings, into report: inout CheckReport) {
             ProcessLimits.ignoreSIGPIPE()
             let loop: EventLoop
             let client: NATSClient
@@ -164,7 +164,7 @@ struct ClusterCommand: ParsableCommand {
 
         /// STREAM.INFO (or create when missing, with --create-stream), then with --update-stream
         /// STREAM.UPDATE when only updatable settings differ; `completion` runs once.
-        private func ask(_ jetStream: JetStream, _ settings: ClusterSettings,
+        private func ask(_ jetStream: JetStream, _ settings: ReplicationSettings,
                          completion: @escaping (Result<JSStreamInfo, CheckFailure>) -> Void) {
             let config = settings.streamConfig
             let found: (Result<JSStreamInfo, JetStreamError>) -> Void = { result in
@@ -202,7 +202,7 @@ struct ClusterCommand: ParsableCommand {
 
         /// No connection and answer in time: the servers' reasons, classified (credentials, TLS,
         /// or nothing usable), with a hint for the usual TLS mistakes.
-        static func noAnswer(within timeoutMs: Int, lastReasons: [String], settings: ClusterSettings) -> CheckFailure {
+        static func noAnswer(within timeoutMs: Int, lastReasons: [String], settings: ReplicationSettings) -> CheckFailure {
             // A certificate the system's CAs do not vouch for is the usual first TLS failure.
             let untrusted = settings.tlsCAFile.isEmpty && lastReasons.contains { $0.contains("local issuer") || $0.contains("self-signed") }
             // A server with `verify: true` refuses a node without a certificate once TLS is up.
@@ -259,14 +259,14 @@ struct CheckFailure: Error {
 
 /// What `vigild cluster check` prints: one line of JSON, success or failure.
 struct CheckReport {
-    let settings: ClusterSettings?
+    let settings: ReplicationSettings?
     var failure: CheckFailure?
     var server: NATSServerInfo?
     var tls = false
     var stream: JSStreamInfo?
     var differences: [JSStreamDifference] = []
 
-    init(settings: ClusterSettings?, failure: CheckFailure? = nil) {
+    init(settings: ReplicationSettings?, failure: CheckFailure? = nil) {
         self.settings = settings
         self.failure = failure
     }

@@ -2,18 +2,18 @@ import Testing
 import VigilCore
 @testable import VigilServer
 
-/// Watcher counts of the other nodes of a cluster (`ClusterPresence`): summed per stream,
+/// Watcher counts of the other nodes of a cluster (`WatcherPresence`): summed per stream,
 /// refreshed or dropped, and never trusted beyond their few well-formed bytes.
-@Suite struct ClusterPresenceTests {
+@Suite struct WatcherPresenceTests {
     let s1 = StreamID(high: 1, low: 2)
     let s2 = StreamID(high: 3, low: 4)
 
     private func message(_ node: String, _ stream: StreamID, _ count: Int) -> [UInt8] {
-        ClusterPresence.encode(node: node, stream: stream, count: count)
+        WatcherPresence.encode(node: node, stream: stream, count: count)
     }
 
     @Test func countsOfOtherNodesAreSummedPerStream() {
-        var p = ClusterPresence()
+        var p = WatcherPresence()
         #expect(p.received(message("n2", s1, 2), ownNode: "n1", nowMs: 0) == s1)
         #expect(p.received(message("n3", s1, 1), ownNode: "n1", nowMs: 0) == s1)
         #expect(p.received(message("n3", s2, 4), ownNode: "n1", nowMs: 0) == s2)
@@ -26,7 +26,7 @@ import VigilCore
     }
 
     @Test func ownMessagesAndMalformedOnesAreIgnored() {
-        var p = ClusterPresence()
+        var p = WatcherPresence()
         #expect(p.received(message("n1", s1, 5), ownNode: "n1", nowMs: 0) == nil)
         let bad: [String] = ["", "n2", "n2 \(s1)", "n2 \(s1) -1", "n2 \(s1) 1000001", "n2 notastream 1",
                              "n2  \(s1) 1", "n2 \(s1) 1 extra", String(repeating: "n", count: 33) + " \(s1) 1",
@@ -40,13 +40,13 @@ import VigilCore
     }
 
     @Test func countsNotRefreshedInTimeAreDropped() {
-        var p = ClusterPresence()
+        var p = WatcherPresence()
         _ = p.received(message("n2", s1, 2), ownNode: "n1", nowMs: 0)
         _ = p.received(message("n3", s1, 1), ownNode: "n1", nowMs: 20_000)
-        #expect(p.expire(nowMs: ClusterPresence.expiryMs).isEmpty)
-        #expect(p.expire(nowMs: ClusterPresence.expiryMs + 1) == [s1])
+        #expect(p.expire(nowMs: WatcherPresence.expiryMs).isEmpty)
+        #expect(p.expire(nowMs: WatcherPresence.expiryMs + 1) == [s1])
         #expect(p.remoteWatchers(s1) == 1)
-        #expect(p.expire(nowMs: 20_000 + ClusterPresence.expiryMs + 1) == [s1])
+        #expect(p.expire(nowMs: 20_000 + WatcherPresence.expiryMs + 1) == [s1])
         #expect(p.remoteWatchers(s1) == 0)
     }
 }

@@ -75,7 +75,7 @@ public final class NATSClient {
     }
 
     /// `tls` is needed when a URL is `tls://` or `options.tlsRequired` is set (the connection fails
-    /// otherwise, with the reason, never falls back to plaintext); `ClusterSettings.makeClient`
+    /// otherwise, with the reason, never falls back to plaintext); `ReplicationSettings.makeClient`
     /// builds it from the config.
     public init(urls: [NATSServerURL], options: NATSConnectOptions, settings: NATSClientSettings = NATSClientSettings(),
                 tls: NATSTLS? = nil, loop: EventLoop) {

@@ -10,7 +10,7 @@ import VigilNATS
 /// NATS's monitoring. Credentials are one of: a user and password, a token, an nkey seed file, a
 /// `.creds` file (user JWT + nkey seed). TLS is asked for by `tls://` URLs or a `cluster.tls`
 /// section (then with every server); the server's certificate is always verified.
-public struct ClusterSettings: Equatable, Sendable, CustomStringConvertible {
+public struct ReplicationSettings: Equatable, Sendable, CustomStringConvertible {
     /// A `cluster:` section was given.
     public var enabled = false
     /// The servers as written (`nats://HOST:PORT`), checked by the config loader.
@@ -101,7 +101,7 @@ public struct ClusterSettings: Equatable, Sendable, CustomStringConvertible {
     /// of the machine is refused (it holds a private key: mode 600, or 640 for a service group),
     /// as is a file that is missing, not a regular file, larger than 64 KiB or malformed; the
     /// error names the file and what is wrong, never its content.
-    public mutating func loadCredentialFiles() throws(ClusterFileError) {
+    public mutating func loadCredentialFiles() throws(SecretFileError) {
         fileCredentials = .none
         if !nkeySeedFile.isEmpty {
             let bytes = try Self.readSecretFile(nkeySeedFile, key: "cluster.nkey_seed_file")
@@ -109,15 +109,15 @@ public struct ClusterSettings: Equatable, Sendable, CustomStringConvertible {
             do {
                 seed = try NKey.decodeSeed(String(decoding: bytes, as: UTF8.self))
             } catch {
-                throw ClusterFileError(key: "cluster.nkey_seed_file", message: "\(nkeySeedFile): not an nkey seed: \(error)")
+                throw SecretFileError(key: "cluster.nkey_seed_file", message: "\(nkeySeedFile): not an nkey seed: \(error)")
             }
             guard seed.role == .user else {
-                throw ClusterFileError(key: "cluster.nkey_seed_file", message: "\(nkeySeedFile): the seed is not a user's (SU...): its role is \(seed.role.letter)")
+                throw SecretFileError(key: "cluster.nkey_seed_file", message: "\(nkeySeedFile): the seed is not a user's (SU...): its role is \(seed.role.letter)")
             }
             do {
                 fileCredentials = .nkey(publicKey: try NATSNKeySigner.publicKey(of: seed), seed: seed)
             } catch {
-                throw ClusterFileError(key: "cluster.nkey_seed_file", message: "\(nkeySeedFile): \(error)")
+                throw SecretFileError(key: "cluster.nkey_seed_file", message: "\(nkeySeedFile): \(error)")
             }
         } else if !credsFile.isEmpty {
             let bytes = try Self.readSecretFile(credsFile, key: "cluster.creds_file")
@@ -125,35 +125,35 @@ public struct ClusterSettings: Equatable, Sendable, CustomStringConvertible {
                 let creds = try NATSCredentials.parse(bytes)
                 fileCredentials = .jwt(creds.jwt, seed: creds.seed)
             } catch {
-                throw ClusterFileError(key: "cluster.creds_file", message: "\(credsFile): \(error)")
+                throw SecretFileError(key: "cluster.creds_file", message: "\(credsFile): \(error)")
             }
         }
     }
 
     /// A small private file's bytes (see `loadCredentialFiles` for what is refused); errors name
     /// the config `key`. Also the `push:` section's relay secret.
-    public static func readSecretFile(_ path: String, key: String) throws(ClusterFileError) -> [UInt8] {
+    public static func readSecretFile(_ path: String, key: String) throws(SecretFileError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ClusterFileError(key: key, message: "\(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw SecretFileError(key: key, message: "\(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { throw ClusterFileError(key: key, message: "\(path): \(String(cString: strerror(errno)))") }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw ClusterFileError(key: key, message: "\(path): not a regular file") }
+        guard fstat(fd, &info) == 0 else { throw SecretFileError(key: key, message: "\(path): \(String(cString: strerror(errno)))") }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw SecretFileError(key: key, message: "\(path): not a regular file") }
         guard info.st_mode & S_IROTH == 0 && info.st_mode & S_IWOTH == 0 else {
             let mode = String(info.st_mode & 0o777, radix: 8)
-            throw ClusterFileError(key: key, message: "\(path): readable or writable by every user of this machine (mode \(mode)); it holds a private key: chmod 600 (or 640 for a service group)")
+            throw SecretFileError(key: key, message: "\(path): readable or writable by every user of this machine (mode \(mode)); it holds a private key: chmod 600 (or 640 for a service group)")
         }
-        guard info.st_size <= 65_536 else { throw ClusterFileError(key: key, message: "\(path): larger than 64 KiB") }
+        guard info.st_size <= 65_536 else { throw SecretFileError(key: key, message: "\(path): larger than 64 KiB") }
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size) + 1)
         var count = 0
         while count < bytes.count {
             let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
             if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw ClusterFileError(key: key, message: "\(path): \(String(cString: strerror(errno)))") }
+            guard n >= 0 else { throw SecretFileError(key: key, message: "\(path): \(String(cString: strerror(errno)))") }
             if n == 0 { break }
             count += n
         }
-        guard count <= 65_536 else { throw ClusterFileError(key: key, message: "\(path): larger than 64 KiB") }
+        guard count <= 65_536 else { throw SecretFileError(key: key, message: "\(path): larger than 64 KiB") }
         return Array(bytes[..<count])
     }
 
@@ -164,7 +164,7 @@ public struct ClusterSettings: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// Whether `name` may name the stream and lead its subjects: 1 to 32 of A-Z, a-z, 0-9, '_', '-'.
-    public static func isClusterName(_ name: String) -> Bool {
+    public static func isReplicationName(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.count <= 32 && name.utf8.allSatisfy {
             ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 || $0 == 45
         }
@@ -179,7 +179,7 @@ public struct ClusterSettings: Equatable, Sendable, CustomStringConvertible {
 }
 
 /// A credential file of the `cluster:` section could not be used: the config key and why.
-public struct ClusterFileError: Error, Equatable, Sendable, CustomStringConvertible {
+public struct SecretFileError: Error, Equatable, Sendable, CustomStringConvertible {
     public let key: String
     public let message: String
 

@@ -1,6 +1,6 @@
 import Glibc
 import Testing
-import VigilCluster
+import VigilReplication
 import VigilCore
 import VigilState
 @testable import VigilServer
@@ -10,7 +10,7 @@ import VigilState
 /// races a real cluster meets now and then happen here every time: a write answered only once
 /// the stream has it, pipelined writes on one pin, two nodes editing one pin at once, a publish
 /// that fails, a writer gone before its answer.
-@Suite struct ClusterNodeTests {
+@Suite struct ReplicationNodeTests {
     /// The stream both nodes publish to: records in the order they were published.
     final class MemoryStream {
         struct Stored {
@@ -30,7 +30,7 @@ import VigilState
     }
 
     final class MemoryLog: ReplicationLog {
-        let settings: ClusterSettings
+        let settings: ReplicationSettings
         let stream: MemoryStream
         var writable = true
         let retryAfterMs: Int64 = 250
@@ -40,7 +40,7 @@ import VigilState
         var appliedSequence: UInt64 { UInt64(delivered) }
 
         init(node: String, stream: MemoryStream) {
-            var s = ClusterSettings()
+            var s = ReplicationSettings()
             s.enabled = true
             s.name = "T"
             s.nodeID = node
@@ -82,18 +82,18 @@ import VigilState
         init(_ name: String, _ stream: MemoryStream) throws {
             h = try ServerHarness()
             log = MemoryLog(node: name, stream: stream)
-            h.v1.joined(ClusterNode(log: log), highestVoter: 0)
+            h.v1.joined(ReplicationNode(log: log), highestVoter: 0)
         }
 
         /// Hands this node the stream's records it has not seen, in order, then runs a turn.
         func catchUp() throws {
-            let cluster = try #require(h.v1.cluster)
+            let replication = try #require(h.v1.replication)
             while log.delivered < log.stream.stored.count {
                 let s = log.stream.stored[log.delivered]
                 log.delivered += 1
                 h.v1.applyFromStream(.init(sequence: UInt64(log.delivered), messageID: s.messageID, base: s.base, record: s.record,
                                            kept: s.kept),
-                                     cluster: cluster)
+                                     replication: replication)
             }
             h.server.loop.requestTurn()
             try h.turn()
@@ -259,7 +259,7 @@ import VigilState
         #expect(rb.type == "error" && rb["code"]?.string == "conflict")
         #expect(a.h.v1.hub.store.exportPins() == b.h.v1.hub.store.exportPins())
         #expect(a.h.v1.hub.store.exportPins().first?.title == "from a")
-        #expect(b.h.v1.cluster?.speculative.isEmpty == true && a.h.v1.cluster?.speculative.isEmpty == true)
+        #expect(b.h.v1.replication?.speculative.isEmpty == true && a.h.v1.replication?.speculative.isEmpty == true)
     }
 
     @Test func aFailedPublishIsTakenBackUnseenAndAnsweredUnavailable() throws {
@@ -274,7 +274,7 @@ import VigilState
         let r = try Self.reply(a, writer)
         #expect(r.type == "error" && r["code"]?.string == "unavailable" && (r["retry_after_ms"]?.int ?? 0) > 0)
         #expect(a.h.v1.hub.store.count == 0)
-        #expect(a.h.v1.cluster?.speculative.isEmpty == true)
+        #expect(a.h.v1.replication?.speculative.isEmpty == true)
         for _ in 0..<3 { try a.h.turn() }
         sub.poll()
         #expect(sub.messages.count == 1)  // the subscribe's reply, no event
@@ -337,7 +337,7 @@ import VigilState
     @Test func onlyTheConnectionThatChangedSinceAWriteLosesItsHeldEvent() throws {
         let stream = MemoryStream()
         let a = try Node("a", stream)
-        let cluster = try #require(a.h.v1.cluster)
+        let replication = try #require(a.h.v1.replication)
         let subscribed = try Self.subscribers(a, 2)
         let stays = subscribed[0], moves = subscribed[1]
         let writer = try a.h.open()
@@ -346,7 +346,7 @@ import VigilState
         // between the two writes one subscriber subscribes again: its reply shows the first pin
         moves.send(#"{"op":"subscribe","ref":3,"area":\#(Self.area)}"#)
         #expect(try Self.reply(a, moves)["pins"]?.array?.count == 1)
-        #expect(cluster.speculative.changedConnectionCount == 1)  // only the one that changed is remembered
+        #expect(replication.speculative.changedConnectionCount == 1)  // only the one that changed is remembered
         writer.send(#"{"op":"pin.create","ref":4,"pin":{"lat":52.6,"lon":13.5,"title":"second"}}"#)
         try a.h.run(until: { stream.stored.count == 2 })
         try a.catchUp()
@@ -362,24 +362,24 @@ import VigilState
         moves.poll()
         #expect(moves.messages.count == 2)  // its reply and the second pin, not the first again
         // nothing pending: nothing remembered, and the lists of the confirmed writes kept
-        #expect(cluster.speculative.isEmpty && (cluster.speculative.changedConnectionCount == 0))
-        #expect(cluster.speculative.spareDeliveryCount > 0)
+        #expect(replication.speculative.isEmpty && (replication.speculative.changedConnectionCount == 0))
+        #expect(replication.speculative.spareDeliveryCount > 0)
     }
 
     final class Clock { var ms: Int64 = 1_000_000 }
 
     /// One node whose held writes are timed on a clock the test moves.
-    static func nodeOnAClock() throws -> (MemoryStream, Node, ClusterNode, Clock) {
+    static func nodeOnAClock() throws -> (MemoryStream, Node, ReplicationNode, Clock) {
         let stream = MemoryStream()
         let a = try Node("a", stream)
-        let cluster = try #require(a.h.v1.cluster)
+        let replication = try #require(a.h.v1.replication)
         let clock = Clock()
-        cluster.clock = { clock.ms }
-        return (stream, a, cluster, clock)
+        replication.clock = { clock.ms }
+        return (stream, a, replication, clock)
     }
 
     @Test func anUnansweredPublishIsSentAgainWithTheSameIDAndConfirmedOnce() throws {
-        let (stream, a, cluster, clock) = try Self.nodeOnAClock()
+        let (stream, a, replication, clock) = try Self.nodeOnAClock()
         stream.failure = .client(.timedOut)
         stream.failNext = true
         let writer = try a.h.open()
@@ -388,10 +388,10 @@ import VigilState
         for _ in 0..<3 { try a.h.turn() }
         writer.poll()
         // Not given up: held, no answer, nothing stored yet, a copy due.
-        #expect(writer.messages.isEmpty && cluster.speculative.pendingCount == 1 && stream.stored.isEmpty)
-        #expect(cluster.speculative.numbers.first.flatMap(cluster.speculative.republishAt) != nil)
-        clock.ms += Int64(cluster.log.settings.ackTimeoutMs)
-        a.h.v1.replicationTick(cluster)
+        #expect(writer.messages.isEmpty && replication.speculative.pendingCount == 1 && stream.stored.isEmpty)
+        #expect(replication.speculative.numbers.first.flatMap(replication.speculative.republishAt) != nil)
+        clock.ms += Int64(replication.log.settings.ackTimeoutMs)
+        a.h.v1.replicationTick(replication)
         #expect(stream.stored.count == 1 && stream.attempts.values.first == 2)
         // A third copy (as after a lost ack) is acknowledged as the first: stored once.
         let id = stream.stored[0].messageID
@@ -400,27 +400,27 @@ import VigilState
         try a.catchUp()
         let r = try Self.reply(a, writer)
         #expect(r.type == "ok" && r["ref"]?.int == 3)
-        #expect(cluster.speculative.isEmpty && cluster.speculative.counts.confirmed == 1 && a.h.v1.hub.store.count == 1)
+        #expect(replication.speculative.isEmpty && replication.speculative.counts.confirmed == 1 && a.h.v1.hub.store.count == 1)
     }
 
     @Test func aWriteTheStreamNeverHandsBackIsGivenUpAtTheWriteDeadline() throws {
-        let (stream, a, cluster, clock) = try Self.nodeOnAClock()
+        let (stream, a, replication, clock) = try Self.nodeOnAClock()
         let sub = try Self.subscribers(a, 1)[0]
         let writer = try a.h.open()
         writer.send(#"{"op":"pin.create","ref":2,"pin":{"lat":52.5,"lon":13.4,"title":"t"}}"#)
         try a.h.run(until: { stream.stored.count == 1 })
         #expect(a.h.v1.hub.store.count == 1)  // speculatively in place, held
-        clock.ms += cluster.answerWithinMs
-        a.h.v1.replicationTick(cluster)
+        clock.ms += replication.answerWithinMs
+        a.h.v1.replicationTick(replication)
         for _ in 0..<3 { try a.h.turn() }
         writer.poll()
-        #expect(writer.messages.isEmpty && cluster.speculative.pendingCount == 1)  // not yet: exactly the limit
+        #expect(writer.messages.isEmpty && replication.speculative.pendingCount == 1)  // not yet: exactly the limit
         clock.ms += 1
-        a.h.v1.replicationTick(cluster)
+        a.h.v1.replicationTick(replication)
         let r = try Self.reply(a, writer)
         #expect(r.type == "error" && r["code"]?.string == "unavailable" && r["ref"]?.int == 2 && r["retry_after_ms"]?.int == 250)
         #expect(a.h.v1.hub.store.count == 0)  // taken back
-        #expect(cluster.speculative.isEmpty && cluster.speculative.counts.takenBack == 1)
+        #expect(replication.speculative.isEmpty && replication.speculative.counts.takenBack == 1)
         for _ in 0..<3 { try a.h.turn() }
         sub.poll()
         #expect(sub.messages.isEmpty)  // nothing was shown

@@ -7,7 +7,7 @@ import VigilCore
 /// stream whenever it changes, and all of its non-zero counts every `refreshMs`; a count not
 /// refreshed within `expiryMs` is dropped (its node is gone). The owner's node tells the owner
 /// its own watchers plus these. The message is `<node> <stream id> <count>` in ASCII.
-struct ClusterPresence {
+struct WatcherPresence {
     static let refreshMs: Int64 = 10_000
     static let expiryMs: Int64 = 30_000
     static let maxCount = 1_000_000

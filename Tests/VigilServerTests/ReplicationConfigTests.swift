@@ -1,11 +1,11 @@
 import Foundation
 import Testing
-import VigilCluster
+import VigilReplication
 import VigilNATS
 @testable import VigilServer
 
 /// The `cluster:` section (issue 16): read in full, refused with a reason per key.
-@Suite struct ClusterConfigTests {
+@Suite struct ReplicationConfigTests {
     private func issues(_ yaml: String) -> [String] {
         do {
             _ = try ConfigLoader.load(yaml: yaml)
@@ -18,8 +18,8 @@ import VigilNATS
     }
 
     @Test func withoutTheSectionNothingChanges() throws {
-        #expect(try ConfigLoader.load(yaml: "log:\n  level: info\n").cluster == ClusterSettings())
-        #expect(ServerConfig().cluster.enabled == false)
+        #expect(try ConfigLoader.load(yaml: "log:\n  level: info\n").replication == ReplicationSettings())
+        #expect(ServerConfig().replication.enabled == false)
     }
 
     @Test func everyKeyIsRead() throws {
@@ -34,7 +34,7 @@ import VigilNATS
               max_age_s: 3600
               max_bytes: 2_000_000
               request_timeout_ms: 900
-            """).cluster
+            """).replication
         #expect(c.enabled && c.name == "city-1" && c.nodeID == "n_2" && c.replicas == 3)
         #expect(c.serverURLs.map(\.description) == ["nats://10.0.0.1:4222", "nats://[::1]:4223", "nats://10.0.0.3:4222"])
         #expect(c.credentials == .userPassword(user: "vigil", password: "p w"))
@@ -88,7 +88,7 @@ import VigilNATS
     @Test func theSnapshotKeysTakeTheirBounds() throws {
         let base = "cluster:\n  urls: [nats://127.0.0.1:4222]\n  node_id: n1\n"
         for (interval, bytes) in [(1, 1_048_576), (86_400, 1 << 34)] {
-            let c = try ConfigLoader.load(yaml: base + "  snapshot_publish_interval_s: \(interval)\n  max_snapshot_bytes: \(bytes)\n").cluster
+            let c = try ConfigLoader.load(yaml: base + "  snapshot_publish_interval_s: \(interval)\n  max_snapshot_bytes: \(bytes)\n").replication
             #expect(c.snapshotPublishIntervalSeconds == interval && c.maxSnapshotBytes == bytes)
         }
     }
@@ -100,9 +100,9 @@ import VigilNATS
         let lines = try String(contentsOfFile: "config/vigild.yaml", encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
         let start = try #require(lines.firstIndex(of: "# cluster:"))
         let section = lines[start...].prefix { $0.hasPrefix("#") }.map { $0.dropFirst(2) }
-        let c = try ConfigLoader.load(yaml: section.joined(separator: "\n") + "\n").cluster
+        let c = try ConfigLoader.load(yaml: section.joined(separator: "\n") + "\n").replication
         #expect(c.snapshotPublishIntervalSeconds == 300 && c.maxSnapshotBytes == 256 << 20)
-        var expected = ClusterSettings()
+        var expected = ReplicationSettings()
         expected.enabled = true
         expected.urls = c.urls
         expected.nodeID = c.nodeID
@@ -123,7 +123,7 @@ import VigilNATS
 
     @Test func readsAnNkeySeedFileAtLoad() throws {
         let path = try secretFile("vigil.nk", NKey.encodeSeed(seed) + "\n", mode: 0o600)
-        let c = try ConfigLoader.load(yaml: "cluster:\n  urls: [nats://127.0.0.1:4222]\n  node_id: n1\n  nkey_seed_file: \(path)\n").cluster
+        let c = try ConfigLoader.load(yaml: "cluster:\n  urls: [nats://127.0.0.1:4222]\n  node_id: n1\n  nkey_seed_file: \(path)\n").replication
         #expect(c.credentials == .nkey(publicKey: try NATSNKeySigner.publicKey(of: seed), seed: seed))
         // Neither the description nor an interpolation of the settings shows the seed.
         #expect(c.description.contains("auth nkey") && !c.description.contains(NKey.encodeSeed(seed)))
@@ -162,7 +162,7 @@ import VigilNATS
             ------END USER NKEY SEED------
             """
         let path = try secretFile("vigil.creds", text, mode: 0o600)
-        let c = try ConfigLoader.load(yaml: "cluster:\n  urls: [tls://nats.example:4222]\n  node_id: n1\n  creds_file: \(path)\n").cluster
+        let c = try ConfigLoader.load(yaml: "cluster:\n  urls: [tls://nats.example:4222]\n  node_id: n1\n  creds_file: \(path)\n").replication
         #expect(c.credentials == .jwt(jwt, seed: seed))
         #expect(c.usesTLS && !c.description.contains(jwt) && c.description.contains("auth creds, TLS"))
         let truncated = try secretFile("short.creds", String(text.prefix(150)), mode: 0o600)
@@ -179,11 +179,11 @@ import VigilNATS
               tls:
                 server_name: nats.internal
                 handshake_first: true
-            """).cluster
+            """).replication
         #expect(c.serverURLs.map(\.description) == ["nats://nats-1.example.org:4222", "tls://10.0.0.2:4222"])
         #expect(c.tlsEnabled && c.tlsServerName == "nats.internal" && c.tlsHandshakeFirst && c.tlsCAFile.isEmpty)
         // An empty section: TLS with every server, verified against the system's CAs.
-        let empty = try ConfigLoader.load(yaml: "cluster:\n  urls: [nats://127.0.0.1:4222]\n  node_id: n1\n  tls:\n").cluster
+        let empty = try ConfigLoader.load(yaml: "cluster:\n  urls: [nats://127.0.0.1:4222]\n  node_id: n1\n  tls:\n").replication
         #expect(empty.tlsEnabled && empty.usesTLS)
         let missingCA = issues("cluster:\n  urls: [nats://127.0.0.1:4222]\n  node_id: n1\n  tls:\n    ca_file: /nonexistent/ca.pem\n")
         #expect(missingCA.count == 1 && missingCA[0].hasPrefix("cluster.tls.ca_file: cannot load the CA file /nonexistent/ca.pem"), "\(missingCA)")

@@ -5,7 +5,7 @@ import VigilTestSupport
 
 /// Cluster counts are not persisted: a restored hub counts its pins once. They must equal the
 /// live hub's counts (kept change by change) and a recount, after a snapshot + journal restore.
-@Suite struct ClusterRestoreTests {
+@Suite struct ReplicationRestoreTests {
     @Test(arguments: [1, 2, 3, 4] as [UInt64])
     func restoredCountsEqualTheLiveOnesAndARecount(seed: UInt64) throws {
         var run = StateReplayTests.drive(seed: seed, operations: 500, snapshotAt: 150 + Int(seed) * 20)

@@ -1,4 +1,4 @@
-import VigilCluster
+import VigilReplication
 import VigilLoop
 import VigilNATS
 import Yams
@@ -11,7 +11,7 @@ extension ConfigLoader {
 
     /// `cluster.tls`: a mapping (even empty: TLS with the system's CAs) of `natsTLSKeys`.
     static func applyNATSTLS(_ node: Node, to config: inout ServerConfig) -> [ConfigIssue] {
-        config.cluster.tlsEnabled = true
+        config.replication.tlsEnabled = true
         if case .scalar(let s) = node, s.string.isEmpty || s.string == "~" || s.string == "null" { return [] }
         guard let entries = node.mapping else {
             return [ConfigIssue(key: "cluster.tls", message: "must be a mapping of \(natsTLSKeys.joined(separator: ", "))", line: line(node))]
@@ -32,19 +32,19 @@ extension ConfigLoader {
                     issues.append(ConfigIssue(key: name, message: pathMessage, line: line(valueNode)))
                     continue
                 }
-                if key == "ca_file" { config.cluster.tlsCAFile = text }
-                if key == "cert_file" { config.cluster.tlsCertFile = text }
-                if key == "key_file" { config.cluster.tlsKeyFile = text }
+                if key == "ca_file" { config.replication.tlsCAFile = text }
+                if key == "cert_file" { config.replication.tlsCertFile = text }
+                if key == "key_file" { config.replication.tlsKeyFile = text }
             case "server_name":
                 guard NATSServerURL.isHostName(Substring(text)) || SocketAddress(host: text, port: 1) != nil else {
                     issues.append(ConfigIssue(key: name, message: "must be a DNS name or an IP address, got \"\(text.prefix(64))\"", line: line(valueNode)))
                     continue
                 }
-                config.cluster.tlsServerName = text
+                config.replication.tlsServerName = text
             case "handshake_first":
                 switch text.lowercased() {
-                case "true", "yes", "on": config.cluster.tlsHandshakeFirst = true
-                case "false", "no", "off": config.cluster.tlsHandshakeFirst = false
+                case "true", "yes", "on": config.replication.tlsHandshakeFirst = true
+                case "false", "no", "off": config.replication.tlsHandshakeFirst = false
                 default: issues.append(ConfigIssue(key: name, message: "must be true or false, got \"\(text.prefix(16))\"", line: line(valueNode)))
                 }
             default:
@@ -56,15 +56,15 @@ extension ConfigLoader {
 
     /// Reads the cluster's credential file and builds its TLS context once, to report now what
     /// would otherwise stop the node at its first connection.
-    static func loadClusterFiles(_ cluster: inout ClusterSettings) -> [ConfigIssue] {
+    static func loadReplicationFiles(_ replication: inout ReplicationSettings) -> [ConfigIssue] {
         var issues: [ConfigIssue] = []
         do {
-            try cluster.loadCredentialFiles()
+            try replication.loadCredentialFiles()
         } catch {
             issues.append(ConfigIssue(key: error.key, message: error.message))
         }
         do {
-            _ = try cluster.makeTLS()
+            _ = try replication.makeTLS()
         } catch {
             let key = error.what.contains("CA file") ? "cluster.tls.ca_file"
                 : error.what.contains("client key") ? "cluster.tls.key_file" : "cluster.tls.cert_file"
@@ -93,7 +93,7 @@ extension ConfigLoader {
         return nil
     }
 
-    static func crossCheckCluster(_ c: ClusterSettings) -> [ConfigIssue] {
+    static func crossCheckReplication(_ c: ReplicationSettings) -> [ConfigIssue] {
         guard c.enabled else { return [] }
         var issues: [ConfigIssue] = []
         if c.urls.isEmpty {

@@ -1,5 +1,5 @@
 import Testing
-import VigilCluster
+import VigilReplication
 import VigilNATS
 
 @Suite struct HeldWritePolicyTests {
