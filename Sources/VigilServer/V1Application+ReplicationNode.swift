@@ -347,16 +347,3 @@ extension V1Application {
         replication?.speculative.reset()
     }
 }
-
-extension ClientOperation {
-    /// Whether it changes what the connection follows (pins, counts, a stream, a circle).
-    var changesMembership: Bool {
-        switch self {
-        case .subscribe, .subscribeClusters, .unsubscribe, .panicWatch, .panicWatchAsMember, .panicUnwatch, .panicResume: return true
-        case .checkin(let c): return c.changesMembership
-        case .pinCreate, .pinUpdate, .pinDelete, .pinVote, .panicStart, .panicStartE2E, .panicUpdate, .panicUpdateSealed,
-             .panicRekey, .panicStatus, .panicEnd, .panicInvite, .panicRevoke, .panicTimer:
-            return false
-        }
-    }
-}

@@ -11,14 +11,15 @@ import VigilTestSupport
         var write = false
         var changesState = false
         var readsState = false
+        var membership = false
     }
 
     /// `isSubscribe`, `isWrite`, `changesState` of `ClientOperation`; `readsState` of the
     /// check-in operations (nil for the others, which have no such property).
     static let table: [String: Row] = [
-        "subscribe": Row(subscribe: true),
-        "subscribeClusters": Row(subscribe: true),
-        "unsubscribe": Row(),
+        "subscribe": Row(subscribe: true, membership: true),
+        "subscribeClusters": Row(subscribe: true, membership: true),
+        "unsubscribe": Row(membership: true),
         "pinCreate": Row(write: true, changesState: true),
         "pinUpdate": Row(write: true, changesState: true),
         "pinDelete": Row(write: true, changesState: true),
@@ -31,23 +32,23 @@ import VigilTestSupport
         "panicRekey": Row(write: true, changesState: true),
         "panicStatus": Row(changesState: true),
         "panicEnd": Row(changesState: true),
-        "panicResume": Row(),
-        "panicWatch": Row(),
-        "panicWatchAsMember": Row(),
-        "panicUnwatch": Row(),
+        "panicResume": Row(membership: true),
+        "panicWatch": Row(membership: true),
+        "panicWatchAsMember": Row(membership: true),
+        "panicUnwatch": Row(membership: true),
         "panicInvite": Row(write: true, changesState: true),
         "panicRevoke": Row(changesState: true),
         "panicTimer": Row(changesState: true),
         "checkin.create": Row(write: true, changesState: true),
-        "checkin.open": Row(readsState: true),
+        "checkin.open": Row(readsState: true, membership: true),
         "checkin.invite": Row(write: true, changesState: true),
         "checkin.revoke": Row(changesState: true),
         "checkin.answer": Row(changesState: true),
         "checkin.home": Row(changesState: true),
         "checkin.close": Row(changesState: true),
-        "checkin.join": Row(readsState: true),
+        "checkin.join": Row(readsState: true, membership: true),
         "checkin.request": Row(write: true, changesState: true),
-        "checkin.leave": Row(),
+        "checkin.leave": Row(membership: true),
         "checkin.register": Row(write: true, changesState: true),
         "checkin.unregister": Row(changesState: true),
         "checkin.ack": Row(changesState: true),
@@ -91,6 +92,12 @@ import VigilTestSupport
     @Test func readsStateOfEveryCheckinOperation() {
         for operation in OperationSamples.checkin {
             #expect(operation.readsState == Self.row(.checkin(operation)).readsState, "\(CheckinOperation.names[operation.index])")
+        }
+    }
+
+    @Test func changesMembershipOfEveryOperation() {
+        for operation in OperationSamples.client {
+            #expect(operation.changesMembership == Self.row(operation).membership, "\(OperationSamples.caseName(operation))")
         }
     }
 

@@ -82,6 +82,19 @@ public enum ClientOperation: Equatable, Sendable {
         + CheckinOperation.names
 
     /// Both views of `subscribe`: they share its rate limits.
+    /// Whether it changes what the connection follows (pins, counts, a stream, a circle): on a
+    /// node of a cluster the held events of earlier writes are then no longer for it (its reply
+    /// showed them already).
+    public var changesMembership: Bool {
+        switch self {
+        case .subscribe, .subscribeClusters, .unsubscribe, .panicWatch, .panicWatchAsMember, .panicUnwatch, .panicResume: return true
+        case .checkin(let c): return c.changesMembership
+        case .pinCreate, .pinUpdate, .pinDelete, .pinVote, .panicStart, .panicStartE2E, .panicUpdate, .panicUpdateSealed,
+             .panicRekey, .panicStatus, .panicEnd, .panicInvite, .panicRevoke, .panicTimer:
+            return false
+        }
+    }
+
     public var isSubscribe: Bool {
         switch self {
         case .subscribe, .subscribeClusters: return true
