@@ -36,15 +36,7 @@ public struct SnapshotWriter: Sendable {
     /// `clusterSequence`: see `StateSnapshot.clusterSequence` (nil for a standalone node).
     public init(takenAt: Int64, journalSegment: UInt64, clusterSequence: UInt64? = nil, capacity: Int = 0) {
         w = StateWriter(capacity: max(capacity, SnapshotCodec.headerBytes + SnapshotCodec.checksumBytes))
-        w.bytes.append(contentsOf: SnapshotCodec.magic)
-        w.u16(SnapshotCodec.version)
-        w.u16(0)
-        w.i64(takenAt)
-        w.u64(journalSegment)
-        w.u32(0)
-        w.u32(0)
-        w.u8(clusterSequence == nil ? 0 : 1)
-        w.u64(clusterSequence ?? 0)
+        SnapshotCodec.writeHeader(to: &w, takenAt: takenAt, journalSegment: journalSegment, clusterSequence: clusterSequence)
     }
 
     /// Bytes so far (pins and streams), for progress logs and capacity estimates.

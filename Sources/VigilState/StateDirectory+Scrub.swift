@@ -23,6 +23,9 @@ extension StateDirectory {
         var touched: [String] = []
         for n in files.snapshots where n < segment {
             let name = StateFileName.snapshot(n)
+            // The usual case, nothing to remove, found without reading the file into memory or
+            // decoding its pins; a file that needs rewriting (or does not verify) is decoded.
+            if let ids = SnapshotFileScan.streamIDs(file(name.name)), ids.allSatisfy(liveStreams.contains) { continue }
             var snapshot: StateSnapshot
             do throws(StateError) {
                 snapshot = try SnapshotCodec.decode(try StateFiles.readAll(file(name.name)))
