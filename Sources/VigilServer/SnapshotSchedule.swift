@@ -10,14 +10,17 @@ import VigilState
 /// Every `snapshot_interval_s` the journal moves to a new segment N (`Persistence` does that and
 /// calls `begin`); then the pins are encoded a slice per tick on the loop (no copy-on-write copy
 /// of a million pins is ever made, see `SnapshotWriter`) straight into the snapshot's temporary
-/// file, 1 MiB at a time (`SnapshotFileWriter`: the whole snapshot is never held in memory);
-/// then the streams, the fsync, the rename and the cleanup of older files run on a background
+/// file, 1 MiB at a time (`SnapshotFileWriter`: the whole snapshot is never held in memory),
+/// then the panic streams the same way; then the fsync, the rename and the cleanup of older files run on a background
 /// thread at the lowest CPU priority, which posts its outcome to an `Inbox` that the loop reads
 /// like any other event.
 /// Replay is idempotent, so records in segment N that the snapshot already reflects are harmless.
 final class SnapshotSchedule {
     /// Pins encoded per timer tick while a snapshot is being built (about 2–3 ms of work).
     static let pinsPerSlice = 2_000
+    /// Panic streams encoded per timer tick once the pins are done (a full history of 1,000
+    /// locations is some 20 pins' worth).
+    static let streamsPerSlice = 100
 
     /// What the background thread reports.
     struct Outcome: Sendable {
@@ -33,6 +36,10 @@ final class SnapshotSchedule {
     private struct Job {
         var ids: [PinID]
         var position = 0
+        /// Listed once the pins are done.
+        var streamIDs: [StreamID]?
+        var streamPosition = 0
+        var writtenStreams: [StreamID] = []
         let file: SnapshotFileWriter
         let segment: UInt64
         let startedMs: Int64
@@ -116,11 +123,27 @@ final class SnapshotSchedule {
             job = current
             return
         }
-        // The rest runs off the loop: the streams are values (a copy is a reference until the hub
-        // next changes one), and encoding them, joining the buffer and writing the file would
-        // otherwise hold the loop for a good part of a second with a large state.
+        // Then the streams, a slice per tick as well: handing the thread a copy of them all
+        // (`exportStreams`) made the loop's next location on each stream copy its whole history
+        // (copy-on-write) while the snapshot was written: a second copy of every trail.
+        let streamIDs = current.streamIDs ?? panic.streamIDs
+        current.streamIDs = streamIDs
+        let streamEnd = min(current.streamPosition + Self.streamsPerSlice, streamIDs.count)
+        for i in current.streamPosition..<streamEnd {
+            if let stream = panic.stream(streamIDs[i]) {
+                current.file.append(stream)
+                current.writtenStreams.append(stream.id)
+            }
+        }
+        current.streamPosition = streamEnd
+        guard streamEnd == streamIDs.count else {
+            job = current
+            return
+        }
+        // The rest runs off the loop: the fsync, the rename and the cleanup (which reads the
+        // previous snapshot) would otherwise hold it for a good part of a second.
         writing = true
-        let streams = panic.exportStreams()
+        let liveStreams = Set(current.writtenStreams)
         let circles = checkin.exportCircles()
         let settlements = checkin.exportSettlements()
         let acks = checkin.exportAcks()
@@ -133,7 +156,7 @@ final class SnapshotSchedule {
             // Lowest CPU priority for this thread only (Linux applies nice per thread): on a small
             // machine the snapshot must take spare CPU, never the loop's.
             _ = vigil_lower_thread_priority()
-            file.appendRest(streams: streams, circles: circles, settlements: settlements, acks: acks, kept: keptAnswers)
+            file.appendRest(circles: circles, settlements: settlements, acks: acks, kept: keptAnswers)
             let result: Result<Int, StateError>
             var published: ([UInt8], UInt64)?
             do throws(StateError) {
@@ -144,7 +167,7 @@ final class SnapshotSchedule {
                 // Older segments and snapshots go (the previous snapshot and the journal since it
                 // stay, as the fallback, scrubbed of the streams removed since); this reads the
                 // previous snapshot, so not on the loop.
-                try directory.removeObsolete(before: segment, liveStreams: Set(streams.map(\.id)))
+                try directory.removeObsolete(before: segment, liveStreams: liveStreams)
                 result = .success(count)
             } catch {
                 published = nil

@@ -125,16 +125,45 @@ enum SnapshotFileScan {
                 if version >= 3 { offset += PinFields.rangeBytes }
                 guard offset <= payloadEnd else { return nil }
             }
-            window = []
-            var rest: [UInt8] = []
-            guard read(at: offset, count: payloadEnd - offset, into: &rest) else { return nil }
-            return try rest.withStateBytes { (raw: UnsafeRawBufferPointer) throws(StateError) -> [StreamID] in
-                var r = StateReader(raw, what: "panic stream")
-                var ids: [StreamID] = []
-                ids.reserveCapacity(Int(streamCount))
-                for _ in 0..<streamCount { ids.append(try PanicFields.readStream(&r, version: version).id) }
-                return ids
+            // The streams a window at a time, each decoded and dropped at once (only its id is
+            // kept): the stream section can be most of the file (long location histories).
+            var ids: [StreamID] = []
+            ids.reserveCapacity(Int(streamCount))
+            var windowBytes = SnapshotFileScan.chunkBytes
+            var bytes: [UInt8] = []
+            var start = offset
+            var loaded = false
+            while ids.count < Int(streamCount) {
+                if !loaded {
+                    guard read(at: start, count: min(windowBytes, payloadEnd - start), into: &bytes) else { return nil }
+                    loaded = true
+                }
+                let atEnd = start + bytes.count == payloadEnd
+                let step = bytes.withUnsafeBytes { raw -> (consumed: Int, id: StreamID?, truncated: Bool) in
+                    var r = StateReader(raw, offset: offset - start, what: "panic stream")
+                    do throws(StateError) {
+                        let stream = try PanicFields.readStream(&r, version: version)
+                        return (r.offset - (offset - start), stream.id, false)
+                    } catch {
+                        // The file verified, so short of its end any failure is the window's end
+                        // (a count checked against the bytes left, or a field cut off).
+                        return (0, nil, !atEnd)
+                    }
+                }
+                if let id = step.id {
+                    ids.append(id)
+                    offset += step.consumed
+                } else if step.truncated {
+                    // The stream runs past the window: the next window starts at it, larger if it
+                    // already started at the window's start.
+                    if offset == start { windowBytes *= 2 }
+                    start = offset
+                    loaded = false
+                } else {
+                    return nil
+                }
             }
+            return ids
         }
     }
 }

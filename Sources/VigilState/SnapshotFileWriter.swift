@@ -13,8 +13,8 @@ import VigilCore
 /// header's counts, known only at the end, are written over the placeholder then, and the
 /// header's checksum is folded in with `CRC32C.combine`.
 ///
-/// Order: pins (`append(_:)`, any number, e.g. a slice per loop turn), then everything else at
-/// once (`appendRest`), then `finish`, which syncs the file and renames it into place as
+/// Order: pins (`append(_:)`, any number, e.g. a slice per loop turn), then streams (the same,
+/// or in `appendRest`), then everything else at once (`appendRest`), then `finish`, which syncs the file and renames it into place as
 /// `StateDirectory.writeSnapshot` does. A failed write is kept and reported by `finish`; the
 /// appends after it do nothing. `abandon` removes the temporary file.
 ///
@@ -66,14 +66,17 @@ public final class SnapshotFileWriter: @unchecked Sendable {
         flushIfFull()
     }
 
-    /// Everything after the pins, in the file's order.
-    public func appendRest(streams: [PanicStream], circles: [CheckinCircle] = [], settlements: [NoticeSettlement] = [],
+    /// A stream, after every pin (e.g. a slice per loop turn, as the pins).
+    public func append(_ stream: PanicStream) {
+        PanicFields.write(stream, to: &buffer)
+        streamCount += 1
+        flushIfFull()
+    }
+
+    /// Everything after the pins, in the file's order (`streams`: those not appended already).
+    public func appendRest(streams: [PanicStream] = [], circles: [CheckinCircle] = [], settlements: [NoticeSettlement] = [],
                            acks: [NoticeAck] = [], kept: [KeptAnswer] = []) {
-        for stream in streams {
-            PanicFields.write(stream, to: &buffer)
-            streamCount += 1
-            flushIfFull()
-        }
+        for stream in streams { append(stream) }
         buffer.u32(UInt32(truncatingIfNeeded: circles.count))
         for circle in circles {
             CircleFields.write(circle, to: &buffer)

@@ -43,6 +43,26 @@ import VigilTestSupport
         #expect(try dir.listing().temps.isEmpty)
     }
 
+    /// Streams written one by one (as the loop's slices do) and scanned back a window at a time,
+    /// with a stream section of several windows and one stream larger than a window.
+    @Test func streamsAppendedOneByOneAndScannedBackInWindows() throws {
+        let tmp = TemporaryDirectory()
+        let dir = try StateDirectory(path: tmp.path)
+        let s = TestSecrets(seed: 11)
+        var snapshot = SnapshotCodecTests.sample()
+        snapshot.streams = ((0..<40).map { _ in Fixtures.stream(s, events: 1_000, capacity: 1_000) }
+            + [Fixtures.stream(s, events: 40_000, capacity: 40_000)]).sorted { $0.id < $1.id }
+        let file = try SnapshotFileWriter(directory: dir, segment: snapshot.journalSegment, takenAt: snapshot.takenAt)
+        for pin in snapshot.pins { file.append(pin) }
+        for stream in snapshot.streams { file.append(stream) }
+        file.appendRest()
+        _ = try file.finish()
+        let expected = SnapshotCodec.encode(snapshot)
+        #expect(expected.count > 2 * SnapshotFileWriter.chunkBytes)
+        #expect(try dir.readSnapshot(segment: snapshot.journalSegment) == expected)
+        #expect(SnapshotFileScan.streamIDs(tmp.file("snapshot-000000000000002a.vgs")) == snapshot.streams.map(\.id))
+    }
+
     @Test func anAbandonedSnapshotLeavesNoFile() throws {
         let tmp = TemporaryDirectory()
         let dir = try StateDirectory(path: tmp.path)
