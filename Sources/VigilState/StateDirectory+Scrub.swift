@@ -50,6 +50,12 @@ extension StateDirectory {
                 touched.append(name.name)
                 continue
             }
+            // Most segments mention no removed stream: found without keeping their records.
+            var mentionsRemoved = false
+            _ = JournalCodec.forEachRecord(bytes, from: JournalCodec.headerBytes) { record in
+                if let id = record.stream, !liveStreams.contains(id) { mentionsRemoved = true }
+            }
+            guard mentionsRemoved else { continue }
             let scan = JournalCodec.scan(bytes, from: JournalCodec.headerBytes)
             let kept = scan.records.filter { record in record.stream.map(liveStreams.contains) ?? true }
             guard kept.count != scan.records.count else { continue }
