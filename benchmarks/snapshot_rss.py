@@ -65,6 +65,8 @@ def one_run(args, work: Path, run: int) -> dict:
     if bench.returncode != 0:
         raise SystemExit(f"vigil-bench state failed: {bench.stdout}\n{bench.stderr}")
     cfg = write_config(work / f"vigild-{run}.yaml", {
+        "session": {"messages_per_second": 100000, "message_burst": 1000000},
+        "limits": {"panic_start_burst": 10000000, "panic_starts_per_hour": 10000000, "open_streams_per_address": 10000000},
         "pins": {"max_pins": max(2_000_000, args.pins * 2)},
         "panic": {"max_streams": max(100_000, args.streams * 2)},
         "state": {"directory": str(state), "snapshot_interval_s": args.interval, "fsync": "interval"},
@@ -76,6 +78,16 @@ def one_run(args, work: Path, run: int) -> dict:
     if args.cpu is not None:  # every thread, and the snapshot threads it starts later inherit it
         subprocess.run(["taskset", "-a", "-cp", str(args.cpu), str(d.pid)], check=True, capture_output=True)
     pid = d.pid
+    load = None
+    if args.panic_traffic:
+        # Streams at 1 Hz through the run: the journal fills between snapshots and the loop
+        # changes the streams while one is written (what a daemon at rest does not show).
+        seconds = args.interval * (args.snapshots + 2) + 30
+        load = subprocess.Popen([str(args.vigil_load), "panic", "--url", f"ws://127.0.0.1:{d.port}/v1",
+                                 "--streams", str(args.panic_traffic), "--watchers", "1", "--rate", "1",
+                                 "--duration", str(seconds), "--no-progress"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(args.interval)  # the ramp-up, before the samples count
     reset_hwm(pid)  # the restore's own peak is not counted
     first_line = d.line_count()
     samples: list[tuple[float, int]] = []
@@ -99,6 +111,9 @@ def one_run(args, work: Path, run: int) -> dict:
             time.sleep(args.sample_ms / 1000)
         final = status(pid)
     finally:
+        if load is not None:
+            load.kill()
+            load.wait(timeout=60)
         d.stop(timeout=300)
     if len(snaps) < args.snapshots:
         raise SystemExit(f"only {len(snaps)} snapshots seen before the deadline")
@@ -108,6 +123,8 @@ def one_run(args, work: Path, run: int) -> dict:
     for s in snaps:
         s["peak_rss_kib"] = max((r for t, r in samples if s["start_s"] - 0.2 <= t <= s["end_s"] + 0.5), default=0)
     peak = max(max(r for _, r in samples), final["VmHWM"])
+    if args.panic_traffic and between:  # the RSS grows with the histories: compare with between snapshots
+        steady = statistics.median(between)
     return {
         "run": run, "ready_s": round(ready_s, 2), "samples": len(samples),
         "steady_rss_kib": steady, "between_snapshots_rss_kib": statistics.median(between) if between else None,
@@ -126,6 +143,9 @@ def main() -> int:
     ap.add_argument("--interval", type=int, default=8, help="state.snapshot_interval_s")
     ap.add_argument("--snapshots", type=int, default=3, help="periodic snapshots watched per run")
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--panic-traffic", type=int, default=0, metavar="STREAMS",
+                    help="run vigil-load panic with this many streams at 1 Hz meanwhile; steady is then the median between snapshots")
+    ap.add_argument("--vigil-load", type=Path, default=BIN / "vigil-load")
     ap.add_argument("--sample-ms", type=float, default=10)
     ap.add_argument("--cpu", type=int, help="pin vigild to this CPU (taskset)")
     ap.add_argument("--json", type=Path)
