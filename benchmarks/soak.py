@@ -249,6 +249,9 @@ def main() -> int:
     ap.add_argument("--circles", type=int, default=20)
     ap.add_argument("--checkin-rate", type=float, default=5, help="check-in requests (each then answered) per second")
     ap.add_argument("--snapshot-s", type=int, default=60, help="state.snapshot_interval_s")
+    ap.add_argument("--warmup-s", type=float,
+                    help="seconds left out of the RSS drift and steady state (default: the window, 10 minutes or a third "
+                         "of a shorter run; at 1 Hz panic histories fill in about 1,000 s, so 1200 for the hour)")
     ap.add_argument("--server-cpu", type=int)
     ap.add_argument("--client-cpu", type=int)
     ap.add_argument("--vigild", type=Path, default=BIN / "vigild")
@@ -363,16 +366,17 @@ def main() -> int:
     measured = [x for x in samples]
     total = max((x["t_s"] for x in measured), default=0)
     span = min(600.0, total / 3) if total else 0
-    post = window(measured, span, 2 * span, "rss_mib")
+    warm = span if args.warmup_s is None else min(args.warmup_s, max(0.0, total - span))
+    post = window(measured, warm, warm + span, "rss_mib")
     last = window(measured, total - span, total + 1, "rss_mib")
-    steady = window(measured, span, total + 1, "rss_mib")
+    steady = window(measured, warm, total + 1, "rss_mib")
     drift = abs(statistics.median(last) - statistics.median(post)) / statistics.median(post) if post and last else None
     p_first = window(measured, 0, span, "p99_ms")
     p_last = window(measured, total - span, total + 1, "p99_ms")
     p_ratio = statistics.median(p_last) / statistics.median(p_first) if p_first and p_last else None
     snap_peaks = [x["hwm_mib"] for x in measured
                   if any(sn["start_s"] <= x["t_s"] and sn["end_s"] >= x["t_s"] - args.sample_s for sn in snapshots)
-                  and x["t_s"] >= span]
+                  and x["t_s"] >= warm]
     snap_ratio = max(snap_peaks) / statistics.median(steady) if snap_peaks and steady else None
     reports = {p.name: {"exit": p.proc.returncode, "report": p.report()} for p in loads}
     lost = []
@@ -391,7 +395,7 @@ def main() -> int:
         "snapshot_peak_within_1_2x": snap_ratio is not None and snap_ratio <= 1.2,
     }
     verdict = {"pass": all(goals.values()), "goals": goals, "rss_drift": drift, "p99_ratio": p_ratio,
-               "snapshot_peak_ratio": snap_ratio, "window_s": span, "problems": lost, "server_cpu_percent": server_cpu}
+               "snapshot_peak_ratio": snap_ratio, "window_s": span, "warmup_s": warm, "problems": lost, "server_cpu_percent": server_cpu}
     result = {"args": {k: str(v) for k, v in vars(args).items()}, "verdict": verdict, "samples": samples,
               "snapshots": snapshots, "checkins": checkin_result,
               "loads": {n: {"exit": r["exit"], "checks": r["report"].get("checks"), "latency_ns": r["report"].get("latency_ns"),
