@@ -279,7 +279,11 @@ def main() -> int:
         "state": {"directory": str(work / "state"), "snapshot_interval_s": args.snapshot_s, "fsync": "interval"},
     })
     d = Vigild(args.vigild, cfg, listen="127.0.0.1:0")
-    d.start(ready_timeout=120)
+    try:
+        d.start(ready_timeout=120)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     if args.server_cpu is not None:
         subprocess.run(["taskset", "-a", "-cp", str(args.server_cpu), str(d.pid)], check=True, capture_output=True)
     url = f"ws://127.0.0.1:{d.port}/v1"
