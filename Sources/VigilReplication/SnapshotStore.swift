@@ -115,7 +115,7 @@ public enum SnapshotStoreError: Error, Equatable, Sendable, CustomStringConverti
 /// A cluster's snapshots in a JetStream object store, on the NATS client's loop: a node puts
 /// its snapshot there periodically; a node that starts without a usable local snapshot (new,
 /// or with a next sequence the stream's retention has passed) gets the newest one, restores it,
-/// and consumes the stream from `metadata.clusterSequence + 1`.
+/// and consumes the stream from `metadata.replicatedSequence + 1`.
 ///
 /// The layout is ADR-20's (`JSObjectStore`), so `nats object ls|info|get <NAME>_SNAPSHOTS`
 /// reads it. One object, `settings.objectName`, replaced by every put: the new chunks go under a
@@ -130,20 +130,20 @@ public enum SnapshotStoreError: Error, Equatable, Sendable, CustomStringConverti
 ///     let store = SnapshotStore(jetStream: js, settings: SnapshotStoreSettings(clusterName: "VIGIL",
 ///                               maxSnapshotBytes: config.maxSnapshotBytes, replicas: config.replicas))
 ///     // every snapshot interval, when the client is connected and no put is running:
-///     try store.put(snapshotBytes, metadata: SnapshotMetadata(clusterSequence: applied, nodeID: id,
+///     try store.put(snapshotBytes, metadata: SnapshotMetadata(replicatedSequence: applied, nodeID: id,
 ///                   formatVersion: SnapshotCodec.version, takenAtMs: now)) { result in … }
 ///     // at start, when the local snapshot is missing or older than the stream's first sequence:
 ///     try store.getNewest { result in
 ///         switch result {
-///         case .success(.snapshot(let s)): restore(s.bytes); consume(after: s.metadata.clusterSequence)
+///         case .success(.snapshot(let s)): restore(s.bytes); consume(after: s.metadata.replicatedSequence)
 ///         case .success(.none): consume(after: 0)       // no snapshot yet: the stream from sequence 1
 ///         case .failure(let error): retry later          // never start from a corrupt snapshot
 ///         }
 ///     }
 ///
-/// The caller checks the snapshot against the stream (`JetStream.streamInfo`): `clusterSequence + 1`
+/// The caller checks the snapshot against the stream (`JetStream.streamInfo`): `replicatedSequence + 1`
 /// (or 1 with `.none`) not below the stream's first sequence, otherwise the history the node
-/// needs is gone; `clusterSequence` not above its last sequence, otherwise the snapshot is of
+/// needs is gone; `replicatedSequence` not above its last sequence, otherwise the snapshot is of
 /// another history (a stream deleted and created again). In both cases the node must not start
 /// (docs/CLUSTER.md, "Snapshots in JetStream").
 public final class SnapshotStore {
@@ -324,7 +324,7 @@ public final class SnapshotStore {
     /// at most `settings.maxAcksOutstanding` awaited at once, hashed as they go; the meta (size,
     /// chunk count, SHA-256, metadata) follows the last acknowledgement. A failure at any step
     /// completes with it and leaves the previous snapshot current; the partial chunks are purged
-    /// at once if possible, otherwise by the next put. A put whose `clusterSequence` is below the
+    /// at once if possible, otherwise by the next put. A put whose `replicatedSequence` is below the
     /// current snapshot's completes with `superseded` before sending anything (an equal one
     /// replaces it).
     ///

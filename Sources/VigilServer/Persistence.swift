@@ -73,7 +73,7 @@ final class Persistence: ChangeLog {
     private(set) var journalStats = JournalStats()
     var snapshotStats: SnapshotStats { snapshots.stats }
     /// A cluster node's last applied replicated-stream sequence, recorded in every snapshot written
-    /// from now on (see `SnapshotSchedule.clusterSequence`); nil, the default, for a standalone node.
+    /// from now on (see `SnapshotSchedule.replicatedSequence`); nil, the default, for a standalone node.
     var replicatedSequence: () -> UInt64? {
         get { snapshots.replicatedSequence }
         set { snapshots.replicatedSequence = newValue }

@@ -9,13 +9,18 @@ import VigilState
 ///
 /// Every `snapshot_interval_s` the journal moves to a new segment N (`Persistence` does that and
 /// calls `begin`); then the pins are encoded a slice per tick on the loop (no copy-on-write copy
-/// of a million pins is ever made, see `SnapshotWriter`); then the streams, the final join, the
-/// write, the fsync and the cleanup of older files run on a background thread at the lowest CPU
-/// priority, which posts its outcome to an `Inbox` that the loop reads like any other event.
+/// of a million pins is ever made, see `SnapshotWriter`) straight into the snapshot's temporary
+/// file, 1 MiB at a time (`SnapshotFileWriter`: the whole snapshot is never held in memory),
+/// then the panic streams the same way; then the fsync, the rename and the cleanup of older files run on a background
+/// thread at the lowest CPU priority, which posts its outcome to an `Inbox` that the loop reads
+/// like any other event.
 /// Replay is idempotent, so records in segment N that the snapshot already reflects are harmless.
 final class SnapshotSchedule {
     /// Pins encoded per timer tick while a snapshot is being built (about 2–3 ms of work).
     static let pinsPerSlice = 2_000
+    /// Panic streams encoded per timer tick once the pins are done (a full history of 1,000
+    /// locations is some 20 pins' worth).
+    static let streamsPerSlice = 100
 
     /// What the background thread reports.
     struct Outcome: Sendable {
@@ -31,7 +36,11 @@ final class SnapshotSchedule {
     private struct Job {
         var ids: [PinID]
         var position = 0
-        var writer: SnapshotWriter
+        /// Listed once the pins are done.
+        var streamIDs: [StreamID]?
+        var streamPosition = 0
+        var writtenStreams: [StreamID] = []
+        let file: SnapshotFileWriter
         let segment: UInt64
         let startedMs: Int64
         let takeBacks: Int
@@ -52,7 +61,7 @@ final class SnapshotSchedule {
     /// Told whether the snapshot being made reached the disk (the retry after an outage waits for it).
     private var completion: ((Bool) -> Void)?
     /// A cluster node's last applied replicated-stream sequence, asked when a snapshot begins and
-    /// recorded in it (`StateSnapshot.clusterSequence`). Asked at `begin`, not at the end: the
+    /// recorded in it (`StateSnapshot.replicatedSequence`). Asked at `begin`, not at the end: the
     /// slices taken afterwards may include later changes too, which replay from the next sequence
     /// applies again harmlessly (replay is idempotent), whereas a sequence read at the end could
     /// claim changes a slice taken earlier missed. A standalone node keeps the default: nil.
@@ -87,61 +96,83 @@ final class SnapshotSchedule {
     func begin(segment: UInt64, map: MapHub, nowMs: Int64, completion: ((Bool) -> Void)? = nil) {
         self.completion = completion
         let sequence = replicatedSequence()
-        let writer = SnapshotWriter(takenAt: V1Application.wallClockMs(), journalSegment: segment, replicatedSequence: sequence)
-        job = Job(ids: map.pinIDs, writer: writer,
+        let file: SnapshotFileWriter
+        do throws(StateError) {
+            file = try SnapshotFileWriter(directory: directory, segment: segment, takenAt: V1Application.wallClockMs(),
+                                          replicatedSequence: sequence)
+        } catch {
+            // Reported like a failed write, in the next turn.
+            writing = true
+            outcomes.post(Outcome(takeBacks: takeBacks(), published: nil, segment: segment, pins: 0, startedMs: nowMs,
+                                  result: .failure(error)))
+            return
+        }
+        job = Job(ids: map.pinIDs, file: file,
                   segment: segment, startedMs: nowMs, takeBacks: takeBacks(), replicatedSequence: sequence)
     }
 
     /// Encodes the next slice of pins; after the last one, hands the rest to the background thread.
     func advance(map: MapHub, panic: PanicHub, checkin: CheckinHub, kept: () -> [KeptAnswer] = { [] }) {
-        // Take the job out of `self` while it grows: a second reference to the snapshot buffer
-        // would make every append copy all of it (copy-on-write).
         guard var current = job.take() else { return }
         let end = min(current.position + Self.pinsPerSlice, current.ids.count)
         for i in current.position..<end {
-            if let pin = map.store[current.ids[i]] { current.writer.append(pin) }
+            if let pin = map.store[current.ids[i]] { current.file.append(pin) }
         }
         current.position = end
         guard end == current.ids.count else {
             job = current
             return
         }
-        // The rest runs off the loop: the streams are values (a copy is a reference until the hub
-        // next changes one), and encoding them, joining the buffer and writing the file would
-        // otherwise hold the loop for a good part of a second with a large state.
+        // Then the streams, a slice per tick as well: handing the thread a copy of them all
+        // (`exportStreams`) made the loop's next location on each stream copy its whole history
+        // (copy-on-write) while the snapshot was written: a second copy of every trail.
+        let streamIDs = current.streamIDs ?? panic.streamIDs
+        current.streamIDs = streamIDs
+        let streamEnd = min(current.streamPosition + Self.streamsPerSlice, streamIDs.count)
+        for i in current.streamPosition..<streamEnd {
+            if let stream = panic.stream(streamIDs[i]) {
+                current.file.append(stream)
+                current.writtenStreams.append(stream.id)
+            }
+        }
+        current.streamPosition = streamEnd
+        guard streamEnd == streamIDs.count else {
+            job = current
+            return
+        }
+        // The rest runs off the loop: the fsync, the rename and the cleanup (which reads the
+        // previous snapshot) would otherwise hold it for a good part of a second.
         writing = true
-        let streams = panic.exportStreams()
+        let liveStreams = Set(current.writtenStreams)
         let circles = checkin.exportCircles()
         let settlements = checkin.exportSettlements()
         let acks = checkin.exportAcks()
         let keptAnswers = kept()
-        let writer = current.writer
+        let file = current.file
         let directory = self.directory, outcomes = self.outcomes
-        let segment = current.segment, startedMs = current.startedMs, pins = writer.pinsWritten, takeBacks = current.takeBacks
+        let segment = current.segment, startedMs = current.startedMs, pins = file.pinsWritten, takeBacks = current.takeBacks
         let sequence = written == nil ? nil : current.replicatedSequence
         let thread = Thread {
             // Lowest CPU priority for this thread only (Linux applies nice per thread): on a small
             // machine the snapshot must take spare CPU, never the loop's.
             _ = vigil_lower_thread_priority()
-            var writer = writer
-            for stream in streams { writer.append(stream) }
-            for circle in circles { writer.append(circle) }
-            for settlement in settlements { writer.append(settlement) }
-            for ack in acks { writer.append(ack) }
-            for answer in keptAnswers { writer.append(answer) }
-            let bytes = writer.finish()
+            file.appendRest(circles: circles, settlements: settlements, acks: acks, kept: keptAnswers)
             let result: Result<Int, StateError>
+            var published: ([UInt8], UInt64)?
             do throws(StateError) {
-                try directory.writeSnapshot(bytes, segment: segment)
+                let count = try file.finish()
+                // A cluster node publishes the snapshot's bytes (`written`): only then are they
+                // read back whole, before the cleanup below reads the previous snapshot.
+                if let sequence { published = (try directory.readSnapshot(segment: segment), sequence) }
                 // Older segments and snapshots go (the previous snapshot and the journal since it
                 // stay, as the fallback, scrubbed of the streams removed since); this reads the
                 // previous snapshot, so not on the loop.
-                try directory.removeObsolete(before: segment, liveStreams: Set(streams.map(\.id)))
-                result = .success(bytes.count)
+                try directory.removeObsolete(before: segment, liveStreams: liveStreams)
+                result = .success(count)
             } catch {
+                published = nil
                 result = .failure(error)
             }
-            let published: ([UInt8], UInt64)? = if case .success = result, let sequence { (bytes, sequence) } else { nil }
             outcomes.post(Outcome(takeBacks: takeBacks, published: published, segment: segment, pins: pins, startedMs: startedMs,
                                   result: result))
         }
@@ -182,7 +213,7 @@ final class SnapshotSchedule {
     /// At shutdown (the loop has stopped): blocks until a write still running on its thread has
     /// finished, so the final snapshot does not race it.
     func waitForRunningWrite() {
-        job = nil
+        job.take()?.file.abandon()
         completion = nil
         while writing {
             for outcome in outcomes.wait(timeoutMs: -1) { finished(outcome) }

@@ -60,4 +60,51 @@ public enum CRC32C {
             return crc
         }
     }
+
+    /// The CRC-32C of `a` followed by `b`, from the CRC of each and the length of `b` (zlib's
+    /// `crc32_combine`, for this polynomial): lets a file be checksummed as it is written in
+    /// chunks even though its first bytes are only known at the end (`SnapshotFileWriter`).
+    public static func combine(_ crcA: UInt32, _ crcB: UInt32, lengthB: Int) -> UInt32 {
+        multiplyModP(xPowerTwoN(lengthB, 3), crcA) ^ crcB
+    }
+
+    /// a·b modulo the polynomial, both reflected (bit 31 is x^0).
+    static func multiplyModP(_ a: UInt32, _ b: UInt32) -> UInt32 {
+        var m: UInt32 = 1 << 31
+        var p: UInt32 = 0
+        var b = b
+        while true {
+            if a & m != 0 {
+                p ^= b
+                if a & (m &- 1) == 0 { break }
+            }
+            m >>= 1
+            b = b & 1 != 0 ? (b >> 1) ^ 0x82F6_3B78 : b >> 1
+        }
+        return p
+    }
+
+    /// x^(n·2^k) modulo the polynomial.
+    static func xPowerTwoN(_ n: Int, _ k: Int) -> UInt32 {
+        var p: UInt32 = 1 << 31  // x^0
+        var n = n, k = k
+        while n > 0 {
+            if n & 1 != 0 { p = multiplyModP(xPowerTwoNTable[k & 31], p) }
+            n >>= 1
+            k += 1
+        }
+        return p
+    }
+
+    /// Entry n is x^(2^n) modulo the polynomial.
+    static let xPowerTwoNTable: [UInt32] = {
+        var t = [UInt32](repeating: 0, count: 32)
+        var p: UInt32 = 1 << 30  // x^1
+        t[0] = p
+        for n in 1..<32 {
+            p = multiplyModP(p, p)
+            t[n] = p
+        }
+        return t
+    }()
 }

@@ -124,34 +124,43 @@ public enum JournalCodec {
     /// start of `bytes`) just past the last good record: the length to truncate the file to when
     /// the stop is a torn write at the tail.
     public static func scan(_ bytes: [UInt8], from start: Int = 0) -> JournalScan {
+        var records: [JournalRecord] = []
+        let (validLength, stop) = forEachRecord(bytes, from: start) { records.append($0) }
+        return JournalScan(records: records, validLength: validLength, stop: stop)
+    }
+
+    /// `scan` one record at a time, keeping none (the scrub after each snapshot asks only whether
+    /// a segment mentions a removed stream: an array of every record of a busy segment was a good
+    /// part of the snapshot's peak RSS). Returns the valid length and why the scan stopped.
+    static func forEachRecord(_ bytes: [UInt8], from start: Int = 0,
+                              _ body: (JournalRecord) -> Void) -> (validLength: Int, stop: JournalStop?) {
         bytes.withUnsafeBytes { raw in
-            var records: [JournalRecord] = []
             var position = max(0, min(start, raw.count))
             while position < raw.count {
                 guard raw.count - position >= frameBytes else {
-                    return JournalScan(records: records, validLength: position, stop: .incomplete(offset: position))
+                    return (position, .incomplete(offset: position))
                 }
                 let length = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: position, as: UInt32.self))
                 let stored = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: position + 4, as: UInt32.self))
                 guard length >= 1, Int(length) <= maxPayloadBytes else {
-                    return JournalScan(records: records, validLength: position, stop: .badLength(offset: position, length: length))
+                    return (position, .badLength(offset: position, length: length))
                 }
                 let payloadStart = position + frameBytes
                 guard raw.count - payloadStart >= Int(length) else {
-                    return JournalScan(records: records, validLength: position, stop: .incomplete(offset: position))
+                    return (position, .incomplete(offset: position))
                 }
                 let payload = UnsafeRawBufferPointer(rebasing: raw[payloadStart..<(payloadStart + Int(length))])
                 guard CRC32C.checksum(payload) == stored else {
-                    return JournalScan(records: records, validLength: position, stop: .checksumMismatch(offset: position))
+                    return (position, .checksumMismatch(offset: position))
                 }
                 do throws(StateError) {
-                    records.append(try decodePayload(payload))
+                    body(try decodePayload(payload))
                 } catch {
-                    return JournalScan(records: records, validLength: position, stop: .undecodable(offset: position, reason: error.description))
+                    return (position, .undecodable(offset: position, reason: error.description))
                 }
                 position = payloadStart + Int(length)
             }
-            return JournalScan(records: records, validLength: position, stop: nil)
+            return (position, nil)
         }
     }
 

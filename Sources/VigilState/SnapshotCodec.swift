@@ -16,7 +16,7 @@ import VigilCore
 ///     journalSegment  u64
 ///     pin count       u32,  stream count u32
 ///     cluster         u8       0 standalone, 1 a cluster node                 since version 5
-///     clusterSequence u64      the last replicated-stream sequence included
+///     replicatedSequence u64      the last replicated-stream sequence included
 ///                              (0 when standalone)                            since version 5
 ///     pins            (see `PinFields`), each followed by range_m u32 (0: none) since version 3
 ///     streams         (see `PanicFields`)
@@ -43,6 +43,22 @@ public enum SnapshotCodec {
         8 + 2 + 2 + 8 + 8 + 4 + 4 + (version >= 5 ? clusterFieldBytes : 0)
     }
     static let checksumBytes = 4
+    /// Where the pin and stream counts are in the header.
+    static let countsOffset = 8 + 2 + 2 + 8 + 8
+
+    /// The header of the version written, with the counts given (0 when they are patched later).
+    static func writeHeader(to w: inout StateWriter, takenAt: Int64, journalSegment: UInt64, replicatedSequence: UInt64?,
+                            pins: UInt32 = 0, streams: UInt32 = 0) {
+        w.bytes.append(contentsOf: magic)
+        w.u16(version)
+        w.u16(0)
+        w.i64(takenAt)
+        w.u64(journalSegment)
+        w.u32(pins)
+        w.u32(streams)
+        w.u8(replicatedSequence == nil ? 0 : 1)
+        w.u64(replicatedSequence ?? 0)
+    }
 
     /// The snapshot's bytes, ready to write. Sizes the buffer exactly for the pins (the bulk)
     /// and generously for the streams, so it grows at most once. (`SnapshotWriter` builds the

@@ -33,18 +33,10 @@ public struct SnapshotWriter: Sendable {
     private static let countsOffset = 8 + 2 + 2 + 8 + 8
 
     /// `capacity`: bytes to reserve up front (an estimate of the finished snapshot; 0 is fine).
-    /// `clusterSequence`: see `StateSnapshot.clusterSequence` (nil for a standalone node).
+    /// `replicatedSequence`: see `StateSnapshot.replicatedSequence` (nil for a standalone node).
     public init(takenAt: Int64, journalSegment: UInt64, replicatedSequence: UInt64? = nil, capacity: Int = 0) {
         w = StateWriter(capacity: max(capacity, SnapshotCodec.headerBytes + SnapshotCodec.checksumBytes))
-        w.bytes.append(contentsOf: SnapshotCodec.magic)
-        w.u16(SnapshotCodec.version)
-        w.u16(0)
-        w.i64(takenAt)
-        w.u64(journalSegment)
-        w.u32(0)
-        w.u32(0)
-        w.u8(replicatedSequence == nil ? 0 : 1)
-        w.u64(replicatedSequence ?? 0)
+        SnapshotCodec.writeHeader(to: &w, takenAt: takenAt, journalSegment: journalSegment, replicatedSequence: replicatedSequence)
     }
 
     /// Bytes so far (pins and streams), for progress logs and capacity estimates.

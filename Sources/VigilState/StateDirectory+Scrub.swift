@@ -23,6 +23,9 @@ extension StateDirectory {
         var touched: [String] = []
         for n in files.snapshots where n < segment {
             let name = StateFileName.snapshot(n)
+            // The usual case, nothing to remove, found without reading the file into memory or
+            // decoding its pins; a file that needs rewriting (or does not verify) is decoded.
+            if let ids = SnapshotFileScan.streamIDs(file(name.name)), ids.allSatisfy(liveStreams.contains) { continue }
             var snapshot: StateSnapshot
             do throws(StateError) {
                 snapshot = try SnapshotCodec.decode(try StateFiles.readAll(file(name.name)))
@@ -47,6 +50,12 @@ extension StateDirectory {
                 touched.append(name.name)
                 continue
             }
+            // Most segments mention no removed stream: found without keeping their records.
+            var mentionsRemoved = false
+            _ = JournalCodec.forEachRecord(bytes, from: JournalCodec.headerBytes) { record in
+                if let id = record.stream, !liveStreams.contains(id) { mentionsRemoved = true }
+            }
+            guard mentionsRemoved else { continue }
             let scan = JournalCodec.scan(bytes, from: JournalCodec.headerBytes)
             let kept = scan.records.filter { record in record.stream.map(liveStreams.contains) ?? true }
             guard kept.count != scan.records.count else { continue }

@@ -64,8 +64,7 @@ enum StateFiles {
         guard fstat(fd, &info) == 0 else { throw .system(operation: "fstat", path: path, errno: errno) }
         var bytes = [UInt8](repeating: 0, count: max(Int(info.st_size), 0))
         var filled = 0
-        while true {
-            if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: max(4096, bytes.count))) }
+        while filled < bytes.count {
             let count = bytes.count
             let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, count - filled) }
             if n > 0 {
@@ -76,7 +75,24 @@ enum StateFiles {
                 throw .system(operation: "read", path: path, errno: errno)
             }
         }
-        bytes.removeSubrange(filled...)
+        if filled < bytes.count {
+            bytes.removeSubrange(filled...)
+            return bytes
+        }
+        // Read on in case the file grew, through a small buffer: growing `bytes` to probe for
+        // the end (as this did) held twice the file in memory for a moment, which for a large
+        // snapshot read after each one is written was a good part of the snapshot's peak RSS.
+        var extra = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = extra.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress!, $0.count) }
+            if n > 0 {
+                bytes.append(contentsOf: extra[0..<n])
+            } else if n == 0 {
+                break
+            } else if errno != EINTR {
+                throw .system(operation: "read", path: path, errno: errno)
+            }
+        }
         return bytes
     }
 

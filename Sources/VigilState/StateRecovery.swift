@@ -9,7 +9,7 @@ public struct RecoveredState: Sendable {
     /// The snapshot restored from (nil: none, the journal alone was replayed).
     public var snapshotFile: String?
     public var snapshotTakenAt: Int64?
-    /// The restored snapshot's `clusterSequence`: the last replicated-stream sequence it includes
+    /// The restored snapshot's `replicatedSequence`: the last replicated-stream sequence it includes
     /// (nil: no snapshot, or one written by a standalone node).
     public var replicatedSequence: UInt64?
     /// Newer snapshots that were skipped, each with the reason.

@@ -9,6 +9,10 @@ extension PanicHub {
         streams.keys.sorted().compactMap { streams[$0] }
     }
 
+    /// The ids of every stream held, in `exportStreams`' order: a snapshot taken in slices
+    /// fetches each with `stream(_:)` when its slice comes, holding no copy of the others.
+    public var streamIDs: [StreamID] { streams.keys.sorted() }
+
     /// Puts streams back with no owner connection and no watchers, re-arming their timers: an
     /// active stream's stale notice at `lastLocationAt + staleAfterMs` (already due after a long
     /// downtime: the next `tick` then notes the silence, telling nobody since nobody watches) and
